@@ -1,0 +1,305 @@
+//! Linux reader: directories opened relative to their parent (`openat`, no-follow,
+//! close-on-exec), listed with raw `getdents64` into a caller-owned buffer (rustix
+//! `RawDir`), entries sized with `statx` (no-follow, no-automount, don't-sync), falling
+//! back to `fstatat` where the kernel or a seccomp filter refuses `statx`.
+//!
+//! Contract shared by every file under `platform/`: the same type and function names
+//! (`Dir`, `Lister`, `open_path`, `open_at`, `stat_path`, `stat_at`, `Lister::list`,
+//! `sorts_by_inode`, `errno_text`, `local_time`, `raise_fd_limit`), no printing, no
+//! policy. Everything `unsafe` in dfdu lives in this directory.
+
+use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxFlags, CWD};
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// An open directory handle.
+pub struct Dir {
+    fd: OwnedFd,
+}
+
+/// Bytes handed to one `getdents64` call; allocated once per worker.
+const LIST_BUFFER_BYTES: usize = 64 * 1024;
+
+/// A worker's listing buffer.
+pub struct Lister {
+    buf: Vec<MaybeUninit<u8>>,
+}
+
+impl Default for Lister {
+    fn default() -> Self {
+        Lister { buf: vec![MaybeUninit::uninit(); LIST_BUFFER_BYTES] }
+    }
+}
+
+/// Set once `statx` has answered ENOSYS (old kernel, seccomp): use `fstatat` from then on.
+static NO_STATX: AtomicBool = AtomicBool::new(false);
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+fn dir_flags(follow: bool) -> OFlags {
+    let base = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    if follow {
+        base
+    } else {
+        base | OFlags::NOFOLLOW
+    }
+}
+
+/// Opens a directory named by a path relative to the working directory.
+pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
+    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+}
+
+/// Opens the directory `name` inside `parent`.
+pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
+    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+}
+
+/// Stats a path relative to the working directory.
+pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+    stat_impl(CWD, path, follow)
+}
+
+/// Stats the entry `name` of `dir`: one system call.
+#[inline]
+pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+    stat_impl(dir.fd.as_fd(), name, follow)
+}
+
+fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+    let mut at = AtFlags::NO_AUTOMOUNT | AtFlags::STATX_DONT_SYNC;
+    if !follow {
+        at |= AtFlags::SYMLINK_NOFOLLOW;
+    }
+    if !NO_STATX.load(Ordering::Relaxed) {
+        let mask = StatxFlags::TYPE
+            | StatxFlags::MODE
+            | StatxFlags::NLINK
+            | StatxFlags::INO
+            | StatxFlags::SIZE
+            | StatxFlags::BLOCKS
+            | StatxFlags::MTIME
+            | StatxFlags::ATIME
+            | StatxFlags::CTIME;
+        match rustix::fs::statx(dirfd.as_fd(), name, at, mask) {
+            Ok(st) => {
+                return Ok(Meta {
+                    kind: kind_of(st.stx_mode as u32),
+                    dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+                    ino: st.stx_ino,
+                    nlink: st.stx_nlink as u64,
+                    blocks: st.stx_blocks,
+                    size: st.stx_size,
+                    mtime: Timespec { sec: st.stx_mtime.tv_sec, nsec: st.stx_mtime.tv_nsec },
+                    atime: Timespec { sec: st.stx_atime.tv_sec, nsec: st.stx_atime.tv_nsec },
+                    ctime: Timespec { sec: st.stx_ctime.tv_sec, nsec: st.stx_ctime.tv_nsec },
+                })
+            }
+            Err(rustix::io::Errno::NOSYS) => NO_STATX.store(true, Ordering::Relaxed),
+            Err(e) => return Err(errno(e)),
+        }
+    }
+    let at = at & !AtFlags::STATX_DONT_SYNC;
+    let st = rustix::fs::statat(dirfd, name, at).map_err(errno)?;
+    Ok(Meta {
+        kind: kind_of(st.st_mode as u32),
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        nlink: st.st_nlink as u64,
+        blocks: st.st_blocks as u64,
+        size: st.st_size as u64,
+        mtime: Timespec { sec: st.st_mtime as i64, nsec: st.st_mtime_nsec as u32 },
+        atime: Timespec { sec: st.st_atime as i64, nsec: st.st_atime_nsec as u32 },
+        ctime: Timespec { sec: st.st_ctime as i64, nsec: st.st_ctime_nsec as u32 },
+    })
+}
+
+fn kind_of(mode: u32) -> Kind {
+    match mode & 0o170000 {
+        0o040000 => Kind::Dir,
+        0o100000 => Kind::File,
+        0o120000 => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+impl Lister {
+    /// Reads every entry of `dir` (without `.` and `..`), calling `each(name, inode)` in
+    /// the order the kernel returns them. An error after some entries were delivered is
+    /// returned as well; the caller decides what a partial listing means.
+    pub fn list(&mut self, dir: &Dir, each: &mut dyn FnMut(&CStr, u64)) -> Result<(), Errno> {
+        let mut raw = RawDir::new(&dir.fd, &mut self.buf);
+        while let Some(entry) = raw.next() {
+            let entry = entry.map_err(errno)?;
+            let name = entry.file_name();
+            let bytes = name.to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
+            }
+            each(name, entry.ino());
+        }
+        Ok(())
+    }
+}
+
+/// GNU fts sorts the entries of a big directory by inode number except on file
+/// systems where that is known not to help (tmpfs, NFS, CIFS/SMB).
+pub fn sorts_by_inode(dir: &Dir) -> bool {
+    match rustix::fs::fstatfs(&dir.fd) {
+        Ok(fs) => {
+            let magic = fs.f_type as u32;
+            !matches!(
+                magic,
+                linux_raw_sys::general::TMPFS_MAGIC
+                    | linux_raw_sys::general::NFS_SUPER_MAGIC
+                    | linux_raw_sys::general::CIFS_SUPER_MAGIC
+                    | linux_raw_sys::general::SMB2_SUPER_MAGIC
+            )
+        }
+        Err(_) => true,
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit, so deep or wide trees rarely
+/// need the scanner's re-open path. Returns the soft limit now in force.
+pub fn raise_fd_limit() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
+        if cur < max {
+            lim.current = Some(max);
+            if setrlimit(Resource::Nofile, lim).is_ok() {
+                return max;
+            }
+            return cur;
+        }
+    }
+    lim.current.unwrap_or(1 << 20)
+}
+
+/// The text GNU libc gives for an error number, so messages read the same as GNU du's
+/// whichever C library the binary was linked with (musl words some of these differently).
+pub fn errno_text(e: Errno) -> String {
+    let text = match e.0 {
+        1 => "Operation not permitted",
+        2 => "No such file or directory",
+        5 => "Input/output error",
+        7 => "Argument list too long",
+        9 => "Bad file descriptor",
+        12 => "Cannot allocate memory",
+        13 => "Permission denied",
+        14 => "Bad address",
+        16 => "Device or resource busy",
+        17 => "File exists",
+        18 => "Invalid cross-device link",
+        19 => "No such device",
+        20 => "Not a directory",
+        21 => "Is a directory",
+        22 => "Invalid argument",
+        23 => "Too many open files in system",
+        24 => "Too many open files",
+        27 => "File too large",
+        28 => "No space left on device",
+        30 => "Read-only file system",
+        36 => "File name too long",
+        38 => "Function not implemented",
+        39 => "Directory not empty",
+        40 => "Too many levels of symbolic links",
+        61 => "No data available",
+        75 => "Value too large for defined data type",
+        95 => "Operation not supported",
+        107 => "Transport endpoint is not connected",
+        110 => "Connection timed out",
+        112 => "Host is down",
+        116 => "Stale file handle",
+        117 => "Structure needs cleaning",
+        121 => "Remote I/O error",
+        _ => {
+            let s = std::io::Error::from_raw_os_error(e.0).to_string();
+            return match s.find(" (os error") {
+                Some(cut) => s[..cut].to_string(),
+                None => s,
+            };
+        }
+    };
+    text.to_string()
+}
+
+/// Mirror of C's `struct tm` as glibc and musl lay it out on Linux.
+#[repr(C)]
+struct Tm {
+    tm_sec: i32,
+    tm_min: i32,
+    tm_hour: i32,
+    tm_mday: i32,
+    tm_mon: i32,
+    tm_year: i32,
+    tm_wday: i32,
+    tm_yday: i32,
+    tm_isdst: i32,
+    tm_gmtoff: i64,
+    tm_zone: *const std::ffi::c_char,
+}
+
+extern "C" {
+    fn localtime_r(t: *const i64, out: *mut Tm) -> *mut Tm;
+    fn tzset();
+}
+
+/// Converts seconds since the epoch to local time the way the C library does (honouring
+/// `TZ` and `/etc/localtime`). `None` when the time is out of the C library's range.
+pub fn local_time(sec: i64) -> Option<LocalTime> {
+    let mut tm = MaybeUninit::<Tm>::zeroed();
+    // SAFETY: tzset takes no arguments and only reads the environment; localtime_r writes
+    // into the caller-provided, properly sized and aligned `tm` and reads `sec` by
+    // pointer; both pointers are valid for the duration of the call.
+    let ok = unsafe {
+        tzset();
+        !localtime_r(&sec, tm.as_mut_ptr()).is_null()
+    };
+    if !ok {
+        return None;
+    }
+    // SAFETY: localtime_r returned non-null, so it initialised every field of `tm`.
+    let tm = unsafe { tm.assume_init() };
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: tm_zone, when non-null, points at a NUL-terminated string owned by the C
+        // library that stays valid until the next tzset; we copy it out immediately.
+        unsafe { CStr::from_ptr(tm.tm_zone) }.to_string_lossy().into_owned()
+    };
+    Some(LocalTime {
+        year: tm.tm_year as i64 + 1900,
+        month: tm.tm_mon as u32 + 1,
+        day: tm.tm_mday as u32,
+        hour: tm.tm_hour as u32,
+        minute: tm.tm_min as u32,
+        second: tm.tm_sec as u32,
+        weekday: tm.tm_wday as u32,
+        yearday: tm.tm_yday as u32,
+        gmtoff: tm.tm_gmtoff,
+        zone,
+    })
+}
+
+extern "C" {
+    fn signal(signum: i32, handler: usize) -> usize;
+}
+
+/// Restores the default action for SIGPIPE (Rust's runtime ignores it), so that a closed
+/// pipe ends dfdu silently the way it ends GNU du.
+pub fn default_sigpipe() {
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: setting SIGPIPE back to SIG_DFL installs no handler code; it only changes
+    // the kernel's disposition for a signal this process does not otherwise use.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}

@@ -1,0 +1,209 @@
+//! Portable reader on `std::fs`: the fallback for targets without a native reader yet,
+//! and the oracle the native readers are checked against in tests (`DFDU_READER=portable`).
+//! Same names as the native readers; slower (full paths, one allocation per entry) and
+//! limited to paths the OS accepts whole (PATH_MAX).
+
+use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use std::ffi::{CStr, CString};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// An "open" directory: here just its path.
+pub struct Dir {
+    path: PathBuf,
+}
+
+/// Nothing to keep between listings.
+#[derive(Default)]
+pub struct Lister;
+
+fn io_errno(e: std::io::Error) -> Errno {
+    Errno(e.raw_os_error().unwrap_or(5))
+}
+
+#[cfg(unix)]
+fn path_of(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_of(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+#[cfg(unix)]
+fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    name.as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
+    name.to_string_lossy().into_owned().into_bytes()
+}
+
+fn open(path: PathBuf, follow: bool) -> Result<Dir, Errno> {
+    let md = if follow { fs::metadata(&path) } else { fs::symlink_metadata(&path) };
+    let md = md.map_err(io_errno)?;
+    if md.file_type().is_symlink() {
+        return Err(Errno(40));
+    }
+    if !md.is_dir() {
+        return Err(Errno(20));
+    }
+    // Listing rights are checked here, as opening a directory would.
+    fs::read_dir(&path).map_err(io_errno)?;
+    Ok(Dir { path })
+}
+
+pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
+    open(path_of(path.to_bytes()), follow)
+}
+
+pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
+    open(parent.path.join(path_of(name.to_bytes())), follow)
+}
+
+pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+    stat_file(&path_of(path.to_bytes()), follow)
+}
+
+pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+    stat_file(&dir.path.join(path_of(name.to_bytes())), follow)
+}
+
+fn stat_file(path: &Path, follow: bool) -> Result<Meta, Errno> {
+    let md = if follow { fs::metadata(path) } else { fs::symlink_metadata(path) };
+    Ok(meta_of(&md.map_err(io_errno)?))
+}
+
+fn kind_of(ft: fs::FileType) -> Kind {
+    if ft.is_dir() {
+        Kind::Dir
+    } else if ft.is_symlink() {
+        Kind::Symlink
+    } else if ft.is_file() {
+        Kind::File
+    } else {
+        Kind::Other
+    }
+}
+
+#[cfg(unix)]
+fn meta_of(md: &fs::Metadata) -> Meta {
+    use std::os::unix::fs::MetadataExt;
+    Meta {
+        kind: kind_of(md.file_type()),
+        dev: md.dev(),
+        ino: md.ino(),
+        nlink: md.nlink(),
+        blocks: md.blocks(),
+        size: md.size(),
+        mtime: Timespec { sec: md.mtime(), nsec: md.mtime_nsec() as u32 },
+        atime: Timespec { sec: md.atime(), nsec: md.atime_nsec() as u32 },
+        ctime: Timespec { sec: md.ctime(), nsec: md.ctime_nsec() as u32 },
+    }
+}
+
+#[cfg(not(unix))]
+fn meta_of(md: &fs::Metadata) -> Meta {
+    let t = |r: std::io::Result<std::time::SystemTime>| {
+        r.ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| Timespec { sec: d.as_secs() as i64, nsec: d.subsec_nanos() })
+            .unwrap_or_default()
+    };
+    let size = md.len();
+    Meta {
+        kind: kind_of(md.file_type()),
+        dev: 0,
+        ino: 0,
+        nlink: 1,
+        blocks: size.div_ceil(512),
+        size,
+        mtime: t(md.modified()),
+        atime: t(md.accessed()),
+        ctime: t(md.modified()),
+    }
+}
+
+impl Lister {
+    pub fn list(&mut self, dir: &Dir, each: &mut dyn FnMut(&CStr, u64)) -> Result<(), Errno> {
+        for entry in fs::read_dir(&dir.path).map_err(io_errno)? {
+            let entry = entry.map_err(io_errno)?;
+            let name = name_bytes(&entry.file_name());
+            let Ok(name) = CString::new(name) else { continue };
+            #[cfg(unix)]
+            let ino = std::os::unix::fs::DirEntryExt::ino(&entry);
+            #[cfg(not(unix))]
+            let ino = 0;
+            each(&name, ino);
+        }
+        Ok(())
+    }
+}
+
+/// The portable reader cannot tell the file system type; it keeps readdir order.
+pub fn sorts_by_inode(_dir: &Dir) -> bool {
+    false
+}
+
+pub fn raise_fd_limit() -> u64 {
+    1024
+}
+
+pub fn errno_text(e: Errno) -> String {
+    let s = std::io::Error::from_raw_os_error(e.0).to_string();
+    match s.find(" (os error") {
+        Some(cut) => s[..cut].to_string(),
+        None => s,
+    }
+}
+
+/// Without the C library's time zone code, times are shown in UTC.
+pub fn local_time(sec: i64) -> Option<LocalTime> {
+    let days = sec.div_euclid(86_400);
+    let secs = sec.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    let jan1 = days_from_civil(year, 1, 1);
+    Some(LocalTime {
+        year,
+        month,
+        day,
+        hour: (secs / 3600) as u32,
+        minute: (secs / 60 % 60) as u32,
+        second: (secs % 60) as u32,
+        weekday: (days + 4).rem_euclid(7) as u32,
+        yearday: (days - jan1) as u32,
+        gmtoff: 0,
+        zone: "UTC".to_string(),
+    })
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Nothing to restore where the platform has no SIGPIPE or std leaves it alone.
+pub fn default_sigpipe() {}

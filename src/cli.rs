@@ -1,0 +1,584 @@
+//! The du command line: what the user typed (parsed with lexopt, with GNU getopt's
+//! long-option abbreviations, permutation, `--`, `POSIXLY_CORRECT` and its exact error
+//! messages), then the derived settings `du` runs with. The help text lives here too.
+
+use crate::exclude::Exclude;
+use crate::quote::{quote, quotef};
+use crate::scan::TimeKind;
+use crate::units::{self, NumError, Scale};
+use std::ffi::OsString;
+
+/// How symlinks are followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deref {
+    /// `-P` (default): never.
+    None,
+    /// `-D`/`-H`: only symlinks named on the command line.
+    Args,
+    /// `-L`: always.
+    All,
+}
+
+/// Everything `du` needs to run.
+pub struct DuOptions {
+    pub prog: String,
+    pub null: bool,
+    pub all: bool,
+    pub apparent: bool,
+    pub scale: Scale,
+    pub total: bool,
+    pub deref: Deref,
+    pub max_depth: u64,
+    pub files0_from: Option<OsString>,
+    pub inodes: bool,
+    pub count_links: bool,
+    pub separate_dirs: bool,
+    pub threshold: i128,
+    pub time: Option<TimeKind>,
+    pub time_format: String,
+    pub exclude: Exclude,
+    pub one_fs: bool,
+    pub threads: Option<usize>,
+    pub operands: Vec<OsString>,
+}
+
+/// The outcome of parsing: run, or exit now with this status (messages already written).
+pub enum Parsed {
+    Run(Box<DuOptions>),
+    Exit(i32),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HasArg {
+    No,
+    Required,
+    Optional,
+}
+
+/// GNU du's long options, in its table order (which getopt's ambiguity messages show).
+const LONG: &[(&str, HasArg, char)] = &[
+    ("all", HasArg::No, 'a'),
+    ("apparent-size", HasArg::No, 'A'),
+    ("block-size", HasArg::Required, 'B'),
+    ("bytes", HasArg::No, 'b'),
+    ("count-links", HasArg::No, 'l'),
+    ("dereference", HasArg::No, 'L'),
+    ("dereference-args", HasArg::No, 'D'),
+    ("exclude", HasArg::Required, 'E'),
+    ("exclude-from", HasArg::Required, 'X'),
+    ("files0-from", HasArg::Required, 'F'),
+    ("human-readable", HasArg::No, 'h'),
+    ("inodes", HasArg::No, 'I'),
+    ("si", HasArg::No, 'i'),
+    ("max-depth", HasArg::Required, 'd'),
+    ("null", HasArg::No, '0'),
+    ("no-dereference", HasArg::No, 'P'),
+    ("one-file-system", HasArg::No, 'x'),
+    ("separate-dirs", HasArg::No, 'S'),
+    ("summarize", HasArg::No, 's'),
+    ("total", HasArg::No, 'c'),
+    ("threshold", HasArg::Required, 't'),
+    ("time", HasArg::Optional, 'T'),
+    ("time-style", HasArg::Required, 'y'),
+    ("help", HasArg::No, '?'),
+    ("version", HasArg::No, 'V'),
+];
+
+/// Short options and whether they take an argument (GNU's "0abd:chHklmst:xB:DLPSX:",
+/// plus dfdu's `-j N`).
+fn short_has_arg(c: char) -> Option<bool> {
+    match c {
+        '0' | 'a' | 'b' | 'c' | 'h' | 'H' | 'k' | 'l' | 'm' | 's' | 'x' | 'D' | 'L' | 'P' | 'S' => Some(false),
+        'd' | 't' | 'B' | 'X' | 'j' => Some(true),
+        _ => None,
+    }
+}
+
+/// Resolves a possibly abbreviated long option the way getopt_long does.
+fn resolve_long(name: &str) -> Result<(&'static str, HasArg, char), Vec<&'static str>> {
+    if name == "threads" {
+        return Ok(("threads", HasArg::Required, 'j'));
+    }
+    if let Some(&(n, h, c)) = LONG.iter().find(|(n, _, _)| *n == name) {
+        return Ok((n, h, c));
+    }
+    let hits: Vec<_> = LONG.iter().filter(|(n, _, _)| n.starts_with(name)).collect();
+    match hits.as_slice() {
+        [one] => Ok((one.0, one.1, one.2)),
+        [] => Err(Vec::new()),
+        many => Err(many.iter().map(|h| h.0).collect()),
+    }
+}
+
+/// gnulib `argmatch`: exact match, or a unique prefix (prefixes of synonyms are fine).
+fn argmatch<T: Copy + PartialEq>(arg: &str, table: &[(&str, T)]) -> Result<T, bool> {
+    if let Some((_, v)) = table.iter().find(|(n, _)| *n == arg) {
+        return Ok(*v);
+    }
+    let mut found: Option<T> = None;
+    let mut ambiguous = false;
+    for (n, v) in table {
+        if n.starts_with(arg) {
+            match found {
+                None => found = Some(*v),
+                Some(f) if f != *v => ambiguous = true,
+                _ => {}
+            }
+        }
+    }
+    match (found, ambiguous) {
+        (Some(v), false) => Ok(v),
+        (_, amb) => Err(amb),
+    }
+}
+
+/// Writes gnulib's `argmatch_die` report for a bad WORD given to `context`.
+fn argmatch_fail<T: Copy + PartialEq>(prog: &str, arg: &str, context: &str, table: &[(&str, T)], ambiguous: bool) {
+    let what = if ambiguous { "ambiguous" } else { "invalid" };
+    let mut msg = format!("{prog}: {what} argument {} for {}\nValid arguments are:", quote(arg.as_bytes()), quote(context.as_bytes()));
+    let mut last: Option<T> = None;
+    for (n, v) in table {
+        if last == Some(*v) {
+            msg.push_str(&format!(", {}", quote(n.as_bytes())));
+        } else {
+            msg.push_str(&format!("\n  - {}", quote(n.as_bytes())));
+            last = Some(*v);
+        }
+    }
+    eprintln!("{msg}");
+    try_help(prog);
+}
+
+fn try_help(prog: &str) {
+    eprintln!("Try '{prog} --help' for more information.");
+}
+
+const TIME_WORDS: &[(&str, TimeKind)] = &[
+    ("atime", TimeKind::Atime),
+    ("access", TimeKind::Atime),
+    ("use", TimeKind::Atime),
+    ("ctime", TimeKind::Ctime),
+    ("status", TimeKind::Ctime),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TimeStyle {
+    Full,
+    Long,
+    Iso,
+}
+
+const TIME_STYLES: &[(&str, TimeStyle)] = &[("full-iso", TimeStyle::Full), ("long-iso", TimeStyle::Long), ("iso", TimeStyle::Iso)];
+
+/// gnulib `xstrtol_fatal` wording for a bad numeric argument.
+fn num_fatal(prog: &str, err: NumError, long: Option<&str>, short: char, arg: &str) -> i32 {
+    let opt = match long {
+        Some(l) => format!("--{l}"),
+        None => format!("-{short}"),
+    };
+    match err {
+        NumError::Invalid => eprintln!("{prog}: invalid {opt} argument '{arg}'"),
+        NumError::InvalidSuffix => eprintln!("{prog}: invalid suffix in {opt} argument '{arg}'"),
+        NumError::Overflow => eprintln!("{prog}: {opt} argument '{arg}' too large"),
+    }
+    1
+}
+
+/// `xstrtoimax(arg, NULL, 0, &v, "kKmMGTPEZY0")`.
+fn parse_threshold(arg: &[u8]) -> Result<i128, NumError> {
+    let mut s = arg;
+    while let [b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r', rest @ ..] = s {
+        s = rest;
+    }
+    let (neg, body) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if neg && body.first().is_some_and(|c| c.is_ascii_whitespace() || *c == b'-' || *c == b'+') {
+        return Err(NumError::Invalid);
+    }
+    let (v, _) = units::parse_with_suffix(body, units::THRESHOLD_SUFFIXES)?;
+    let limit: u128 = if neg { 1 << 63 } else { (1 << 63) - 1 };
+    if v as u128 > limit {
+        return Err(NumError::Overflow);
+    }
+    Ok(if neg { -(v as i128) } else { v as i128 })
+}
+
+/// `xstrtoul(arg, NULL, 0, ...)` for `--max-depth`: trailing text after the number is
+/// accepted, as GNU does; a sign, nothing or overflow is not.
+fn parse_depth(arg: &[u8]) -> Option<u64> {
+    let t: Vec<u8> = arg.iter().copied().skip_while(|c| c.is_ascii_whitespace()).collect();
+    if t.first() == Some(&b'-') {
+        return None;
+    }
+    let digits_end = {
+        let body = t.strip_prefix(b"+").unwrap_or(&t);
+        let hex = body.len() > 2 && body[0] == b'0' && (body[1] | 0x20) == b'x' && body[2].is_ascii_hexdigit();
+        let skip = usize::from(t.first() == Some(&b'+')) + if hex { 2 } else { 0 };
+        let radix = if hex { 16 } else if body.first() == Some(&b'0') { 8 } else { 10 };
+        let n = t[skip..].iter().take_while(|c| (**c as char).is_digit(radix)).count();
+        if n == 0 {
+            return None;
+        }
+        (skip, skip + n, radix)
+    };
+    let (start, end, radix) = digits_end;
+    u64::from_str_radix(std::str::from_utf8(&t[start..end]).ok()?, radix).ok()
+}
+
+fn bytes_of(s: &std::ffi::OsStr) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        s.as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        s.to_string_lossy().into_owned().into_bytes()
+    }
+}
+
+/// Parses du's arguments (without argv[0]). `env` reads environment variables.
+pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Parsed {
+    use lexopt::Arg;
+    let posixly_correct = env("POSIXLY_CORRECT").is_some();
+    let mut o = DuOptions {
+        prog: prog.to_string(),
+        null: false,
+        all: false,
+        apparent: false,
+        scale: units::parse_block_spec(env("DU_BLOCK_SIZE").as_deref(), env)
+            .unwrap_or_else(|_| Scale::plain(if posixly_correct { 512 } else { 1024 })),
+        total: false,
+        deref: Deref::None,
+        max_depth: u64::MAX,
+        files0_from: None,
+        inodes: false,
+        count_links: false,
+        separate_dirs: false,
+        threshold: 0,
+        time: None,
+        time_format: String::new(),
+        exclude: Exclude::default(),
+        one_fs: false,
+        threads: None,
+        operands: Vec::new(),
+    };
+    let mut ok = true;
+    let mut summarize = false;
+    let mut depth_given: Option<u64> = None;
+    let mut time_style: Option<String> = None;
+    let mut parser = lexopt::Parser::from_args(args);
+    loop {
+        let arg = match parser.next() {
+            Ok(Some(a)) => a,
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("{prog}: {e}");
+                ok = false;
+                continue;
+            }
+        };
+        let (id, long_name): (char, Option<&'static str>) = match arg {
+            Arg::Value(v) => {
+                o.operands.push(v);
+                if posixly_correct {
+                    o.operands.extend(parser.raw_args().map(|r| r.collect::<Vec<_>>()).unwrap_or_default());
+                    break;
+                }
+                continue;
+            }
+            Arg::Short(c) => match short_has_arg(c) {
+                Some(_) => (c, None),
+                None => {
+                    eprintln!("{prog}: invalid option -- '{c}'");
+                    ok = false;
+                    continue;
+                }
+            },
+            Arg::Long(name) => {
+                let name = name.to_string();
+                match resolve_long(&name) {
+                    Ok((full, has, id)) => {
+                        if has == HasArg::No {
+                            if parser.optional_value().is_some() {
+                                eprintln!("{prog}: option '--{full}' doesn't allow an argument");
+                                ok = false;
+                                continue;
+                            }
+                        }
+                        (id, Some(full))
+                    }
+                    Err(choices) if choices.is_empty() => {
+                        let typed = match parser.optional_value() {
+                            Some(v) => format!("{name}={}", v.to_string_lossy()),
+                            None => name,
+                        };
+                        eprintln!("{prog}: unrecognized option '--{typed}'");
+                        ok = false;
+                        continue;
+                    }
+                    Err(choices) => {
+                        let _ = parser.optional_value();
+                        let list: String = choices.iter().map(|c| format!(" '--{c}'")).collect();
+                        eprintln!("{prog}: option '--{name}' is ambiguous; possibilities:{list}");
+                        ok = false;
+                        continue;
+                    }
+                }
+            }
+        };
+        // Fetch the argument of options that take one.
+        let takes = match long_name {
+            Some(n) => resolve_long(n).map(|r| r.1).unwrap_or(HasArg::No),
+            None => {
+                if short_has_arg(id) == Some(true) {
+                    HasArg::Required
+                } else {
+                    HasArg::No
+                }
+            }
+        };
+        let value: Option<OsString> = match takes {
+            HasArg::No => None,
+            HasArg::Optional => parser.optional_value(),
+            HasArg::Required => match parser.value() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    match long_name {
+                        Some(n) => eprintln!("{prog}: option '--{n}' requires an argument"),
+                        None => eprintln!("{prog}: option requires an argument -- '{id}'"),
+                    }
+                    ok = false;
+                    continue;
+                }
+            },
+        };
+        let vbytes = value.as_deref().map(bytes_of).unwrap_or_default();
+        let vstr = String::from_utf8_lossy(&vbytes).into_owned();
+        match id {
+            '0' => o.null = true,
+            'a' => o.all = true,
+            'A' => o.apparent = true,
+            'b' => {
+                o.apparent = true;
+                o.scale = Scale::plain(1);
+            }
+            'c' => o.total = true,
+            'h' => o.scale = Scale::human(true),
+            'i' => o.scale = Scale::human(false),
+            'k' => o.scale = Scale::plain(1024),
+            'm' => o.scale = Scale::plain(1024 * 1024),
+            'd' => match parse_depth(&vbytes) {
+                Some(d) => depth_given = Some(d),
+                None => {
+                    eprintln!("{prog}: invalid maximum depth {}", quote(&vbytes));
+                    ok = false;
+                }
+            },
+            'l' => o.count_links = true,
+            's' => summarize = true,
+            't' => match parse_threshold(&vbytes) {
+                Ok(0) if vbytes.first() == Some(&b'-') => {
+                    eprintln!("{prog}: invalid --threshold argument '-0'");
+                    return Parsed::Exit(1);
+                }
+                Ok(v) => o.threshold = v,
+                Err(e) => return Parsed::Exit(num_fatal(prog, e, long_name, 't', &vstr)),
+            },
+            'x' => o.one_fs = true,
+            'B' => match units::parse_block_spec(Some(&vbytes), env) {
+                Ok(s) => o.scale = s,
+                Err(e) => return Parsed::Exit(num_fatal(prog, e, long_name, 'B', &vstr)),
+            },
+            'H' | 'D' => o.deref = Deref::Args,
+            'L' => o.deref = Deref::All,
+            'P' => o.deref = Deref::None,
+            'S' => o.separate_dirs = true,
+            'X' => match std::fs::read(value.as_deref().unwrap_or_default()) {
+                Ok(text) => o.exclude.add_lines(&text),
+                Err(e) => {
+                    let errno = crate::meta::Errno(e.raw_os_error().unwrap_or(5));
+                    eprintln!("{prog}: {}: {}", quotef(&vbytes), crate::platform::errno_text(errno));
+                    ok = false;
+                }
+            },
+            'F' => o.files0_from = value,
+            'E' => o.exclude.add(&vbytes),
+            'I' => o.inodes = true,
+            'T' => {
+                o.time = Some(match value {
+                    None => TimeKind::Mtime,
+                    Some(_) => match argmatch(&vstr, TIME_WORDS) {
+                        Ok(k) => k,
+                        Err(amb) => {
+                            argmatch_fail(prog, &vstr, "--time", TIME_WORDS, amb);
+                            return Parsed::Exit(1);
+                        }
+                    },
+                })
+            }
+            'y' => time_style = Some(vstr),
+            'j' => match vstr.trim().parse::<usize>() {
+                Ok(n) if (1..=1024).contains(&n) => o.threads = Some(n),
+                _ => {
+                    eprintln!("{prog}: invalid number of threads {}", quote(&vbytes));
+                    ok = false;
+                }
+            },
+            '?' => {
+                print_help(prog);
+                return Parsed::Exit(0);
+            }
+            'V' => {
+                println!("dfdu {} (du-compatible; see dfdu --help)", env!("DFDU_VERSION"));
+                return Parsed::Exit(0);
+            }
+            _ => unreachable!("every option id is handled"),
+        }
+    }
+    if !ok {
+        try_help(prog);
+        return Parsed::Exit(1);
+    }
+    finish(o, summarize, depth_given, time_style, env)
+}
+
+/// The checks GNU du makes after option parsing, and the derived settings.
+fn finish(
+    mut o: DuOptions,
+    summarize: bool,
+    depth_given: Option<u64>,
+    time_style: Option<String>,
+    env: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Parsed {
+    let prog = o.prog.clone();
+    if o.all && summarize {
+        eprintln!("{prog}: cannot both summarize and show all entries");
+        try_help(&prog);
+        return Parsed::Exit(1);
+    }
+    if summarize && depth_given == Some(0) {
+        eprintln!("{prog}: warning: summarizing is the same as using --max-depth=0");
+    }
+    if let (true, Some(d)) = (summarize, depth_given) {
+        if d != 0 {
+            eprintln!("{prog}: warning: summarizing conflicts with --max-depth={d}");
+            try_help(&prog);
+            return Parsed::Exit(1);
+        }
+    }
+    if let Some(d) = depth_given {
+        o.max_depth = d;
+    }
+    if summarize {
+        o.max_depth = 0;
+    }
+    if o.inodes {
+        if o.apparent {
+            eprintln!("{prog}: warning: options --apparent-size and -b are ineffective with --inodes");
+        }
+        o.scale.block_bytes = 1;
+    }
+    if o.time.is_some() {
+        let style = match time_style {
+            Some(s) => s,
+            None => {
+                let env_style = env("TIME_STYLE").map(|v| String::from_utf8_lossy(&v).into_owned());
+                match env_style {
+                    None => "long-iso".to_string(),
+                    Some(s) if s == "locale" => "long-iso".to_string(),
+                    Some(s) if s.starts_with('+') => s.split('\n').next().unwrap_or("").to_string(),
+                    Some(mut s) => {
+                        while let Some(rest) = s.strip_prefix("posix-") {
+                            s = rest.to_string();
+                        }
+                        s
+                    }
+                }
+            }
+        };
+        if let Some(fmt) = style.strip_prefix('+') {
+            o.time_format = fmt.to_string();
+        } else {
+            match argmatch(&style, TIME_STYLES) {
+                Ok(TimeStyle::Full) => o.time_format = "%Y-%m-%d %H:%M:%S.%N %z".into(),
+                Ok(TimeStyle::Long) => o.time_format = "%Y-%m-%d %H:%M".into(),
+                Ok(TimeStyle::Iso) => o.time_format = "%Y-%m-%d".into(),
+                Err(amb) => {
+                    argmatch_fail(&prog, &style, "time style", TIME_STYLES, amb);
+                    return Parsed::Exit(1);
+                }
+            }
+        }
+    }
+    if o.files0_from.is_some() && !o.operands.is_empty() {
+        eprintln!("{prog}: extra operand {}", quote(&bytes_of(&o.operands[0])));
+        eprintln!("file operands cannot be combined with --files0-from");
+        try_help(&prog);
+        return Parsed::Exit(1);
+    }
+    Parsed::Run(Box::new(o))
+}
+
+fn print_help(prog: &str) {
+    print!(
+        "\
+Usage: {prog} [OPTION]... [FILE]...
+  or:  {prog} [OPTION]... --files0-from=F
+Report how much disk space each FILE takes, counting directories recursively.
+This is dfdu's GNU du-compatible mode: same options, same output.
+
+Arguments that long options need are needed by the short forms too.
+  -0, --null            end output lines with a NUL byte instead of a newline
+  -a, --all             list files as well as directories
+      --apparent-size   count apparent sizes (bytes in the file) instead of
+                          allocated disk space; sparse files and small files
+                          can differ a lot between the two
+  -B, --block-size=SIZE print sizes in units of SIZE bytes (e.g. '-BM' for
+                          mebibytes); SIZE is described below
+  -b, --bytes           same as '--apparent-size --block-size=1'
+  -c, --total           add a grand total line at the end
+  -D, --dereference-args  follow symbolic links given as arguments, only
+  -d, --max-depth=N     print a total only for directories (and, with --all,
+                          files) at most N levels below an argument;
+                          --max-depth=0 means --summarize
+      --files0-from=F   take the FILE list from F, names ending in NUL;
+                          F of - reads the list from standard input
+  -H                    same as --dereference-args (-D)
+  -h, --human-readable  print sizes with unit letters (1K 234M 2G)
+      --inodes          count inodes instead of space
+  -j, --threads=N       scan with N threads (dfdu extension; default: one per
+                          usable CPU)
+  -k                    same as --block-size=1K
+  -L, --dereference     follow every symbolic link
+  -l, --count-links     count a hard-linked file once per name
+  -m                    same as --block-size=1M
+  -P, --no-dereference  never follow symbolic links (the default)
+  -S, --separate-dirs   leave subdirectories out of a directory's size
+      --si              like -h, with powers of 1000 instead of 1024
+  -s, --summarize       print one total per argument
+  -t, --threshold=SIZE  leave out entries smaller than SIZE, or, when SIZE is
+                          negative, larger than -SIZE
+      --time            add the newest modification time found in each
+                          directory or its subdirectories
+      --time=WORD       use another time: atime, access, use, ctime or status
+      --time-style=STYLE  full-iso, long-iso, iso or +FORMAT (as date(1))
+  -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+      --exclude=PATTERN    skip entries matching PATTERN
+  -x, --one-file-system    stay on the file system of each argument
+      --help        show this help and exit
+      --version     show the version and exit
+
+Sizes are shown in the first unit set by --block-size, DU_BLOCK_SIZE,
+BLOCK_SIZE or BLOCKSIZE; otherwise 1024 bytes (512 under POSIXLY_CORRECT).
+
+SIZE is a whole number with an optional unit: K M G T P E Z Y R Q (powers of
+1024), or KB MB ... (powers of 1000); KiB, MiB ... are the same as K, M.
+Without a number the unit is also printed after each size.
+
+dfdu has more to offer as 'dfdu scan' and 'dfdu browse'; see 'dfdu help'.
+"
+    );
+}

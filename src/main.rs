@@ -1,0 +1,129 @@
+//! dfdu: where did my disk space go? One small binary that answers fast.
+//!
+//! # Bird's-eye view
+//!
+//! `argv` → `cli` (what the user typed) → `du` (the GNU du drop-in) → `scan` (a fixed
+//! pool of workers that lists and stats the tree through a `Reader`) → records → `du`
+//! walks the records in GNU order and prints.
+//!
+//! # Code map
+//!
+//! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise).
+//! * `cli.rs` — du's options: GNU getopt behaviour, messages and help text.
+//! * `du.rs` — the drop-in: per-argument logic and the ordered pass that prints.
+//! * `scan.rs` — the pool and its protocol (documented at the top of the file).
+//! * `reader.rs` — the `Reader` seam: `Native` (platform/) and `Portable` (std::fs).
+//! * `meta.rs` — plain data: `Meta` (one stat), `Errno`, `LocalTime`.
+//! * `units.rs`, `exclude.rs`, `quote.rs`, `timefmt.rs` — GNU-compatible formats.
+//! * `platform/linux.rs` — getdents64 + statx; `platform/portable.rs` — std::fs.
+//!
+//! # Invariants
+//!
+//! * `unsafe` appears only under `platform/`, each block with a `// SAFETY:` comment.
+//! * Workers never print; everything the user sees is written by one thread, in order.
+//! * No recursion on the scan or print paths: deep trees cannot overflow a stack.
+//! * No per-entry heap allocation while scanning; results are committed per directory.
+
+#![deny(unsafe_code)]
+
+mod cli;
+mod du;
+mod exclude;
+mod meta;
+mod quote;
+mod reader;
+mod scan;
+mod timefmt;
+mod units;
+
+#[allow(unsafe_code)]
+#[cfg_attr(target_os = "linux", path = "../platform/linux.rs")]
+#[cfg_attr(not(target_os = "linux"), path = "../platform/portable.rs")]
+mod platform;
+
+#[allow(dead_code)]
+#[path = "../platform/portable.rs"]
+mod portable;
+
+#[cfg(all(feature = "mimalloc", target_os = "linux", target_env = "musl"))]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::ffi::OsString;
+
+/// Default worker count: every CPU this process may use (affinity and cgroup quotas
+/// are honoured by `available_parallelism`). See README "Threads" for the measurements.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64)
+}
+
+fn env_bytes(key: &str) -> Option<Vec<u8>> {
+    std::env::var_os(key).map(|v| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt;
+            v.into_vec()
+        }
+        #[cfg(not(unix))]
+        {
+            v.to_string_lossy().into_owned().into_bytes()
+        }
+    })
+}
+
+fn main() {
+    platform::default_sigpipe();
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = if args.is_empty() { OsString::from("dfdu") } else { args.remove(0) };
+    let prog = argv0.to_string_lossy().into_owned();
+    let base = std::path::Path::new(&argv0).file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
+    let as_du = base == "du" || base.starts_with("du.") || base == "du.exe";
+    if !as_du {
+        if let Some(first) = args.first().and_then(|a| a.to_str()) {
+            match first {
+                "help" => {
+                    print_overview(&prog);
+                    return;
+                }
+                "scan" | "browse" | "dupes" => {
+                    eprintln!("{prog}: '{first}' is not available in this build yet; 'dfdu -- {first}' names a file");
+                    std::process::exit(2);
+                }
+                _ => {}
+            }
+        }
+    }
+    std::process::exit(run_du(&prog, args));
+}
+
+fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
+    let opts = match cli::parse(prog, args, &env_bytes) {
+        cli::Parsed::Run(o) => o,
+        cli::Parsed::Exit(code) => return code,
+    };
+    let threads = opts
+        .threads
+        .or_else(|| std::env::var("DFDU_THREADS").ok().and_then(|v| v.parse().ok()))
+        .unwrap_or_else(default_threads);
+    let fd_limit = platform::raise_fd_limit();
+    let fd_budget = (fd_limit / 2).clamp(16, 4096) as usize;
+    if reader::portable_requested() {
+        du::run::<reader::Portable>(&opts, threads, fd_budget)
+    } else {
+        du::run::<reader::Native>(&opts, threads, fd_budget)
+    }
+}
+
+fn print_overview(prog: &str) {
+    println!(
+        "\
+dfdu {} — where did my disk space go?
+
+Usage:
+  {prog} [du options] [FILE]...   GNU du drop-in (see '{prog} --help')
+  {prog} help                     this overview
+
+Under the name 'du' (installed or symlinked), dfdu is du and nothing else.",
+        env!("DFDU_VERSION")
+    );
+}

@@ -1,0 +1,67 @@
+//! Plain data shared by the platform readers and the rest of dfdu: what one `stat` of an
+//! entry yields, error numbers, and a broken-down local time. No I/O here.
+
+/// An OS error number, as the platform reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+/// What kind of file an entry is, as far as disk usage cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    Other,
+}
+
+/// Seconds and nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timespec {
+    pub sec: i64,
+    pub nsec: u32,
+}
+
+impl Timespec {
+    /// The earliest representable time: the identity for `max`.
+    pub const MIN: Timespec = Timespec { sec: i64::MIN, nsec: 0 };
+}
+
+/// The result of one `stat` of an entry.
+#[derive(Clone, Copy, Debug)]
+pub struct Meta {
+    pub kind: Kind,
+    pub dev: u64,
+    pub ino: u64,
+    pub nlink: u64,
+    /// Allocated size in 512-byte units (`st_blocks`).
+    pub blocks: u64,
+    /// Apparent size in bytes (`st_size`).
+    pub size: u64,
+    pub mtime: Timespec,
+    pub atime: Timespec,
+    pub ctime: Timespec,
+}
+
+impl Meta {
+    pub fn disk_bytes(&self) -> u64 {
+        self.blocks.saturating_mul(512)
+    }
+}
+
+/// A time broken down in the local time zone, as `localtime_r` gives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalTime {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    /// 0 = Sunday.
+    pub weekday: u32,
+    /// 0-based day of the year.
+    pub yearday: u32,
+    /// Seconds east of UTC.
+    pub gmtoff: i64,
+    pub zone: String,
+}
