@@ -30,7 +30,9 @@ pub struct Lister {
 
 impl Default for Lister {
     fn default() -> Self {
-        Lister { buf: vec![MaybeUninit::uninit(); LIST_BUFFER_BYTES] }
+        Lister {
+            buf: vec![MaybeUninit::uninit(); LIST_BUFFER_BYTES],
+        }
     }
 }
 
@@ -52,12 +54,16 @@ fn dir_flags(follow: bool) -> OFlags {
 
 /// Opens a directory named by a path relative to the working directory.
 pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty())
+        .map(|fd| Dir { fd })
+        .map_err(errno)
 }
 
 /// Opens the directory `name` inside `parent`.
 pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty())
+        .map(|fd| Dir { fd })
+        .map_err(errno)
 }
 
 /// Stats a path relative to the working directory.
@@ -95,9 +101,18 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
                     nlink: st.stx_nlink as u64,
                     blocks: st.stx_blocks,
                     size: st.stx_size,
-                    mtime: Timespec { sec: st.stx_mtime.tv_sec, nsec: st.stx_mtime.tv_nsec },
-                    atime: Timespec { sec: st.stx_atime.tv_sec, nsec: st.stx_atime.tv_nsec },
-                    ctime: Timespec { sec: st.stx_ctime.tv_sec, nsec: st.stx_ctime.tv_nsec },
+                    mtime: Timespec {
+                        sec: st.stx_mtime.tv_sec,
+                        nsec: st.stx_mtime.tv_nsec,
+                    },
+                    atime: Timespec {
+                        sec: st.stx_atime.tv_sec,
+                        nsec: st.stx_atime.tv_nsec,
+                    },
+                    ctime: Timespec {
+                        sec: st.stx_ctime.tv_sec,
+                        nsec: st.stx_ctime.tv_nsec,
+                    },
                 })
             }
             Err(rustix::io::Errno::NOSYS) => NO_STATX.store(true, Ordering::Relaxed),
@@ -113,9 +128,18 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
         nlink: st.st_nlink as u64,
         blocks: st.st_blocks as u64,
         size: st.st_size as u64,
-        mtime: Timespec { sec: st.st_mtime as i64, nsec: st.st_mtime_nsec as u32 },
-        atime: Timespec { sec: st.st_atime as i64, nsec: st.st_atime_nsec as u32 },
-        ctime: Timespec { sec: st.st_ctime as i64, nsec: st.st_ctime_nsec as u32 },
+        mtime: Timespec {
+            sec: st.st_mtime as i64,
+            nsec: st.st_mtime_nsec as u32,
+        },
+        atime: Timespec {
+            sec: st.st_atime as i64,
+            nsec: st.st_atime_nsec as u32,
+        },
+        ctime: Timespec {
+            sec: st.st_ctime as i64,
+            nsec: st.st_ctime_nsec as u32,
+        },
     })
 }
 
@@ -272,7 +296,9 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
     } else {
         // SAFETY: tm_zone, when non-null, points at a NUL-terminated string owned by the C
         // library that stays valid until the next tzset; we copy it out immediately.
-        unsafe { CStr::from_ptr(tm.tm_zone) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(tm.tm_zone) }
+            .to_string_lossy()
+            .into_owned()
     };
     Some(LocalTime {
         year: tm.tm_year as i64 + 1900,

@@ -44,7 +44,11 @@ fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
 }
 
 fn open(path: PathBuf, follow: bool) -> Result<Dir, Errno> {
-    let md = if follow { fs::metadata(&path) } else { fs::symlink_metadata(&path) };
+    let md = if follow {
+        fs::metadata(&path)
+    } else {
+        fs::symlink_metadata(&path)
+    };
     let md = md.map_err(io_errno)?;
     if md.file_type().is_symlink() {
         return Err(Errno(40));
@@ -74,7 +78,11 @@ pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
 }
 
 fn stat_file(path: &Path, follow: bool) -> Result<Meta, Errno> {
-    let md = if follow { fs::metadata(path) } else { fs::symlink_metadata(path) };
+    let md = if follow {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    };
     Ok(meta_of(&md.map_err(io_errno)?))
 }
 
@@ -100,9 +108,18 @@ fn meta_of(md: &fs::Metadata) -> Meta {
         nlink: md.nlink(),
         blocks: md.blocks(),
         size: md.size(),
-        mtime: Timespec { sec: md.mtime(), nsec: md.mtime_nsec() as u32 },
-        atime: Timespec { sec: md.atime(), nsec: md.atime_nsec() as u32 },
-        ctime: Timespec { sec: md.ctime(), nsec: md.ctime_nsec() as u32 },
+        mtime: Timespec {
+            sec: md.mtime(),
+            nsec: md.mtime_nsec() as u32,
+        },
+        atime: Timespec {
+            sec: md.atime(),
+            nsec: md.atime_nsec() as u32,
+        },
+        ctime: Timespec {
+            sec: md.ctime(),
+            nsec: md.ctime_nsec() as u32,
+        },
     }
 }
 
@@ -111,7 +128,10 @@ fn meta_of(md: &fs::Metadata) -> Meta {
     let t = |r: std::io::Result<std::time::SystemTime>| {
         r.ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| Timespec { sec: d.as_secs() as i64, nsec: d.subsec_nanos() })
+            .map(|d| Timespec {
+                sec: d.as_secs() as i64,
+                nsec: d.subsec_nanos(),
+            })
             .unwrap_or_default()
     };
     let size = md.len();
@@ -133,7 +153,9 @@ impl Lister {
         for entry in fs::read_dir(&dir.path).map_err(io_errno)? {
             let entry = entry.map_err(io_errno)?;
             let name = name_bytes(&entry.file_name());
-            let Ok(name) = CString::new(name) else { continue };
+            let Ok(name) = CString::new(name) else {
+                continue;
+            };
             #[cfg(unix)]
             let ino = std::os::unix::fs::DirEntryExt::ino(&entry);
             #[cfg(not(unix))]

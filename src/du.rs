@@ -8,7 +8,9 @@ use crate::cli::{Deref, DuOptions};
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::quote::{quoteaf, quotef};
 use crate::reader::Reader;
-use crate::scan::{self, ItemKind, Measure, ScanOpts, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE};
+use crate::scan::{
+    self, ItemKind, Measure, ScanOpts, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
+};
 use crate::units::format_size;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsString};
@@ -74,13 +76,20 @@ pub fn run<R: Reader>(o: &DuOptions, threads: usize, fd_budget: usize) -> i32 {
     let last = names.len().saturating_sub(1);
     for (i, name) in names.iter().enumerate() {
         if o.files0_from.as_deref().is_some_and(|f| f == "-") && name == b"-" {
-            run.error(format_args!("when reading file names from stdin, no file name of {} allowed", quoteaf(name)));
+            run.error(format_args!(
+                "when reading file names from stdin, no file name of {} allowed",
+                quoteaf(name)
+            ));
             continue;
         }
         if name.is_empty() {
             match &o.files0_from {
                 None => run.error(format_args!("invalid zero-length file name")),
-                Some(f) => run.error(format_args!("{}:{}: invalid zero-length file name", quotef(&os_bytes(f)), i + 1)),
+                Some(f) => run.error(format_args!(
+                    "{}:{}: invalid zero-length file name",
+                    quotef(&os_bytes(f)),
+                    i + 1
+                )),
             }
             continue;
         }
@@ -98,7 +107,10 @@ pub fn run<R: Reader>(o: &DuOptions, threads: usize, fd_budget: usize) -> i32 {
 
 fn write_failed(prog: &str, e: &io::Error) -> i32 {
     let errno = Errno(e.raw_os_error().unwrap_or(5));
-    eprintln!("{prog}: write error: {}", crate::platform::errno_text(errno));
+    eprintln!(
+        "{prog}: write error: {}",
+        crate::platform::errno_text(errno)
+    );
     1
 }
 
@@ -186,7 +198,11 @@ impl<W: Write> Run<'_, W> {
             Some(scan::TimeKind::Ctime) => meta.ctime,
             _ => meta.mtime,
         };
-        Acc { bytes, count: 1, time }
+        Acc {
+            bytes,
+            count: 1,
+            time,
+        }
     }
 
     fn operand<R: Reader>(&mut self, name: &[u8], is_last: bool) {
@@ -195,12 +211,18 @@ impl<W: Write> Run<'_, W> {
         if !o.exclude.is_empty() && o.exclude.matches(&path) {
             return;
         }
-        let Ok(cpath) = CString::new(path.clone()) else { return };
+        let Ok(cpath) = CString::new(path.clone()) else {
+            return;
+        };
         let follow_root = o.deref != Deref::None;
         let meta = match R::stat_path(&cpath, follow_root) {
             Ok(m) => m,
             Err(e) => {
-                self.error(format_args!("cannot access {}: {}", quoteaf(&path), Self::errno_text(e)));
+                self.error(format_args!(
+                    "cannot access {}: {}",
+                    quoteaf(&path),
+                    Self::errno_text(e)
+                ));
                 return;
             }
         };
@@ -219,20 +241,26 @@ impl<W: Write> Run<'_, W> {
             threads: self.threads,
             measure: self.measure(),
             follow_all: o.deref == Deref::All,
-            follow_root: follow_root,
+            follow_root,
             one_fs_dev: o.one_fs.then_some(meta.dev),
             exclude: (!o.exclude.is_empty()).then_some(&o.exclude),
             keep_files_depth: o.all.then(|| o.max_depth.min(u32::MAX as u64) as u32),
             all_candidates: o.deref == Deref::All && self.dedup(),
-            seen_before: if self.hash_all && self.dedup() { &self.seen } else { &empty },
+            seen_before: if self.hash_all && self.dedup() {
+                &self.seen
+            } else {
+                &empty
+            },
             collect_inodes: self.hash_all && self.dedup() && o.deref != Deref::All && !is_last,
             claim_dirs: self.dedup(),
             time: o.time,
         };
         let mut tree = scan::scan::<R>(&opts, &cpath, &meta, self.fd_budget);
-        drop(opts);
         if tree.overflow {
-            self.error(format_args!("{}: too many entries for one scan", quotef(&path)));
+            self.error(format_args!(
+                "{}: too many entries for one scan",
+                quotef(&path)
+            ));
         }
         sort_items(&mut tree);
         self.walk(&tree, path);
@@ -255,7 +283,12 @@ impl<W: Write> Run<'_, W> {
         }
         let claims: HashMap<(u64, u64), u32> = tree.claims.iter().copied().collect();
         let mut stack: Vec<Frame> = Vec::new();
-        let enter = |run: &mut Self, stack: &mut Vec<Frame>, rec: u32, depth: u64, path: &[u8], path_len: usize| {
+        let enter = |run: &mut Self,
+                     stack: &mut Vec<Frame>,
+                     rec: u32,
+                     depth: u64,
+                     path: &[u8],
+                     path_len: usize| {
             let r = &tree.recs[rec as usize];
             if r.flags & REC_UNREADABLE != 0 {
                 run.error(format_args!(
@@ -265,9 +298,24 @@ impl<W: Write> Run<'_, W> {
                 ));
             }
             let (lo, hi) = item_range(tree, rec);
-            let ent = Acc { bytes: r.files_bytes, count: r.files_count, time: tree.times.as_ref().map_or(Timespec::MIN, |t| t.recs[rec as usize].1) };
+            let ent = Acc {
+                bytes: r.files_bytes,
+                count: r.files_count,
+                time: tree
+                    .times
+                    .as_ref()
+                    .map_or(Timespec::MIN, |t| t.recs[rec as usize].1),
+            };
             run.total.add(&ent);
-            stack.push(Frame { rec, next: lo, end: hi, depth, path_len, ent, sub: Acc::default() });
+            stack.push(Frame {
+                rec,
+                next: lo,
+                end: hi,
+                depth,
+                path_len,
+                ent,
+                sub: Acc::default(),
+            });
         };
         enter(self, &mut stack, 0, 0, &path, 0);
         while let Some(top) = stack.last_mut() {
@@ -298,7 +346,11 @@ impl<W: Write> Run<'_, W> {
                         if self.dedup() && !self.seen.insert((it.dev, it.ino)) {
                             continue;
                         }
-                        let acc = Acc { bytes: it.size_bytes, count: 1, time: item_time(tree, i) };
+                        let acc = Acc {
+                            bytes: it.size_bytes,
+                            count: 1,
+                            time: item_time(tree, i),
+                        };
                         top.ent.add(&acc);
                         self.total.add(&acc);
                         if self.o.all && depth <= self.o.max_depth {
@@ -307,13 +359,21 @@ impl<W: Write> Run<'_, W> {
                     }
                     ItemKind::File => {
                         if depth <= self.o.max_depth {
-                            let acc = Acc { bytes: it.size_bytes, count: 1, time: item_time(tree, i) };
+                            let acc = Acc {
+                                bytes: it.size_bytes,
+                                count: 1,
+                                time: item_time(tree, i),
+                            };
                             self.print_child(&acc, &mut path, tree.name(it), depth);
                         }
                     }
                     ItemKind::NoAccess => {
                         push_name(&mut path, tree.name(it));
-                        let msg = format!("cannot access {}: {}", quoteaf(&path), Self::errno_text(Errno(it.target as i32)));
+                        let msg = format!(
+                            "cannot access {}: {}",
+                            quoteaf(&path),
+                            Self::errno_text(Errno(it.target as i32))
+                        );
                         path.truncate(parent_len);
                         self.error(format_args!("{msg}"));
                     }
@@ -322,11 +382,22 @@ impl<W: Write> Run<'_, W> {
             }
             let f = stack.pop().expect("loop runs while the stack is not empty");
             let r = &tree.recs[f.rec as usize];
-            let self_time = tree.times.as_ref().map_or(Timespec::MIN, |t| t.recs[f.rec as usize].0);
-            let me = Acc { bytes: r.self_bytes, count: 1, time: self_time };
+            let self_time = tree
+                .times
+                .as_ref()
+                .map_or(Timespec::MIN, |t| t.recs[f.rec as usize].0);
+            let me = Acc {
+                bytes: r.self_bytes,
+                count: 1,
+                time: self_time,
+            };
             self.total.add(&me);
             if r.flags & REC_PARTIAL != 0 {
-                self.error(format_args!("{}: {}", quotef(&path), Self::errno_text(Errno(r.errno))));
+                self.error(format_args!(
+                    "{}: {}",
+                    quotef(&path),
+                    Self::errno_text(Errno(r.errno))
+                ));
             }
             let mut shown = me;
             shown.add(&f.ent);
@@ -371,7 +442,9 @@ impl<W: Write> Run<'_, W> {
         if o.time.is_some() {
             line.push(b'\t');
             match crate::platform::local_time(acc.time.sec) {
-                Some(lt) => line.extend_from_slice(crate::timefmt::format(&o.time_format, acc.time, &lt).as_bytes()),
+                Some(lt) => line.extend_from_slice(
+                    crate::timefmt::format(&o.time_format, acc.time, &lt).as_bytes(),
+                ),
                 None => line.extend_from_slice(acc.time.sec.to_string().as_bytes()),
             }
         }
@@ -402,7 +475,10 @@ fn sort_items(tree: &mut Tree) {
     let key = |it: &scan::Item| -> (u32, u32, u64, u32) {
         let r = &recs[it.dir as usize];
         let batch = it.idx / FTS_BATCH_ENTRIES;
-        let batch_len = r.n_entries.saturating_sub(batch * FTS_BATCH_ENTRIES).min(FTS_BATCH_ENTRIES);
+        let batch_len = r
+            .n_entries
+            .saturating_sub(batch * FTS_BATCH_ENTRIES)
+            .min(FTS_BATCH_ENTRIES);
         if r.flags & REC_SORT_BY_INODE != 0 && batch_len > FTS_SORT_THRESHOLD {
             (it.dir, batch, it.ino, it.idx)
         } else {

@@ -54,7 +54,9 @@ use std::ffi::OsString;
 /// Default worker count: every CPU this process may use (affinity and cgroup quotas
 /// are honoured by `available_parallelism`). See README "Threads" for the measurements.
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 64)
 }
 
 fn env_bytes(key: &str) -> Option<Vec<u8>> {
@@ -74,9 +76,16 @@ fn env_bytes(key: &str) -> Option<Vec<u8>> {
 fn main() {
     platform::default_sigpipe();
     let mut args: Vec<OsString> = std::env::args_os().collect();
-    let argv0 = if args.is_empty() { OsString::from("dfdu") } else { args.remove(0) };
+    let argv0 = if args.is_empty() {
+        OsString::from("dfdu")
+    } else {
+        args.remove(0)
+    };
     let prog = argv0.to_string_lossy().into_owned();
-    let base = std::path::Path::new(&argv0).file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
+    let base = std::path::Path::new(&argv0)
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let as_du = base == "du" || base.starts_with("du.") || base == "du.exe";
     if !as_du {
         if let Some(first) = args.first().and_then(|a| a.to_str()) {
@@ -103,7 +112,11 @@ fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
     };
     let threads = opts
         .threads
-        .or_else(|| std::env::var("DFDU_THREADS").ok().and_then(|v| v.parse().ok()))
+        .or_else(|| {
+            std::env::var("DFDU_THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+        })
         .unwrap_or_else(default_threads);
     let fd_limit = platform::raise_fd_limit();
     let fd_budget = (fd_limit / 2).clamp(16, 4096) as usize;

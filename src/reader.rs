@@ -13,7 +13,11 @@ pub trait Reader: 'static {
     fn open_at(parent: &Self::Dir, name: &CStr, follow: bool) -> Result<Self::Dir, Errno>;
     fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno>;
     fn stat_at(dir: &Self::Dir, name: &CStr, follow: bool) -> Result<Meta, Errno>;
-    fn list(lister: &mut Self::Lister, dir: &Self::Dir, each: &mut dyn FnMut(&CStr, u64)) -> Result<(), Errno>;
+    fn list(
+        lister: &mut Self::Lister,
+        dir: &Self::Dir,
+        each: &mut dyn FnMut(&CStr, u64),
+    ) -> Result<(), Errno>;
     fn sorts_by_inode(dir: &Self::Dir) -> bool;
 }
 

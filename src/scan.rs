@@ -189,8 +189,18 @@ struct Node<D> {
 }
 
 enum Job<D> {
-    Dir { parent: Arc<Node<D>>, name: CString, rec: u32, dev: u64, ino: u64 },
-    Chunk { node: Arc<Node<D>>, base_idx: u32, names: Vec<u8> },
+    Dir {
+        parent: Arc<Node<D>>,
+        name: CString,
+        rec: u32,
+        dev: u64,
+        ino: u64,
+    },
+    Chunk {
+        node: Arc<Node<D>>,
+        base_idx: u32,
+        names: Vec<u8>,
+    },
 }
 
 /// What a listing or a chunk found, before it is committed.
@@ -253,7 +263,11 @@ pub fn scan<R: Reader>(opts: &ScanOpts, root: &CStr, root_meta: &Meta, fd_budget
     }
     let shared = Shared::<R> {
         opts,
-        queue: Mutex::new(Queue { jobs: Vec::new(), idle: 0, done: false }),
+        queue: Mutex::new(Queue {
+            jobs: Vec::new(),
+            idle: 0,
+            done: false,
+        }),
         wake: Condvar::new(),
         idle_hint: AtomicUsize::new(0),
         tree: Mutex::new(tree),
@@ -263,7 +277,11 @@ pub fn scan<R: Reader>(opts: &ScanOpts, root: &CStr, root_meta: &Meta, fd_budget
         overflow: AtomicBool::new(false),
     };
     if follow {
-        shared.claims.lock().unwrap().insert((root_meta.dev, root_meta.ino));
+        shared
+            .claims
+            .lock()
+            .unwrap()
+            .insert((root_meta.dev, root_meta.ino));
     }
     let handle = match R::open_path(root, opts.follow_root) {
         Ok(h) => h,
@@ -306,7 +324,12 @@ pub fn scan<R: Reader>(opts: &ScanOpts, root: &CStr, root_meta: &Meta, fd_budget
 }
 
 fn rec_of(meta: &Meta, opts: &ScanOpts) -> DirRec {
-    DirRec { dev: meta.dev, ino: meta.ino, self_bytes: measure(meta, opts.measure), ..DirRec::default() }
+    DirRec {
+        dev: meta.dev,
+        ino: meta.ino,
+        self_bytes: measure(meta, opts.measure),
+        ..DirRec::default()
+    }
 }
 
 #[inline]
@@ -346,7 +369,12 @@ struct Worker<'s, 'a, R: Reader> {
 
 impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
     fn new(shared: &'s Shared<'a, R>) -> Self {
-        Worker { shared, stack: Vec::new(), lister: R::Lister::default(), local: Local::default() }
+        Worker {
+            shared,
+            stack: Vec::new(),
+            lister: R::Lister::default(),
+            local: Local::default(),
+        }
     }
 
     fn run(mut self, root: Option<Arc<Node<R::Dir>>>) {
@@ -365,8 +393,18 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
                 },
             };
             match job {
-                Job::Dir { parent, name, rec, dev, ino } => self.open_and_list(parent, name, rec, dev, ino),
-                Job::Chunk { node, base_idx, names } => {
+                Job::Dir {
+                    parent,
+                    name,
+                    rec,
+                    dev,
+                    ino,
+                } => self.open_and_list(parent, name, rec, dev, ino),
+                Job::Chunk {
+                    node,
+                    base_idx,
+                    names,
+                } => {
                     self.stat_chunk(&node, base_idx, &names);
                     self.release(&node);
                 }
@@ -428,7 +466,14 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         Ok(())
     }
 
-    fn open_and_list(&mut self, parent: Arc<Node<R::Dir>>, name: CString, rec: u32, dev: u64, ino: u64) {
+    fn open_and_list(
+        &mut self,
+        parent: Arc<Node<R::Dir>>,
+        name: CString,
+        rec: u32,
+        dev: u64,
+        ino: u64,
+    ) {
         let follow = self.shared.opts.follow_all;
         let opened = with_handle::<R, _>(&parent, |dir| R::open_at(dir, &name, follow));
         self.release(&parent);
@@ -465,7 +510,9 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
 
     /// Drops one claim on `node`'s handle; the last claim closes it.
     fn release(&self, node: &Node<R::Dir>) {
-        if node.pending.fetch_sub(1, Ordering::AcqRel) == 1 && node.handle.write().unwrap().take().is_some() {
+        if node.pending.fetch_sub(1, Ordering::AcqRel) == 1
+            && node.handle.write().unwrap().take().is_some()
+        {
             self.shared.open_handles.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -477,7 +524,9 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         let mut chunk_base = 0u32;
         let mut chunk_len = 0usize;
         let guard = node.handle.read().unwrap();
-        let dir = guard.as_ref().expect("a node being listed holds its handle");
+        let dir = guard
+            .as_ref()
+            .expect("a node being listed holds its handle");
         let mut lister = std::mem::take(&mut self.lister);
         let mut split: Vec<(u32, Vec<u8>)> = Vec::new();
         let result = R::list(&mut lister, dir, &mut |name, ino| {
@@ -506,16 +555,28 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         let mut flags = if sort { REC_SORT_BY_INODE } else { 0 };
         let mut err = 0;
         if let Err(e) = result {
-            flags |= if idx == 0 { REC_UNREADABLE } else { REC_PARTIAL };
+            flags |= if idx == 0 {
+                REC_UNREADABLE
+            } else {
+                REC_PARTIAL
+            };
             err = e.0;
         }
         self.commit(&node, Some((idx, flags, err)));
         // Chunks: offer to idle workers, stat the rest here.
         for (base, names) in split {
             node.pending.fetch_add(1, Ordering::AcqRel);
-            match self.offer(Job::Chunk { node: node.clone(), base_idx: base, names }) {
+            match self.offer(Job::Chunk {
+                node: node.clone(),
+                base_idx: base,
+                names,
+            }) {
                 Ok(()) => {}
-                Err(Job::Chunk { node, base_idx, names }) => {
+                Err(Job::Chunk {
+                    node,
+                    base_idx,
+                    names,
+                }) => {
                     self.stat_chunk(&node, base_idx, &names);
                     self.release(&node);
                 }
@@ -538,7 +599,8 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
             while pos + 8 < names.len() {
                 let ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
                 pos += 8;
-                let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
+                let name = CStr::from_bytes_until_nul(&names[pos..])
+                    .expect("chunk names are NUL-terminated");
                 pos += name.to_bytes_with_nul().len();
                 self.entry(node, dir, name, ino, idx);
                 idx += 1;
@@ -555,7 +617,14 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
                 pos += 8;
                 let name = CStr::from_bytes_until_nul(&names[pos..]).unwrap();
                 pos += name.to_bytes_with_nul().len();
-                self.push_item(node, name.to_bytes(), idx, ino, ItemKind::NoAccess, e.0 as u32, None);
+                self.push_item(
+                    node,
+                    name.to_bytes(),
+                    (idx, ino),
+                    ItemKind::NoAccess,
+                    e.0 as u32,
+                    None,
+                );
                 idx += 1;
             }
         }
@@ -577,7 +646,14 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         let meta = match R::stat_at(dir, name, opts.follow_all) {
             Ok(m) => m,
             Err(e) => {
-                self.push_item(node, name.to_bytes(), idx, d_ino, ItemKind::NoAccess, e.0 as u32, None);
+                self.push_item(
+                    node,
+                    name.to_bytes(),
+                    (idx, d_ino),
+                    ItemKind::NoAccess,
+                    e.0 as u32,
+                    None,
+                );
                 return;
             }
         };
@@ -592,16 +668,39 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         }
         if meta.kind == Kind::Dir {
             if opts.follow_all && self.is_repeat(node, &meta) {
-                self.push_item(node, name.to_bytes(), idx, d_ino, ItemKind::Alias, 0, Some(&meta));
+                self.push_item(
+                    node,
+                    name.to_bytes(),
+                    (idx, d_ino),
+                    ItemKind::Alias,
+                    0,
+                    Some(&meta),
+                );
                 return;
             }
-            let at = self.push_item(node, name.to_bytes(), idx, d_ino, ItemKind::Dir, 0, Some(&meta));
-            self.local.subdirs.push((at, rec_of(&meta, opts), time_of(&meta, opts)));
+            let at = self.push_item(
+                node,
+                name.to_bytes(),
+                (idx, d_ino),
+                ItemKind::Dir,
+                0,
+                Some(&meta),
+            );
+            self.local
+                .subdirs
+                .push((at, rec_of(&meta, opts), time_of(&meta, opts)));
             return;
         }
         let size = measure(&meta, opts.measure);
         if opts.all_candidates || meta.nlink > 1 {
-            self.push_item(node, name.to_bytes(), idx, d_ino, ItemKind::Candidate, 0, Some(&meta));
+            self.push_item(
+                node,
+                name.to_bytes(),
+                (idx, d_ino),
+                ItemKind::Candidate,
+                0,
+                Some(&meta),
+            );
             return;
         }
         self.local.files_bytes += size;
@@ -610,7 +709,14 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
             self.local.files_tmax = self.local.files_tmax.max(time_of(&meta, opts));
         }
         if opts.keep_files_depth.is_some_and(|d| node.depth < d) {
-            self.push_item(node, name.to_bytes(), idx, d_ino, ItemKind::File, 0, Some(&meta));
+            self.push_item(
+                node,
+                name.to_bytes(),
+                (idx, d_ino),
+                ItemKind::File,
+                0,
+                Some(&meta),
+            );
         }
     }
 
@@ -618,7 +724,12 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
     /// directory claimed before; otherwise (with `-l`) only an ancestor (a cycle).
     fn is_repeat(&self, node: &Node<R::Dir>, meta: &Meta) -> bool {
         if self.shared.opts.claim_dirs {
-            return !self.shared.claims.lock().unwrap().insert((meta.dev, meta.ino));
+            return !self
+                .shared
+                .claims
+                .lock()
+                .unwrap()
+                .insert((meta.dev, meta.ino));
         }
         let mut cur = Some(node);
         while let Some(n) = cur {
@@ -634,8 +745,7 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         &mut self,
         node: &Node<R::Dir>,
         name: &[u8],
-        idx: u32,
-        d_ino: u64,
+        (idx, d_ino): (u32, u64),
         kind: ItemKind,
         target: u32,
         meta: Option<&Meta>,
@@ -665,7 +775,9 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
             target,
         });
         if opts.time.is_some() {
-            local.item_times.push(meta.map_or(Timespec::MIN, |m| time_of(m, opts)));
+            local
+                .item_times
+                .push(meta.map_or(Timespec::MIN, |m| time_of(m, opts)));
         }
         local.items.len() - 1
     }
@@ -728,15 +840,25 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         for &(id, at, dev, ino) in jobs.iter().rev() {
             let it = local.items[at];
             let off = it.name_off as usize;
-            let name = CString::new(&local.names[off..off + it.name_len as usize]).expect("names hold no NUL");
-            self.stack.push(Job::Dir { parent: node.clone(), name, rec: id, dev, ino });
+            let name = CString::new(&local.names[off..off + it.name_len as usize])
+                .expect("names hold no NUL");
+            self.stack.push(Job::Dir {
+                parent: node.clone(),
+                name,
+                rec: id,
+                dev,
+                ino,
+            });
         }
     }
 }
 
 /// Runs `f` with `node`'s directory handle, re-opening it from the nearest open
 /// ancestor (by names, one level at a time) when it was closed to save handles.
-fn with_handle<R: Reader, T>(node: &Node<R::Dir>, f: impl FnOnce(&R::Dir) -> Result<T, Errno>) -> Result<T, Errno> {
+fn with_handle<R: Reader, T>(
+    node: &Node<R::Dir>,
+    f: impl FnOnce(&R::Dir) -> Result<T, Errno>,
+) -> Result<T, Errno> {
     {
         let guard = node.handle.read().unwrap();
         if let Some(dir) = guard.as_ref() {

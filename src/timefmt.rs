@@ -17,9 +17,29 @@ fn style_format(style: &str) -> Option<String> {
     }
 }
 
-const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-const MONTHS: [&str; 12] =
-    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
 
 /// Formats `t` (already broken down as `lt`) with a strftime-like `fmt`.
 pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
@@ -86,7 +106,15 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             'M' => num(lt.minute as i64, 2, '0'),
             'S' => num(lt.second as i64, 2, '0'),
             'j' => num(lt.yearday as i64 + 1, 3, '0'),
-            'u' => num(if lt.weekday == 0 { 7 } else { lt.weekday as i64 }, 1, '0'),
+            'u' => num(
+                if lt.weekday == 0 {
+                    7
+                } else {
+                    lt.weekday as i64
+                },
+                1,
+                '0',
+            ),
             'w' => num(lt.weekday as i64, 1, '0'),
             's' => t.sec.to_string(),
             'N' => {
@@ -112,7 +140,12 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             'F' => format!("{}-{:02}-{:02}", num(lt.year, 4, '0'), lt.month, lt.day),
             'T' => format!("{:02}:{:02}:{:02}", lt.hour, lt.minute, lt.second),
             'R' => format!("{:02}:{:02}", lt.hour, lt.minute),
-            'D' => format!("{:02}/{:02}/{:02}", lt.month, lt.day, lt.year.rem_euclid(100)),
+            'D' => format!(
+                "{:02}/{:02}/{:02}",
+                lt.month,
+                lt.day,
+                lt.year.rem_euclid(100)
+            ),
             'n' => "\n".to_string(),
             't' => "\t".to_string(),
             '%' => "%".to_string(),
@@ -137,11 +170,23 @@ mod tests {
 
     #[test]
     fn iso_styles() {
-        let t = Timespec { sec: 1_700_000_000, nsec: 123_456_789 };
+        let t = Timespec {
+            sec: 1_700_000_000,
+            nsec: 123_456_789,
+        };
         let lt = utc(t.sec);
-        assert_eq!(format(&style_format("full-iso").unwrap(), t, &lt), "2023-11-14 22:13:20.123456789 +0000");
-        assert_eq!(format(&style_format("long-iso").unwrap(), t, &lt), "2023-11-14 22:13");
+        assert_eq!(
+            format(&style_format("full-iso").unwrap(), t, &lt),
+            "2023-11-14 22:13:20.123456789 +0000"
+        );
+        assert_eq!(
+            format(&style_format("long-iso").unwrap(), t, &lt),
+            "2023-11-14 22:13"
+        );
         assert_eq!(format(&style_format("iso").unwrap(), t, &lt), "2023-11-14");
-        assert_eq!(format("%s %j %a %b %3N %%", t, &lt), "1700000000 318 Tue Nov 123 %");
+        assert_eq!(
+            format("%s %j %a %b %3N %%", t, &lt),
+            "1700000000 318 Tue Nov 123 %"
+        );
     }
 }
