@@ -1,0 +1,155 @@
+//! Shapes that break naive walkers, checked against the system `du` on the same tree:
+//! a chain 10,000 directories deep (paths far beyond PATH_MAX), a deep branching tree
+//! under a tiny open-file limit (the scanner must re-open, never fail with EMFILE), a
+//! directory of 120,000 files (inode-sorted batches and split stat work), and the
+//! portable `std::fs` reader as an independent oracle for the native one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dfdu() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dfdu"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dfdu-stress-{name}-{}", std::process::id()));
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Builds trees with Python's `*at` calls, since std cannot create paths this deep.
+fn python(script: &str, cwd: &Path) {
+    let st = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .status()
+        .expect("python3 runs");
+    assert!(st.success(), "tree builder failed");
+}
+
+fn run(prog: &Path, args: &[&str], cwd: &Path, wrap: Option<&[&str]>, threads: &str) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = match wrap {
+        Some(w) => {
+            let mut c = Command::new(w[0]);
+            c.args(&w[1..]).arg(prog);
+            c
+        }
+        None => {
+            let mut c = Command::new(prog);
+            c.arg0("du");
+            c
+        }
+    };
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("LC_ALL", "C")
+        .env("DFDU_THREADS", threads)
+        .output()
+        .unwrap()
+}
+
+fn same_as_du(args: &[&str], cwd: &Path, wrap: Option<&[&str]>) {
+    same_as_du_threads(args, cwd, wrap, "2");
+}
+
+fn same_as_du_threads(args: &[&str], cwd: &Path, wrap: Option<&[&str]>, threads: &str) {
+    let want = run(Path::new("du"), args, cwd, None, "1");
+    let got = run(&dfdu(), args, cwd, wrap, threads);
+    assert_eq!(
+        want.status.code(),
+        got.status.code(),
+        "exit status for {args:?}: {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert!(
+        want.stdout == got.stdout,
+        "stdout differs for {args:?} ({} vs {} bytes)",
+        want.stdout.len(),
+        got.stdout.len()
+    );
+    assert!(want.stdout.len() > 1, "du printed nothing for {args:?}");
+}
+
+#[test]
+fn chain_ten_thousand_deep() {
+    let dir = scratch("deep");
+    python(
+        "import os\nfd=os.open('.',os.O_RDONLY)\nfor i in range(10000):\n os.mkdir('d',dir_fd=fd)\n n=os.open('d',os.O_RDONLY,dir_fd=fd)\n os.close(fd); fd=n\nf=os.open('leaf',os.O_CREAT|os.O_WRONLY,0o644,dir_fd=fd)\nos.write(f,b'x'*5000)\n",
+        &dir,
+    );
+    same_as_du(&["-s", "d"], &dir, None);
+    same_as_du(&["d"], &dir, None);
+    same_as_du(&["-a", "-d", "3", "d"], &dir, None);
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+}
+
+#[test]
+fn deep_branching_tree_under_a_tiny_fd_limit() {
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("SKIP: prlimit (util-linux) not installed");
+        return;
+    }
+    let dir = scratch("branch");
+    // 400 levels; every level has the chain dir plus a side dir holding files, so a
+    // depth-first walker keeps one pending sibling per level: 400 handles wanted.
+    python(
+        "import os\nfd=os.open('.',os.O_RDONLY)\nos.mkdir('t',dir_fd=fd)\nn=os.open('t',os.O_RDONLY,dir_fd=fd); os.close(fd); fd=n\nfor i in range(400):\n for s in ('side','zz'):\n  os.mkdir(s,dir_fd=fd)\n s=os.open('side',os.O_RDONLY,dir_fd=fd)\n for k in range(3):\n  f=os.open('f%d'%k,os.O_CREAT|os.O_WRONLY,0o644,dir_fd=s); os.write(f,b'y'*(k*3000)); os.close(f)\n os.close(s)\n n=os.open('zz',os.O_RDONLY,dir_fd=fd); os.close(fd); fd=n\n",
+        &dir,
+    );
+    let wrap: &[&str] = &["prlimit", "--nofile=40:40"];
+    for threads in ["1", "2", "8"] {
+        same_as_du_threads(&["t"], &dir, Some(wrap), threads);
+        same_as_du_threads(&["-a", "t"], &dir, Some(wrap), threads);
+    }
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+}
+
+#[test]
+fn directory_of_120k_files_lists_in_du_order() {
+    let dir = scratch("wide");
+    python(
+        "import os\nos.mkdir('w')\nfd=os.open('w',os.O_RDONLY)\nfor i in range(120000):\n os.close(os.open('f%06d'%i,os.O_CREAT|os.O_WRONLY,0o644,dir_fd=fd))\nfor i in range(0,120000,10007):\n os.mkdir('sub%06d'%i,dir_fd=fd)\n",
+        &dir,
+    );
+    same_as_du(&["-a", "w"], &dir, None);
+    same_as_du(&["-s", "w"], &dir, None);
+    same_as_du(&["w"], &dir, None);
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+}
+
+#[test]
+fn portable_reader_agrees_with_native() {
+    let dir = scratch("oracle");
+    python(
+        "import os\nfor d in ['a/b/c','a/x','e']:\n os.makedirs(d)\nfor i,p in enumerate(['a/f','a/b/g','a/b/c/h','a/x/i','e/j']):\n open(p,'wb').write(b'z'*(i*5000))\nos.link('a/f','e/hl')\nos.symlink('../a','e/ln')\nos.symlink('nowhere','e/dangling')\nopen('a/sparse','wb').truncate(1<<20)\n",
+        &dir,
+    );
+    for args in [
+        &["-a", "."][..],
+        &["-ab", "."],
+        &["--inodes", "-a", "."],
+        &["-aL", "."],
+        &["-s", "a", "e"],
+        &["-S", "."],
+    ] {
+        let native = run(&dfdu(), args, &dir, None, "2");
+        let mut cmd = Command::new(dfdu());
+        let portable = cmd
+            .args(args)
+            .current_dir(&dir)
+            .env("LC_ALL", "C")
+            .env("DFDU_READER", "portable")
+            .output()
+            .unwrap();
+        assert_eq!(
+            native.stdout, portable.stdout,
+            "readers disagree for {args:?}"
+        );
+        assert_eq!(native.status.code(), portable.status.code());
+        assert!(!native.stdout.is_empty());
+    }
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+}
