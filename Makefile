@@ -38,6 +38,7 @@ lint: ## rustfmt and clippy (warnings are errors)
 	$(CARGO) clippy --all-targets -- -D warnings
 
 check-targets: ## cargo check for macOS and Windows (no SDK here, so no link)
+	rustup target add aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu >/dev/null
 	$(CARGO) check --bin dfdu --target aarch64-apple-darwin
 	$(CARGO) check --bin dfdu --target x86_64-apple-darwin
 	$(CARGO) check --bin dfdu --target x86_64-pc-windows-gnu
