@@ -1,2 +1,86 @@
-//! stub
-fn main() {}
+//! `dfdu-bench`: the benchmark companion of dfdu. Std only, no `unsafe`.
+//!
+//! Subcommands:
+//! - `gen`: a deterministic test-tree generator with the file mix of a real source/home
+//!   tree (see `plan`), or a single wide directory.
+//! - `run`: times dfdu and every peer disk-usage tool found on PATH, interleaved
+//!   round-robin, checks each one's byte total against GNU du, and writes a Markdown report.
+//! - `floor`: not provided. A floor walker must call openat/getdents64/statx directly, and
+//!   std exposes none of them without `unsafe` (std's `read_dir` opens every directory by its
+//!   full path and `DirEntry::metadata` asks statx for every field), so its numbers would not
+//!   be a floor. The main program is the place for it (see the note in `main`).
+//!
+//! Code map (`src/bin/dfdu_bench/`):
+//! - `cli.rs`: argument cursor, number formatting.
+//! - `rng.rs`: SplitMix64, the one source of randomness for `gen`.
+//! - `names.rs`: entry names (ASCII, spaces, UTF-8, invalid UTF-8, one newline).
+//! - `plan.rs`: the whole tree decided in memory before any I/O: shape, sizes, links.
+//! - `make.rs`: creates a plan on disk with worker threads.
+//! - `gen.rs`: the `gen` subcommand, the `DIR.gentree.json` marker, the summary.
+//! - `json.rs`: writes the marker, reads one field back.
+//! - `tools.rs`: the peer tools: commands, discovery, versions, byte-total parsing.
+//! - `measure.rs`: one timed run of one command (GNU time for CPU and peak RSS).
+//! - `machine.rs`: the report header: CPU, memory, kernel, filesystem, date.
+//! - `run.rs`: the `run` subcommand: reference totals, rounds, statistics, the report.
+//!
+//! Invariants: no `unsafe` (forbidden below); `plan` does no I/O; `make` workers never
+//! print; timed runs never share the machine with other runs of this tool.
+
+#![forbid(unsafe_code)]
+
+#[path = "dfdu_bench/cli.rs"]
+mod cli;
+#[path = "dfdu_bench/gen.rs"]
+mod gen;
+#[path = "dfdu_bench/json.rs"]
+mod json;
+#[path = "dfdu_bench/make.rs"]
+mod make;
+#[path = "dfdu_bench/names.rs"]
+mod names;
+#[path = "dfdu_bench/plan.rs"]
+mod plan;
+#[path = "dfdu_bench/rng.rs"]
+mod rng;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+const HELP: &str = "\
+dfdu-bench: test trees and timings for dfdu and its peers
+
+usage:
+  dfdu-bench gen [--entries N] [--wide N] [--seed N] [--threads N] [--force] DIR
+  dfdu-bench run --dir DIR [--runs N] [--warmup N] [--cold] [--dfdu PATH] [--out FILE]
+  dfdu-bench floor ...   (not provided; see `dfdu-bench floor`)
+  dfdu-bench SUBCOMMAND --help";
+
+const FLOOR_NOTE: &str = "\
+dfdu-bench floor: not provided. A floor walker needs raw openat/getdents64/statx, which std
+does not expose without `unsafe`, and this binary has none. std's read_dir + metadata opens
+each directory by full path and requests every statx field, so it would not measure the
+floor. The floor belongs inside dfdu (platform/), where unsafe is allowed and fenced.";
+
+fn main() -> ExitCode {
+    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if args.is_empty() {
+        eprintln!("{HELP}");
+        return ExitCode::from(2);
+    }
+    let subcommand = args.remove(0).to_string_lossy().into_owned();
+    let wants_help = args.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help");
+    let result = match (subcommand.as_str(), wants_help) {
+        ("gen", true) => Ok(println!("{}", gen::HELP)),
+        ("gen", false) => gen::main(args),
+        ("floor", _) => Err(FLOOR_NOTE.to_string()),
+        ("-h" | "--help" | "help", _) => Ok(println!("{HELP}")),
+        _ => Err(format!("unknown subcommand {subcommand}\n\n{HELP}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}

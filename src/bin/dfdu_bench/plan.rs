@@ -142,6 +142,25 @@ impl Plan {
         self.dirs.iter().flat_map(|dir| &dir.files).map(|file| file.size_bytes).sum()
     }
 
+    /// A rough disk-use estimate: 4 KiB blocks for files, ext4 directory entries of
+    /// 8 bytes plus the name rounded up to 4, sparse files at what `make` writes.
+    pub fn estimated_disk_bytes(&self) -> u64 {
+        let block = |bytes: u64| bytes.div_ceil(4096) * 4096;
+        let mut total = 0;
+        for dir in &self.dirs {
+            let names = dir.files.iter().map(|f| &f.name).chain(dir.symlinks.iter().map(|s| &s.name));
+            let entry_bytes: u64 = names.map(|name| 8 + (name.len() as u64).next_multiple_of(4)).sum();
+            total += block(entry_bytes * 5 / 4).max(4096);
+            for file in &dir.files {
+                total += match file.kind {
+                    FileKind::Sparse => 68 * KIB,
+                    _ => block(file.size_bytes),
+                };
+            }
+        }
+        total
+    }
+
     pub fn max_depth(&self) -> u32 {
         self.dirs.iter().map(|dir| dir.depth).max().unwrap_or(0)
     }
