@@ -153,10 +153,14 @@ fn kind_of(mode: u32) -> Kind {
 }
 
 impl Lister {
-    /// Reads every entry of `dir` (without `.` and `..`), calling `each(name, inode)` in
+    /// Reads every entry of `dir` (without `.` and `..`), calling `each(name, inode, None)` in
     /// the order the kernel returns them. An error after some entries were delivered is
     /// returned as well; the caller decides what a partial listing means.
-    pub fn list(&mut self, dir: &Dir, each: &mut dyn FnMut(&CStr, u64)) -> Result<(), Errno> {
+    pub fn list(
+        &mut self,
+        dir: &Dir,
+        each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
+    ) -> Result<(), Errno> {
         let mut raw = RawDir::new(&dir.fd, &mut self.buf);
         while let Some(entry) = raw.next() {
             let entry = entry.map_err(errno)?;
@@ -165,7 +169,7 @@ impl Lister {
             if bytes == b"." || bytes == b".." {
                 continue;
             }
-            each(name, entry.ino());
+            each(name, entry.ino(), None);
         }
         Ok(())
     }

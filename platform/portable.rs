@@ -149,7 +149,11 @@ fn meta_of(md: &fs::Metadata) -> Meta {
 }
 
 impl Lister {
-    pub fn list(&mut self, dir: &Dir, each: &mut dyn FnMut(&CStr, u64)) -> Result<(), Errno> {
+    pub fn list(
+        &mut self,
+        dir: &Dir,
+        each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
+    ) -> Result<(), Errno> {
         for entry in fs::read_dir(&dir.path).map_err(io_errno)? {
             let entry = entry.map_err(io_errno)?;
             let name = name_bytes(&entry.file_name());
@@ -160,7 +164,7 @@ impl Lister {
             let ino = std::os::unix::fs::DirEntryExt::ino(&entry);
             #[cfg(not(unix))]
             let ino = 0;
-            each(&name, ino);
+            each(&name, ino, None);
         }
         Ok(())
     }

@@ -8,9 +8,10 @@ use crate::cli::{Deref, DuOptions};
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::quote::{quoteaf, quotef};
 use crate::reader::Reader;
-use crate::scan::{
-    self, ItemKind, Measure, ScanOpts, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
+use crate::records::{
+    self, ItemKind, Keep, Records, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
 };
+use crate::scan::{self, Measure, Walk};
 use crate::units::format_size;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsString};
@@ -237,25 +238,28 @@ impl<W: Write> Run<'_, W> {
             return;
         }
         let empty = HashSet::new();
-        let opts = ScanOpts {
+        let dedup_seen = self.hash_all && self.dedup();
+        let walk = Walk {
             threads: self.threads,
-            measure: self.measure(),
             follow_all: o.deref == Deref::All,
             follow_root,
             one_fs_dev: o.one_fs.then_some(meta.dev),
             exclude: (!o.exclude.is_empty()).then_some(&o.exclude),
-            keep_files_depth: o.all.then(|| o.max_depth.min(u32::MAX as u64) as u32),
-            all_candidates: o.deref == Deref::All && self.dedup(),
-            seen_before: if self.hash_all && self.dedup() {
-                &self.seen
-            } else {
-                &empty
-            },
-            collect_inodes: self.hash_all && self.dedup() && o.deref != Deref::All && !is_last,
+            seen_before: if dedup_seen { &self.seen } else { &empty },
             claim_dirs: self.dedup(),
-            time: o.time,
+            fd_budget: self.fd_budget,
         };
-        let mut tree = scan::scan::<R>(&opts, &cpath, &meta, self.fd_budget);
+        let keep = Keep {
+            measure: self.measure(),
+            time: o.time,
+            files_depth: o.all.then(|| o.max_depth.min(u32::MAX as u64) as u32),
+            all_candidates: o.deref == Deref::All && self.dedup(),
+            collect_inodes: dedup_seen && o.deref != Deref::All && !is_last,
+            claims: o.deref == Deref::All && self.dedup(),
+        };
+        let sink = Records::new(keep, &meta);
+        scan::scan::<R, Records>(&walk, &sink, &cpath, &meta);
+        let mut tree = sink.into_tree();
         if tree.overflow {
             self.error(format_args!(
                 "{}: too many entries for one scan",
@@ -472,7 +476,7 @@ fn item_range(tree: &Tree, rec: u32) -> (usize, usize) {
 /// of more than 10,000 entries is sorted by inode number where the file system calls for it.
 fn sort_items(tree: &mut Tree) {
     let recs = &tree.recs;
-    let key = |it: &scan::Item| -> (u32, u32, u64, u32) {
+    let key = |it: &records::Item| -> (u32, u32, u64, u32) {
         let r = &recs[it.dir as usize];
         let batch = it.idx / FTS_BATCH_ENTRIES;
         let batch_len = r

@@ -11,7 +11,9 @@
 //! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise).
 //! * `cli.rs` — du's options: GNU getopt behaviour, messages and help text.
 //! * `du.rs` — the drop-in: per-argument logic and the ordered pass that prints.
-//! * `scan.rs` — the pool and its protocol (documented at the top of the file).
+//! * `scan.rs` — the pool and its protocol (documented at the top of the file); it
+//!   hands entries to a `Sink`.
+//! * `records.rs` — du's sink: one record per directory, entries only where needed.
 //! * `reader.rs` — the `Reader` seam: `Native` (platform/) and `Portable` (std::fs).
 //! * `meta.rs` — plain data: `Meta` (one stat), `Errno`, `LocalTime`.
 //! * `units.rs`, `exclude.rs`, `quote.rs`, `timefmt.rs` — GNU-compatible formats.
@@ -32,6 +34,7 @@ mod exclude;
 mod meta;
 mod quote;
 mod reader;
+mod records;
 mod scan;
 mod timefmt;
 mod units;

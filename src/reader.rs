@@ -6,6 +6,11 @@
 use crate::meta::{Errno, Meta};
 use std::ffi::CStr;
 
+/// `list` calls `each(name, inode, meta)` once per entry (never `.` or `..`). A reader
+/// whose directory listing already carries the sizes (NT directory queries,
+/// `getattrlistbulk`) passes them as `Some(meta)` and the scanner skips `stat_at` for that
+/// entry (except for a symlink under `-L`, which must be stat'ed through); readers that
+/// only learn names pass `None`.
 pub trait Reader: 'static {
     type Dir: Send + Sync;
     type Lister: Default + Send;
@@ -16,7 +21,7 @@ pub trait Reader: 'static {
     fn list(
         lister: &mut Self::Lister,
         dir: &Self::Dir,
-        each: &mut dyn FnMut(&CStr, u64),
+        each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
     ) -> Result<(), Errno>;
     fn sorts_by_inode(dir: &Self::Dir) -> bool;
 }
@@ -51,7 +56,7 @@ macro_rules! reader_impl {
             fn list(
                 lister: &mut Self::Lister,
                 dir: &Self::Dir,
-                each: &mut dyn FnMut(&CStr, u64),
+                each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
             ) -> Result<(), Errno> {
                 lister.list(dir, each)
             }

@@ -1,7 +1,6 @@
-//! The parallel scanner: a fixed pool of workers that lists and stats one directory
-//! tree and leaves behind, per directory, one small record plus the few entries that
-//! must be looked at again in traversal order (subdirectories, hard-link candidates,
-//! errors, and every file when `-a` prints files).
+//! The parallel scanner: a fixed pool of workers that lists and stats one directory tree
+//! through a `Reader` and hands every entry to a `Sink`, which decides what to keep (du's
+//! per-directory records in `records.rs`, or every entry in the arena in `arena_sink.rs`).
 //!
 //! # Protocol
 //!
@@ -12,31 +11,33 @@
 //!   first (depth-first, so few directories are open at once). Before each job, if some
 //!   worker is idle and the stack holds more than one job, it moves the older half to
 //!   the **shared queue** (bounded to `SHARED_QUEUE_JOBS`; the rest stays local).
-//! * A worker with nothing local takes from the shared queue, or sleeps on its condvar.
+//! * A worker with nothing local takes from the shared queue, or sleeps on the condvar.
 //!   When the last worker goes idle with the queue empty, the scan is complete: every
 //!   job ever created was created by a running worker and pushed somewhere, so an empty
 //!   queue with all workers idle means no work exists. All workers then exit.
 //! * Listing a directory: one `getdents64` loop; each entry gets one `stat` relative to
-//!   the directory handle. Entries past the first `SPLIT_AFTER` are cut into chunks of
-//!   `CHUNK_ENTRIES` names; a chunk goes to the shared queue when a worker is idle,
-//!   otherwise the lister stats it itself.
-//! * Results are **committed once per directory (or chunk)** under the tree lock:
-//!   sums of plain files go into the directory's record, subdirectories get records
-//!   and become jobs. No lock and no allocation per entry.
+//!   the directory handle (none when the platform's listing already carries sizes).
+//!   Entries past the first `SPLIT_AFTER` are cut into chunks of `CHUNK_ENTRIES` names.
+//!   A chunk goes to the shared queue when a worker is idle, otherwise the lister stats
+//!   it itself. A sink that needs a directory's children under contiguous ids
+//!   (`Sink::CONTIGUOUS`) gets the entry count (`Sink::listed`) before any chunk runs,
+//!   so chunks are handed out only once the listing is complete.
+//! * Results are **committed once per directory (or chunk)** through `Sink::commit`:
+//!   no lock and no allocation per entry. `Sink::written` follows once the listing and
+//!   all its chunks are committed.
 //! * **Handles**: a `Node` is a directory that has been opened. It keeps its handle
 //!   while any job still needs it (`pending` counts them); the last one closes it. When
 //!   more than `fd_budget` handles are open, a lister closes its handle right after
 //!   listing, and its children re-open it from the nearest open ancestor by names
 //!   (never by a long path), so a huge tree never runs into EMFILE.
-//! * Workers never print and never decide what the user sees: they record errors as
-//!   data; the caller walks the records in GNU order afterwards.
+//! * Workers never print: errors are handed to the sink as data.
 
 use crate::exclude::Exclude;
-use crate::meta::{Errno, Kind, Meta, Timespec};
+use crate::meta::{Errno, Kind, Meta};
 use crate::reader::Reader;
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 /// Entries of one directory stat'ed by its lister before the rest is cut into chunks.
@@ -63,111 +64,95 @@ pub enum TimeKind {
     Ctime,
 }
 
-/// What one scan must do and keep.
-pub struct ScanOpts<'a> {
+/// How to walk.
+pub struct Walk<'a> {
     pub threads: usize,
-    pub measure: Measure,
     /// Follow every symlink (`-L`).
     pub follow_all: bool,
     /// Follow the argument itself when it is a symlink (`-D`, `-H`, `-L`).
     pub follow_root: bool,
-    /// With `-x`: the device of the argument; entries on another device are skipped.
+    /// With `-x`: the device of the argument; entries on another device are not entered.
     pub one_fs_dev: Option<u64>,
     pub exclude: Option<&'a Exclude>,
-    /// Keep plain files as entries when they are at most this deep (`-a`).
-    pub keep_files_depth: Option<u32>,
-    /// Every non-directory is a hard-link candidate (`-L`: one inode can show up under
-    /// several names even with a single link).
-    pub all_candidates: bool,
-    /// Entries already counted under an earlier argument: skipped silently.
+    /// Entries already counted under an earlier argument.
     pub seen_before: &'a HashSet<(u64, u64)>,
-    /// Collect (dev, ino) of every counted entry, for later arguments to skip.
-    pub collect_inodes: bool,
-    /// With `follow_all`: scan each directory once, however many links lead to it.
+    /// With `follow_all`: scan each directory once, however many links lead to it (else
+    /// only cycles through an ancestor are cut).
     pub claim_dirs: bool,
-    pub time: Option<TimeKind>,
+    pub fd_budget: usize,
 }
 
-/// What an item stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum ItemKind {
-    /// A subdirectory; `target` is its record.
-    Dir,
-    /// A directory already claimed by another path (`-L`): visit it through the claim.
-    Alias,
-    /// A plain file already summed into its directory, kept for printing (`-a`).
-    File,
-    /// A file that may have another name: counted only if first in traversal order.
-    Candidate,
-    /// `stat` failed; `target` is the error number.
-    NoAccess,
-}
-
-/// One entry kept for the ordered pass. 48 bytes.
+/// What the scanner learned about one entry.
 #[derive(Clone, Copy, Debug)]
-pub struct Item {
-    /// The directory record it lives in.
+pub enum Seen<'m> {
+    /// Stat'ed; a directory here will be entered if the sink says so.
+    Ok(&'m Meta),
+    /// `stat` failed.
+    Error(Errno),
+    /// Matched an exclude pattern (not stat'ed).
+    Excluded,
+    /// On another device under `-x`.
+    #[allow(dead_code)]
+    OtherFs(&'m Meta),
+    /// A directory already being scanned under another name (`-L`).
+    Repeat(&'m Meta),
+    /// Counted under an earlier argument.
+    Before,
+}
+
+/// Where an entry is: its directory's token, listing position, listing inode, depth of
+/// the directory (the argument is depth 0).
+#[derive(Clone, Copy, Debug)]
+pub struct Pos {
     pub dir: u32,
-    /// Position in the directory listing (readdir order).
     pub idx: u32,
-    pub ino: u64,
-    pub dev: u64,
-    /// Measured size in bytes.
-    pub size_bytes: u64,
-    pub name_off: u32,
-    pub name_len: u16,
-    pub kind: ItemKind,
-    pub target: u32,
+    pub d_ino: u64,
+    pub depth: u32,
 }
-const _: () = assert!(std::mem::size_of::<Item>() == 48);
 
-/// Record flags.
-pub const REC_SORT_BY_INODE: u8 = 1;
-pub const REC_UNREADABLE: u8 = 2;
-pub const REC_PARTIAL: u8 = 4;
-
-/// One directory. Sums cover the plain (non-candidate) files directly inside it.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DirRec {
+/// A subdirectory to scan, as returned by `Sink::commit`.
+pub struct Child {
+    pub name: CString,
+    /// The sink's token for the new directory.
+    pub dir: u32,
     pub dev: u64,
     pub ino: u64,
-    pub self_bytes: u64,
-    pub files_bytes: u64,
-    pub files_count: u64,
-    pub n_entries: u32,
-    pub errno: i32,
-    pub flags: u8,
 }
 
-/// Times per record / item, only when `--time` asked for them.
-#[derive(Default)]
-pub struct Times {
-    /// (the directory's own time, newest plain file directly inside).
-    pub recs: Vec<(Timespec, Timespec)>,
-    pub items: Vec<Timespec>,
+/// How a listing ended.
+#[derive(Clone, Copy, Debug)]
+pub struct Listed {
+    pub entries: u32,
+    /// The file system wants big directories in inode order (GNU fts).
+    pub sort_by_inode: bool,
+    /// The listing failed: before any entry (`partial == false`) or after some.
+    pub error: Option<(Errno, bool)>,
 }
 
-/// Everything one scan leaves behind.
-#[derive(Default)]
-pub struct Tree {
-    pub recs: Vec<DirRec>,
-    pub items: Vec<Item>,
-    pub names: Vec<u8>,
-    pub times: Option<Times>,
-    /// (dev, ino) of every counted entry, when `collect_inodes`.
-    pub inodes: Vec<(u64, u64)>,
-    /// With `-L`: the record holding each directory claimed during the scan.
-    pub claims: Vec<((u64, u64), u32)>,
-    /// Set when the tree outgrew 32-bit ids or name offsets.
-    pub overflow: bool,
-}
-
-impl Tree {
-    pub fn name(&self, item: &Item) -> &[u8] {
-        let off = item.name_off as usize;
-        &self.names[off..off + item.name_len as usize]
-    }
+/// What a scan keeps. Tokens (`Pos::dir`, `Child::dir`) are the sink's own directory ids;
+/// the argument is token 0.
+pub trait Sink: Sync {
+    /// Per-worker scratch between commits.
+    type Local: Default + Send;
+    /// Children of one directory need contiguous ids: `listed` must come first.
+    const CONTIGUOUS: bool;
+    /// Files one entry into `local`. A directory the sink wants entered comes back from
+    /// the next `commit` as a `Child`.
+    fn entry(&self, local: &mut Self::Local, pos: Pos, name: &[u8], seen: Seen);
+    /// Publishes `local` for directory `dir`; appends the directories to scan to `children`.
+    fn commit(
+        &self,
+        local: &mut Self::Local,
+        dir: u32,
+        listed: Option<Listed>,
+        children: &mut Vec<Child>,
+    );
+    /// The listing of `dir` is complete (called before `commit` of that listing).
+    fn listed(&self, _dir: u32, _entries: u32) {}
+    /// The listing and every chunk of `dir` are committed.
+    fn written(&self, _dir: u32) {}
+    /// Directory `dir` could not be opened.
+    fn unreadable(&self, dir: u32, err: Errno);
 }
 
 /// An opened directory that jobs may still need.
@@ -178,7 +163,9 @@ struct Node<D> {
     handle: RwLock<Option<D>>,
     /// Jobs that still need `handle`, plus one for the lister while it runs.
     pending: AtomicU32,
-    rec: u32,
+    /// Commits still to come for this listing: the lister's plus one per chunk.
+    unwritten: AtomicU32,
+    dir: u32,
     depth: u32,
     dev: u64,
     ino: u64,
@@ -191,10 +178,7 @@ struct Node<D> {
 enum Job<D> {
     Dir {
         parent: Arc<Node<D>>,
-        name: CString,
-        rec: u32,
-        dev: u64,
-        ino: u64,
+        child: Child,
     },
     Chunk {
         node: Arc<Node<D>>,
@@ -203,66 +187,28 @@ enum Job<D> {
     },
 }
 
-/// What a listing or a chunk found, before it is committed.
-#[derive(Default)]
-struct Local {
-    items: Vec<Item>,
-    item_times: Vec<Timespec>,
-    names: Vec<u8>,
-    /// (index into `items`, record to create)
-    subdirs: Vec<(usize, DirRec, Timespec)>,
-    files_bytes: u64,
-    files_count: u64,
-    files_tmax: Timespec,
-    inodes: Vec<(u64, u64)>,
-    path_buf: Vec<u8>,
-}
-
-impl Local {
-    fn clear(&mut self) {
-        self.items.clear();
-        self.item_times.clear();
-        self.names.clear();
-        self.subdirs.clear();
-        self.files_bytes = 0;
-        self.files_count = 0;
-        self.files_tmax = Timespec::MIN;
-        self.inodes.clear();
-    }
-}
-
 struct Queue<D> {
     jobs: Vec<Job<D>>,
     idle: usize,
     done: bool,
 }
 
-struct Shared<'a, R: Reader> {
-    opts: &'a ScanOpts<'a>,
+struct Shared<'a, R: Reader, S: Sink> {
+    walk: &'a Walk<'a>,
+    sink: &'a S,
     queue: Mutex<Queue<R::Dir>>,
     wake: Condvar,
     idle_hint: AtomicUsize,
-    tree: Mutex<Tree>,
     claims: Mutex<HashSet<(u64, u64)>>,
     open_handles: AtomicUsize,
-    fd_budget: usize,
-    overflow: AtomicBool,
 }
 
-/// Scans the directory `root` (already stat'ed as `root_meta`) and returns its tree.
-/// Record 0 is the root.
-pub fn scan<R: Reader>(opts: &ScanOpts, root: &CStr, root_meta: &Meta, fd_budget: usize) -> Tree {
-    let follow = opts.follow_all;
-    let mut tree = Tree::default();
-    if opts.time.is_some() {
-        tree.times = Some(Times::default());
-    }
-    tree.recs.push(rec_of(root_meta, opts));
-    if let Some(t) = tree.times.as_mut() {
-        t.recs.push((time_of(root_meta, opts), Timespec::MIN));
-    }
-    let shared = Shared::<R> {
-        opts,
+/// Scans the directory `root` (already stat'ed as `root_meta`; the sink's token 0) into
+/// `sink`. Returns once every reachable entry has been handed over.
+pub fn scan<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta: &Meta) {
+    let shared = Shared::<R, S> {
+        walk,
+        sink,
         queue: Mutex::new(Queue {
             jobs: Vec::new(),
             idle: 0,
@@ -270,26 +216,21 @@ pub fn scan<R: Reader>(opts: &ScanOpts, root: &CStr, root_meta: &Meta, fd_budget
         }),
         wake: Condvar::new(),
         idle_hint: AtomicUsize::new(0),
-        tree: Mutex::new(tree),
         claims: Mutex::new(HashSet::new()),
         open_handles: AtomicUsize::new(0),
-        fd_budget,
-        overflow: AtomicBool::new(false),
     };
-    if follow {
+    if walk.follow_all {
         shared
             .claims
             .lock()
             .unwrap()
             .insert((root_meta.dev, root_meta.ino));
     }
-    let handle = match R::open_path(root, opts.follow_root) {
+    let handle = match R::open_path(root, walk.follow_root) {
         Ok(h) => h,
         Err(e) => {
-            let mut tree = shared.tree.into_inner().unwrap();
-            tree.recs[0].flags |= REC_UNREADABLE;
-            tree.recs[0].errno = e.0;
-            return tree;
+            sink.unreadable(0, e);
+            return;
         }
     };
     shared.open_handles.fetch_add(1, Ordering::Relaxed);
@@ -298,55 +239,22 @@ pub fn scan<R: Reader>(opts: &ScanOpts, root: &CStr, root_meta: &Meta, fd_budget
         name: root.to_owned(),
         handle: RwLock::new(Some(handle)),
         pending: AtomicU32::new(1),
-        rec: 0,
+        unwritten: AtomicU32::new(1),
+        dir: 0,
         depth: 0,
         dev: root_meta.dev,
         ino: root_meta.ino,
-        follow: opts.follow_root,
-        path: opts.exclude.map(|_| root.to_bytes().to_vec()),
+        follow: walk.follow_root,
+        path: walk.exclude.map(|_| root.to_bytes().to_vec()),
     });
-    let threads = opts.threads.max(1);
+    let threads = walk.threads.max(1);
     std::thread::scope(|s| {
         let shared = &shared;
-        let first = root_node;
-        for i in 1..threads {
-            let _ = i;
-            s.spawn(move || Worker::<R>::new(shared).run(None));
+        for _ in 1..threads {
+            s.spawn(move || Worker::<R, S>::new(shared).run(None));
         }
-        Worker::<R>::new(shared).run(Some(first));
+        Worker::<R, S>::new(shared).run(Some(root_node));
     });
-    let mut tree = shared.tree.into_inner().unwrap();
-    tree.overflow |= shared.overflow.load(Ordering::Relaxed);
-    if follow {
-        tree.claims.sort_unstable();
-    }
-    tree
-}
-
-fn rec_of(meta: &Meta, opts: &ScanOpts) -> DirRec {
-    DirRec {
-        dev: meta.dev,
-        ino: meta.ino,
-        self_bytes: measure(meta, opts.measure),
-        ..DirRec::default()
-    }
-}
-
-#[inline]
-fn measure(meta: &Meta, m: Measure) -> u64 {
-    match m {
-        Measure::Disk => meta.disk_bytes(),
-        Measure::Apparent => meta.size,
-    }
-}
-
-#[inline]
-fn time_of(meta: &Meta, opts: &ScanOpts) -> Timespec {
-    match opts.time {
-        Some(TimeKind::Atime) => meta.atime,
-        Some(TimeKind::Ctime) => meta.ctime,
-        _ => meta.mtime,
-    }
 }
 
 /// Appends `name` to `base` the way fts builds child paths (no doubled slash after a
@@ -360,20 +268,24 @@ pub fn join_path(out: &mut Vec<u8>, base: &[u8], name: &[u8]) {
     out.extend_from_slice(name);
 }
 
-struct Worker<'s, 'a, R: Reader> {
-    shared: &'s Shared<'a, R>,
+struct Worker<'s, 'a, R: Reader, S: Sink> {
+    shared: &'s Shared<'a, R, S>,
     stack: Vec<Job<R::Dir>>,
     lister: R::Lister,
-    local: Local,
+    local: S::Local,
+    children: Vec<Child>,
+    path_buf: Vec<u8>,
 }
 
-impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
-    fn new(shared: &'s Shared<'a, R>) -> Self {
+impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
+    fn new(shared: &'s Shared<'a, R, S>) -> Self {
         Worker {
             shared,
             stack: Vec::new(),
             lister: R::Lister::default(),
-            local: Local::default(),
+            local: S::Local::default(),
+            children: Vec::new(),
+            path_buf: Vec::new(),
         }
     }
 
@@ -393,13 +305,7 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
                 },
             };
             match job {
-                Job::Dir {
-                    parent,
-                    name,
-                    rec,
-                    dev,
-                    ino,
-                } => self.open_and_list(parent, name, rec, dev, ino),
+                Job::Dir { parent, child } => self.open_and_list(parent, child),
                 Job::Chunk {
                     node,
                     base_idx,
@@ -440,7 +346,7 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
             }
             q.idle += 1;
             shared.idle_hint.store(q.idle, Ordering::Relaxed);
-            if q.idle == shared.opts.threads.max(1) {
+            if q.idle == shared.walk.threads.max(1) {
                 q.done = true;
                 shared.wake.notify_all();
                 return None;
@@ -451,7 +357,7 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         }
     }
 
-    /// Hands a chunk to an idle worker if there is one; false means "do it yourself".
+    /// Hands a chunk to an idle worker if there is one; `Err` gives it back.
     fn offer(&self, job: Job<R::Dir>) -> Result<(), Job<R::Dir>> {
         if self.shared.idle_hint.load(Ordering::Relaxed) == 0 {
             return Err(job);
@@ -466,45 +372,34 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         Ok(())
     }
 
-    fn open_and_list(
-        &mut self,
-        parent: Arc<Node<R::Dir>>,
-        name: CString,
-        rec: u32,
-        dev: u64,
-        ino: u64,
-    ) {
-        let follow = self.shared.opts.follow_all;
-        let opened = with_handle::<R, _>(&parent, |dir| R::open_at(dir, &name, follow));
+    fn open_and_list(&mut self, parent: Arc<Node<R::Dir>>, child: Child) {
+        let follow = self.shared.walk.follow_all;
+        let opened = with_handle::<R, _>(&parent, |dir| R::open_at(dir, &child.name, follow));
         self.release(&parent);
         match opened {
             Ok(handle) => {
                 self.shared.open_handles.fetch_add(1, Ordering::Relaxed);
                 let path = parent.path.as_ref().map(|p| {
                     let mut out = Vec::new();
-                    join_path(&mut out, p, name.to_bytes());
+                    join_path(&mut out, p, child.name.to_bytes());
                     out
                 });
                 let node = Arc::new(Node {
                     depth: parent.depth + 1,
                     parent: Some(parent),
-                    name,
+                    name: child.name,
                     handle: RwLock::new(Some(handle)),
                     pending: AtomicU32::new(1),
-                    rec,
-                    dev,
-                    ino,
+                    unwritten: AtomicU32::new(1),
+                    dir: child.dir,
+                    dev: child.dev,
+                    ino: child.ino,
                     follow,
                     path,
                 });
                 self.list_dir(node);
             }
-            Err(e) => {
-                let mut tree = self.shared.tree.lock().unwrap();
-                let r = &mut tree.recs[rec as usize];
-                r.flags |= REC_UNREADABLE;
-                r.errno = e.0;
-            }
+            Err(e) => self.shared.sink.unreadable(child.dir, e),
         }
     }
 
@@ -517,31 +412,59 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         }
     }
 
+    /// One commit of `node`'s listing is done; the last one tells the sink.
+    fn wrote(&self, node: &Node<R::Dir>) {
+        if node.unwritten.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.sink.written(node.dir);
+        }
+    }
+
     fn list_dir(&mut self, node: Arc<Node<R::Dir>>) {
-        self.local.clear();
         let mut idx: u32 = 0;
         let mut chunk: Vec<u8> = Vec::new();
         let mut chunk_base = 0u32;
         let mut chunk_len = 0usize;
+        let mut split: Vec<(u32, Vec<u8>)> = Vec::new();
         let guard = node.handle.read().unwrap();
         let dir = guard
             .as_ref()
             .expect("a node being listed holds its handle");
         let mut lister = std::mem::take(&mut self.lister);
-        let mut split: Vec<(u32, Vec<u8>)> = Vec::new();
-        let result = R::list(&mut lister, dir, &mut |name, ino| {
-            if idx < SPLIT_AFTER {
-                self.entry(&node, dir, name, ino, idx);
+        let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
+            if idx < SPLIT_AFTER || meta.is_some() {
+                self.entry(
+                    &node,
+                    dir,
+                    name,
+                    Pos {
+                        dir: node.dir,
+                        idx,
+                        d_ino,
+                        depth: node.depth,
+                    },
+                    meta,
+                );
             } else {
                 if chunk_len == 0 {
                     chunk_base = idx;
                 }
-                chunk.extend_from_slice(&ino.to_ne_bytes());
+                chunk.extend_from_slice(&d_ino.to_ne_bytes());
                 chunk.extend_from_slice(name.to_bytes_with_nul());
                 chunk_len += 1;
                 if chunk_len == CHUNK_ENTRIES {
-                    split.push((chunk_base, std::mem::take(&mut chunk)));
+                    let names = std::mem::take(&mut chunk);
                     chunk_len = 0;
+                    // Hand the chunk to an idle worker now, or keep it for after the
+                    // listing is committed (never stat it here: the listing's own
+                    // results are still uncommitted in `self.local`).
+                    let kept = if S::CONTIGUOUS {
+                        Err(names)
+                    } else {
+                        self.offer_chunk(&node, chunk_base, names)
+                    };
+                    if let Err(names) = kept {
+                        split.push((chunk_base, names));
+                    }
                 }
             }
             idx = idx.saturating_add(1);
@@ -550,180 +473,151 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         if chunk_len > 0 {
             split.push((chunk_base, chunk));
         }
-        let sort = idx > 10_000 && R::sorts_by_inode(dir);
+        let sort_by_inode = idx > 10_000 && R::sorts_by_inode(dir);
         drop(guard);
-        let mut flags = if sort { REC_SORT_BY_INODE } else { 0 };
-        let mut err = 0;
-        if let Err(e) = result {
-            flags |= if idx == 0 {
-                REC_UNREADABLE
-            } else {
-                REC_PARTIAL
-            };
-            err = e.0;
-        }
-        self.commit(&node, Some((idx, flags, err)));
-        // Chunks: offer to idle workers, stat the rest here.
+        let error = result.err().map(|e| (e, idx > 0));
+        self.shared.sink.listed(node.dir, idx);
+        let listed = Listed {
+            entries: idx,
+            sort_by_inode,
+            error,
+        };
+        self.commit(&node, Some(listed));
         for (base, names) in split {
-            node.pending.fetch_add(1, Ordering::AcqRel);
-            match self.offer(Job::Chunk {
-                node: node.clone(),
-                base_idx: base,
-                names,
-            }) {
-                Ok(()) => {}
-                Err(Job::Chunk {
-                    node,
-                    base_idx,
-                    names,
-                }) => {
-                    self.stat_chunk(&node, base_idx, &names);
-                    self.release(&node);
-                }
-                Err(_) => unreachable!("offer returns the job it was given"),
-            }
+            self.dispatch(&node, base, names);
         }
-        if self.shared.open_handles.load(Ordering::Relaxed) > self.shared.fd_budget
+        if self.shared.open_handles.load(Ordering::Relaxed) > self.shared.walk.fd_budget
             && node.handle.write().unwrap().take().is_some()
         {
             self.shared.open_handles.fetch_sub(1, Ordering::Relaxed);
         }
+        self.wrote(&node);
         self.release(&node);
     }
 
+    /// Offers a chunk to an idle worker; gives the names back when nobody takes it.
+    fn offer_chunk(
+        &self,
+        node: &Arc<Node<R::Dir>>,
+        base_idx: u32,
+        names: Vec<u8>,
+    ) -> Result<(), Vec<u8>> {
+        node.pending.fetch_add(1, Ordering::AcqRel);
+        node.unwritten.fetch_add(1, Ordering::AcqRel);
+        match self.offer(Job::Chunk {
+            node: node.clone(),
+            base_idx,
+            names,
+        }) {
+            Ok(()) => Ok(()),
+            Err(job) => {
+                node.pending.fetch_sub(1, Ordering::AcqRel);
+                node.unwritten.fetch_sub(1, Ordering::AcqRel);
+                match job {
+                    Job::Chunk { names, .. } => Err(names),
+                    Job::Dir { .. } => unreachable!("offer returns the job it was given"),
+                }
+            }
+        }
+    }
+
+    /// Offers a chunk to idle workers, or stats it here.
+    fn dispatch(&mut self, node: &Arc<Node<R::Dir>>, base_idx: u32, names: Vec<u8>) {
+        if let Err(names) = self.offer_chunk(node, base_idx, names) {
+            node.unwritten.fetch_add(1, Ordering::AcqRel);
+            self.stat_chunk(node, base_idx, &names);
+        }
+    }
+
     fn stat_chunk(&mut self, node: &Arc<Node<R::Dir>>, base_idx: u32, names: &[u8]) {
-        self.local.clear();
-        let result = with_handle::<R, _>(node, |dir| {
+        let each = |names: &[u8], f: &mut dyn FnMut(&CStr, Pos)| {
             let mut pos = 0;
             let mut idx = base_idx;
             while pos + 8 < names.len() {
-                let ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
+                let d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
                 pos += 8;
                 let name = CStr::from_bytes_until_nul(&names[pos..])
                     .expect("chunk names are NUL-terminated");
                 pos += name.to_bytes_with_nul().len();
-                self.entry(node, dir, name, ino, idx);
+                f(
+                    name,
+                    Pos {
+                        dir: node.dir,
+                        idx,
+                        d_ino,
+                        depth: node.depth,
+                    },
+                );
                 idx += 1;
             }
+        };
+        let result = with_handle::<R, _>(node, |dir| {
+            each(names, &mut |name, pos| {
+                self.entry(node, dir, name, pos, None)
+            });
             Ok(())
         });
         if let Err(e) = result {
             // The directory vanished or could not be re-opened: every name in the chunk
             // is an entry that could not be reached.
-            let mut pos = 0;
-            let mut idx = base_idx;
-            while pos + 8 < names.len() {
-                let ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
-                pos += 8;
-                let name = CStr::from_bytes_until_nul(&names[pos..]).unwrap();
-                pos += name.to_bytes_with_nul().len();
-                self.push_item(
-                    node,
-                    name.to_bytes(),
-                    (idx, ino),
-                    ItemKind::NoAccess,
-                    e.0 as u32,
-                    None,
-                );
-                idx += 1;
-            }
+            let sink = self.shared.sink;
+            each(names, &mut |name, pos| {
+                sink.entry(&mut self.local, pos, name.to_bytes(), Seen::Error(e));
+            });
         }
         self.commit(node, None);
+        self.wrote(node);
     }
 
-    /// Stats one entry and files it into `self.local`.
-    fn entry(&mut self, node: &Arc<Node<R::Dir>>, dir: &R::Dir, name: &CStr, d_ino: u64, idx: u32) {
-        let opts = self.shared.opts;
-        if let (Some(ex), Some(base)) = (opts.exclude, node.path.as_ref()) {
-            let mut path = std::mem::take(&mut self.local.path_buf);
-            join_path(&mut path, base, name.to_bytes());
-            let excluded = ex.matches(&path);
-            self.local.path_buf = path;
-            if excluded {
+    /// Stats one entry (unless the listing brought its metadata) and hands it to the sink.
+    fn entry(
+        &mut self,
+        node: &Arc<Node<R::Dir>>,
+        dir: &R::Dir,
+        name: &CStr,
+        pos: Pos,
+        given: Option<&Meta>,
+    ) {
+        let walk = self.shared.walk;
+        let sink = self.shared.sink;
+        let bytes = name.to_bytes();
+        if let (Some(ex), Some(base)) = (walk.exclude, node.path.as_ref()) {
+            join_path(&mut self.path_buf, base, bytes);
+            if ex.matches(&self.path_buf) {
+                sink.entry(&mut self.local, pos, bytes, Seen::Excluded);
                 return;
             }
         }
-        let meta = match R::stat_at(dir, name, opts.follow_all) {
-            Ok(m) => m,
-            Err(e) => {
-                self.push_item(
-                    node,
-                    name.to_bytes(),
-                    (idx, d_ino),
-                    ItemKind::NoAccess,
-                    e.0 as u32,
-                    None,
-                );
-                return;
-            }
+        let stat;
+        let meta = match given {
+            Some(m) if !(walk.follow_all && m.kind == Kind::Symlink) => m,
+            _ => match R::stat_at(dir, name, walk.follow_all) {
+                Ok(m) => {
+                    stat = m;
+                    &stat
+                }
+                Err(e) => {
+                    sink.entry(&mut self.local, pos, bytes, Seen::Error(e));
+                    return;
+                }
+            },
         };
-        if opts.one_fs_dev.is_some_and(|dev| dev != meta.dev) {
-            return;
-        }
-        if !opts.seen_before.is_empty() && opts.seen_before.contains(&(meta.dev, meta.ino)) {
-            return;
-        }
-        if opts.collect_inodes {
-            self.local.inodes.push((meta.dev, meta.ino));
-        }
-        if meta.kind == Kind::Dir {
-            if opts.follow_all && self.is_repeat(node, &meta) {
-                self.push_item(
-                    node,
-                    name.to_bytes(),
-                    (idx, d_ino),
-                    ItemKind::Alias,
-                    0,
-                    Some(&meta),
-                );
-                return;
-            }
-            let at = self.push_item(
-                node,
-                name.to_bytes(),
-                (idx, d_ino),
-                ItemKind::Dir,
-                0,
-                Some(&meta),
-            );
-            self.local
-                .subdirs
-                .push((at, rec_of(&meta, opts), time_of(&meta, opts)));
-            return;
-        }
-        let size = measure(&meta, opts.measure);
-        if opts.all_candidates || meta.nlink > 1 {
-            self.push_item(
-                node,
-                name.to_bytes(),
-                (idx, d_ino),
-                ItemKind::Candidate,
-                0,
-                Some(&meta),
-            );
-            return;
-        }
-        self.local.files_bytes += size;
-        self.local.files_count += 1;
-        if opts.time.is_some() {
-            self.local.files_tmax = self.local.files_tmax.max(time_of(&meta, opts));
-        }
-        if opts.keep_files_depth.is_some_and(|d| node.depth < d) {
-            self.push_item(
-                node,
-                name.to_bytes(),
-                (idx, d_ino),
-                ItemKind::File,
-                0,
-                Some(&meta),
-            );
-        }
+        let seen = if walk.one_fs_dev.is_some_and(|dev| dev != meta.dev) {
+            Seen::OtherFs(meta)
+        } else if !walk.seen_before.is_empty() && walk.seen_before.contains(&(meta.dev, meta.ino)) {
+            Seen::Before
+        } else if meta.kind == Kind::Dir && walk.follow_all && self.is_repeat(node, meta) {
+            Seen::Repeat(meta)
+        } else {
+            Seen::Ok(meta)
+        };
+        sink.entry(&mut self.local, pos, bytes, seen);
     }
 
-    /// With `-L`: a directory reached again. When directories are deduplicated, any
-    /// directory claimed before; otherwise (with `-l`) only an ancestor (a cycle).
+    /// With `-L`: a directory reached again. When directories are claimed, any directory
+    /// claimed before; otherwise (with `-l`) only an ancestor (a cycle).
     fn is_repeat(&self, node: &Node<R::Dir>, meta: &Meta) -> bool {
-        if self.shared.opts.claim_dirs {
+        if self.shared.walk.claim_dirs {
             return !self
                 .shared
                 .claims
@@ -741,113 +635,19 @@ impl<'s, 'a, R: Reader> Worker<'s, 'a, R> {
         false
     }
 
-    fn push_item(
-        &mut self,
-        node: &Node<R::Dir>,
-        name: &[u8],
-        (idx, d_ino): (u32, u64),
-        kind: ItemKind,
-        target: u32,
-        meta: Option<&Meta>,
-    ) -> usize {
-        let opts = self.shared.opts;
-        let local = &mut self.local;
-        let name_off = local.names.len();
-        local.names.extend_from_slice(name);
-        // Directories and errors sort by the listing's inode number, as fts does; files
-        // keep the stat'ed one, which is also what hard links are matched on.
-        let (ino, dev, size_bytes) = match meta {
-            Some(m) if matches!(kind, ItemKind::File | ItemKind::Candidate | ItemKind::Alias) => {
-                (m.ino, m.dev, measure(m, opts.measure))
-            }
-            Some(m) => (d_ino, m.dev, measure(m, opts.measure)),
-            None => (d_ino, 0, 0),
-        };
-        local.items.push(Item {
-            dir: node.rec,
-            idx,
-            ino,
-            dev,
-            size_bytes,
-            name_off: name_off as u32,
-            name_len: name.len() as u16,
-            kind,
-            target,
-        });
-        if opts.time.is_some() {
-            local
-                .item_times
-                .push(meta.map_or(Timespec::MIN, |m| time_of(m, opts)));
-        }
-        local.items.len() - 1
-    }
-
-    /// Publishes `self.local` into the tree (one lock), then turns new subdirectories into
-    /// jobs on the local stack. `listing` carries (entries, flags, errno) when a listing
-    /// (not a chunk) ends.
-    fn commit(&mut self, node: &Arc<Node<R::Dir>>, listing: Option<(u32, u8, i32)>) {
-        let local = &mut self.local;
-        let mut jobs: Vec<(u32, usize, u64, u64)> = Vec::with_capacity(local.subdirs.len());
-        {
-            let mut tree = self.shared.tree.lock().unwrap();
-            let tree = &mut *tree;
-            let name_base = tree.names.len();
-            if name_base + local.names.len() > u32::MAX as usize
-                || tree.recs.len() + local.subdirs.len() > u32::MAX as usize
-            {
-                self.shared.overflow.store(true, Ordering::Relaxed);
-                return;
-            }
-            tree.names.extend_from_slice(&local.names);
-            for (at, rec, time) in local.subdirs.drain(..) {
-                let id = tree.recs.len() as u32;
-                tree.recs.push(rec);
-                if let Some(t) = tree.times.as_mut() {
-                    t.recs.push((time, Timespec::MIN));
-                }
-                local.items[at].target = id;
-                jobs.push((id, at, rec.dev, rec.ino));
-            }
-            for item in &local.items {
-                let mut item = *item;
-                item.name_off += name_base as u32;
-                tree.items.push(item);
-            }
-            if let Some(t) = tree.times.as_mut() {
-                t.items.extend_from_slice(&local.item_times);
-                let slot = &mut t.recs[node.rec as usize].1;
-                *slot = (*slot).max(local.files_tmax);
-            }
-            tree.inodes.extend_from_slice(&local.inodes);
-            if self.shared.opts.follow_all {
-                for &(id, _, dev, ino) in &jobs {
-                    tree.claims.push(((dev, ino), id));
-                }
-            }
-            let rec = &mut tree.recs[node.rec as usize];
-            rec.files_bytes += local.files_bytes;
-            rec.files_count += local.files_count;
-            if let Some((n, flags, err)) = listing {
-                rec.n_entries = n;
-                rec.flags |= flags;
-                if err != 0 {
-                    rec.errno = err;
-                }
-            }
-        }
-        node.pending.fetch_add(jobs.len() as u32, Ordering::AcqRel);
-        // Pushed in reverse so the first subdirectory is popped (listed) first.
-        for &(id, at, dev, ino) in jobs.iter().rev() {
-            let it = local.items[at];
-            let off = it.name_off as usize;
-            let name = CString::new(&local.names[off..off + it.name_len as usize])
-                .expect("names hold no NUL");
+    /// Commits through the sink, then turns the new subdirectories into local jobs.
+    fn commit(&mut self, node: &Arc<Node<R::Dir>>, listed: Option<Listed>) {
+        self.children.clear();
+        self.shared
+            .sink
+            .commit(&mut self.local, node.dir, listed, &mut self.children);
+        node.pending
+            .fetch_add(self.children.len() as u32, Ordering::AcqRel);
+        // Pushed in reverse so the first subdirectory is listed first.
+        while let Some(child) = self.children.pop() {
             self.stack.push(Job::Dir {
                 parent: node.clone(),
-                name,
-                rec: id,
-                dev,
-                ino,
+                child,
             });
         }
     }
@@ -872,7 +672,7 @@ fn with_handle<R: Reader, T>(
             Some(p) => {
                 let guard = p.handle.read().unwrap();
                 if let Some(dir) = guard.as_ref() {
-                    let first = chain.last().unwrap();
+                    let first = chain.last().expect("chain holds the node");
                     let mut open = R::open_at(dir, &first.name, first.follow)?;
                     drop(guard);
                     for n in chain.iter().rev().skip(1) {

@@ -68,7 +68,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let subcommand = args.remove(0).to_string_lossy().into_owned();
-    let wants_help = args.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help");
+    let wants_help = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "-h" || a == "--help");
     let result = match (subcommand.as_str(), wants_help) {
         ("gen", true) => Ok(println!("{}", gen::HELP)),
         ("gen", false) => gen::main(args),

@@ -20,14 +20,20 @@ pub struct Args {
 
 impl Args {
     pub fn new(items: Vec<OsString>) -> Args {
-        Args { items: items.into(), inline_value: None, positional_only: false }
+        Args {
+            items: items.into(),
+            inline_value: None,
+            positional_only: false,
+        }
     }
 
     pub fn next(&mut self) -> Result<Option<Arg>, String> {
         if let Some(value) = self.inline_value.take() {
             return Err(format!("unexpected value {}", value.to_string_lossy()));
         }
-        let Some(item) = self.items.pop_front() else { return Ok(None) };
+        let Some(item) = self.items.pop_front() else {
+            return Ok(None);
+        };
         if self.positional_only {
             return Ok(Some(Arg::Pos(item)));
         }
@@ -58,7 +64,9 @@ impl Args {
     pub fn value_u64(&mut self, name: &str) -> Result<u64, String> {
         let value = self.value(name)?;
         let text = value.to_string_lossy();
-        text.replace('_', "").parse().map_err(|_| format!("{name}: not a number: {text}"))
+        text.replace('_', "")
+            .parse()
+            .map_err(|_| format!("{name}: not a number: {text}"))
     }
 
     /// Errors if an option that takes no value was written as `--name=value`.

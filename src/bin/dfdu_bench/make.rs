@@ -71,7 +71,11 @@ pub fn make(root: &Path, plan: &Plan, threads: usize) -> Result<PhaseTimes, Stri
         fs::hard_link(&target, &path).map_err(|e| format!("link {}: {e}", path.display()))?;
     }
     let links_s = started.elapsed().as_secs_f64();
-    Ok(PhaseTimes { dirs_s, files_s, links_s })
+    Ok(PhaseTimes {
+        dirs_s,
+        files_s,
+        links_s,
+    })
 }
 
 /// The full path of every planned directory; the plan puts parents before children.
@@ -135,7 +139,11 @@ fn report_progress(
     failed: &AtomicBool,
 ) {
     let interactive = io::stderr().is_terminal();
-    let interval = if interactive { Duration::from_secs(1) } else { Duration::from_secs(15) };
+    let interval = if interactive {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(15)
+    };
     let mut last = Instant::now();
     while cursor.load(Ordering::Relaxed) < n_dirs && !failed.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
@@ -169,7 +177,12 @@ fn fill_dir(dir_path: &Path, dir: &DirPlan, pattern: &[u8], threads: usize) -> R
 
 /// For one huge directory (`--wide`): this thread creates the files in plan order, so the
 /// directory is laid out the same on every run, and `helpers` threads write their data.
-fn fill_files_split(dir_path: &Path, dir: &DirPlan, pattern: &[u8], helpers: usize) -> Result<(), String> {
+fn fill_files_split(
+    dir_path: &Path,
+    dir: &DirPlan,
+    pattern: &[u8],
+    helpers: usize,
+) -> Result<(), String> {
     let (sender, receiver) = sync_channel::<(File, PathBuf, &FilePlan)>(QUEUE_FILES);
     let receiver = Mutex::new(receiver);
     let first_error: Mutex<Option<String>> = Mutex::new(None);
@@ -257,5 +270,10 @@ fn allocate(path: &Path, size_bytes: u64) -> bool {
 
 /// Printable filler so that written files look like text; content does not matter.
 fn pattern_buffer() -> Vec<u8> {
-    b"dfdu-bench generated file contents.\n".iter().copied().cycle().take(CHUNK_BYTES).collect()
+    b"dfdu-bench generated file contents.\n"
+        .iter()
+        .copied()
+        .cycle()
+        .take(CHUNK_BYTES)
+        .collect()
 }

@@ -13,41 +13,130 @@
 use crate::rng::Rng;
 
 const WORDS: &[&str] = &[
-    "src", "lib", "core", "util", "test", "tests", "docs", "build", "include", "vendor",
-    "config", "cache", "assets", "images", "scripts", "tools", "internal", "common", "api",
-    "cmd", "pkg", "net", "io", "fs", "data", "model", "view", "parser", "lexer", "driver",
-    "arch", "kernel", "mm", "crypto", "sound", "firmware", "node_modules", "target", "debug",
-    "release", "examples", "bench", "fixtures", "locale", "share", "bin", "etc", "log", "tmp",
-    "backup", "photos", "music", "projects", "work", "notes", "old", "new", "legacy",
-    "plugins", "themes", "static", "public", "private", "server", "client", "ui", "widgets",
-    "events", "handlers", "storage", "index", "schema", "proto", "gen", "third_party",
+    "src",
+    "lib",
+    "core",
+    "util",
+    "test",
+    "tests",
+    "docs",
+    "build",
+    "include",
+    "vendor",
+    "config",
+    "cache",
+    "assets",
+    "images",
+    "scripts",
+    "tools",
+    "internal",
+    "common",
+    "api",
+    "cmd",
+    "pkg",
+    "net",
+    "io",
+    "fs",
+    "data",
+    "model",
+    "view",
+    "parser",
+    "lexer",
+    "driver",
+    "arch",
+    "kernel",
+    "mm",
+    "crypto",
+    "sound",
+    "firmware",
+    "node_modules",
+    "target",
+    "debug",
+    "release",
+    "examples",
+    "bench",
+    "fixtures",
+    "locale",
+    "share",
+    "bin",
+    "etc",
+    "log",
+    "tmp",
+    "backup",
+    "photos",
+    "music",
+    "projects",
+    "work",
+    "notes",
+    "old",
+    "new",
+    "legacy",
+    "plugins",
+    "themes",
+    "static",
+    "public",
+    "private",
+    "server",
+    "client",
+    "ui",
+    "widgets",
+    "events",
+    "handlers",
+    "storage",
+    "index",
+    "schema",
+    "proto",
+    "gen",
+    "third_party",
 ];
 
 const CAPITALISED: &[&str] = &[
-    "Copy of", "New Folder", "My Documents", "Screenshot", "Meeting notes", "Final report",
-    "Old backup", "Project plan", "Untitled", "IMG",
+    "Copy of",
+    "New Folder",
+    "My Documents",
+    "Screenshot",
+    "Meeting notes",
+    "Final report",
+    "Old backup",
+    "Project plan",
+    "Untitled",
+    "IMG",
 ];
 
 const EXTENSIONS: &[&str] = &[
-    "c", "h", "rs", "py", "js", "ts", "json", "md", "txt", "o", "go", "java", "html", "css",
-    "yml", "toml", "png", "jpg", "svg", "sh", "mk", "cpp", "hpp", "rb", "pl", "lock", "xml",
-    "log", "gz", "pdf",
+    "c", "h", "rs", "py", "js", "ts", "json", "md", "txt", "o", "go", "java", "html", "css", "yml",
+    "toml", "png", "jpg", "svg", "sh", "mk", "cpp", "hpp", "rb", "pl", "lock", "xml", "log", "gz",
+    "pdf",
 ];
 
 /// Non-ASCII stems: NFC and NFD forms of the same word, stacked combining marks, RTL text
 /// with and without a right-to-left mark, CJK, Cyrillic, Greek, Hangul and an emoji.
 const UTF8_STEMS: &[&str] = &[
-    "caf\u{e9}", "cafe\u{301}", "na\u{ef}ve", "\u{dc}n\u{ef}c\u{f6}d\u{e9}",
-    "\u{65e5}\u{672c}\u{8a9e}", "\u{41f}\u{440}\u{438}\u{432}\u{435}\u{442}",
-    "\u{5e9}\u{5dc}\u{5d5}\u{5dd}", "\u{645}\u{631}\u{62d}\u{628}\u{627}",
-    "\u{200f}rtl\u{5d0}\u{5d1}", "e\u{301}\u{302}\u{323}x", "\u{395}\u{3bb}\u{3bb}\u{3ac}\u{3b4}\u{3b1}",
-    "\u{d55c}\u{ad6d}\u{c5b4}", "emoji_\u{1f4c1}", "A\u{30a}ngstr\u{f6}m", "\u{c5}ngstr\u{f6}m",
+    "caf\u{e9}",
+    "cafe\u{301}",
+    "na\u{ef}ve",
+    "\u{dc}n\u{ef}c\u{f6}d\u{e9}",
+    "\u{65e5}\u{672c}\u{8a9e}",
+    "\u{41f}\u{440}\u{438}\u{432}\u{435}\u{442}",
+    "\u{5e9}\u{5dc}\u{5d5}\u{5dd}",
+    "\u{645}\u{631}\u{62d}\u{628}\u{627}",
+    "\u{200f}rtl\u{5d0}\u{5d1}",
+    "e\u{301}\u{302}\u{323}x",
+    "\u{395}\u{3bb}\u{3bb}\u{3ac}\u{3b4}\u{3b1}",
+    "\u{d55c}\u{ad6d}\u{c5b4}",
+    "emoji_\u{1f4c1}",
+    "A\u{30a}ngstr\u{f6}m",
+    "\u{c5}ngstr\u{f6}m",
 ];
 
 /// Byte strings that are not UTF-8: Latin-1, stray continuation bytes, a truncated
 /// sequence and an overlong encoding of '/'.
-const INVALID_STEMS: &[&[u8]] =
-    &[b"latin1_caf\xe9", b"bad\xff\xfe", b"trunc\xe2\x82", b"overlong\xc0\xaf"];
+const INVALID_STEMS: &[&[u8]] = &[
+    b"latin1_caf\xe9",
+    b"bad\xff\xfe",
+    b"trunc\xe2\x82",
+    b"overlong\xc0\xaf",
+];
 
 /// What kind of entry a name is for; only files carry an extension.
 #[derive(Clone, Copy, PartialEq)]
@@ -78,9 +167,16 @@ fn stem(rng: &mut Rng, kind: NameKind) -> (Vec<u8>, &'static str) {
     if roll < 0.0001 {
         (INVALID_STEMS[rng.index(INVALID_STEMS.len())].to_vec(), "_")
     } else if roll < 0.0051 {
-        (UTF8_STEMS[rng.index(UTF8_STEMS.len())].as_bytes().to_vec(), "_")
+        (
+            UTF8_STEMS[rng.index(UTF8_STEMS.len())].as_bytes().to_vec(),
+            "_",
+        )
     } else if roll < 0.0251 {
-        let phrase = format!("{} {}", CAPITALISED[rng.index(CAPITALISED.len())], word(rng));
+        let phrase = format!(
+            "{} {}",
+            CAPITALISED[rng.index(CAPITALISED.len())],
+            word(rng)
+        );
         (phrase.into_bytes(), " ")
     } else if roll < 0.0551 {
         (format!(".{}", word(rng)).into_bytes(), "_")
