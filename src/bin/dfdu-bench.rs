@@ -34,14 +34,24 @@ mod cli;
 mod gen;
 #[path = "dfdu_bench/json.rs"]
 mod json;
+#[path = "dfdu_bench/machine.rs"]
+mod machine;
 #[path = "dfdu_bench/make.rs"]
 mod make;
+#[path = "dfdu_bench/measure.rs"]
+mod measure;
 #[path = "dfdu_bench/names.rs"]
 mod names;
 #[path = "dfdu_bench/plan.rs"]
 mod plan;
+#[path = "dfdu_bench/report.rs"]
+mod report;
 #[path = "dfdu_bench/rng.rs"]
 mod rng;
+#[path = "dfdu_bench/run.rs"]
+mod run;
+#[path = "dfdu_bench/tools.rs"]
+mod tools;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -72,11 +82,21 @@ fn main() -> ExitCode {
         .iter()
         .take_while(|a| *a != "--")
         .any(|a| a == "-h" || a == "--help");
-    let result = match (subcommand.as_str(), wants_help) {
-        ("gen", true) => Ok(println!("{}", gen::HELP)),
-        ("gen", false) => gen::main(args),
-        ("floor", _) => Err(FLOOR_NOTE.to_string()),
-        ("-h" | "--help" | "help", _) => Ok(println!("{HELP}")),
+    let help = match subcommand.as_str() {
+        "gen" => gen::HELP,
+        "run" => run::HELP,
+        _ => HELP,
+    };
+    let result = match subcommand.as_str() {
+        "gen" | "run" | "-h" | "--help" | "help"
+            if wants_help || subcommand.starts_with('-') || subcommand == "help" =>
+        {
+            println!("{help}");
+            Ok(())
+        }
+        "gen" => gen::main(args),
+        "run" => run::main(args),
+        "floor" => Err(FLOOR_NOTE.to_string()),
         _ => Err(format!("unknown subcommand {subcommand}\n\n{HELP}")),
     };
     match result {

@@ -21,7 +21,7 @@ pub enum Parse {
     LargestLeading,
     /// The line whose path is `total` if there is one, else `LargestLeading` (dua).
     TotalLine,
-    /// diskus: `6.97 GB (6,970,458,112 bytes)`.
+    /// diskus: `6.97 GB (6,970,458,112 bytes)` on a terminal, the bare number otherwise.
     Parenthesized,
     /// ncdu's JSON export, summing `dsize` and counting each hard-linked inode once.
     NcduJson,
@@ -42,11 +42,21 @@ pub struct Tool {
 impl Tool {
     /// The timed command as one line for the report (program by its file name).
     pub fn command_line(&self, dir: &Path) -> String {
-        let program = self.program.file_name().unwrap_or_default().to_string_lossy();
+        let program = self
+            .program
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
         let args: Vec<String> = self
             .args
             .iter()
-            .map(|arg| if arg == dir.as_os_str() { "DIR".to_string() } else { arg.to_string_lossy().into_owned() })
+            .map(|arg| {
+                if arg == dir.as_os_str() {
+                    "DIR".to_string()
+                } else {
+                    arg.to_string_lossy().into_owned()
+                }
+            })
             .collect();
         format!("{program} {}", args.join(" "))
     }
@@ -91,7 +101,15 @@ const PEERS: &[Spec] = &[
         name: "pdu-t{NCPU}",
         program: "pdu",
         args: &["--max-depth", "1", "--threads", "{NCPU}", "{DIR}"],
-        bytes_args: None,
+        bytes_args: Some(&[
+            "-b",
+            "plain",
+            "--max-depth",
+            "1",
+            "--threads",
+            "{NCPU}",
+            "{DIR}",
+        ]),
         parse: Parse::LargestLeading,
         version_args: &["--version"],
     },
@@ -210,7 +228,8 @@ fn sibling_dfdu() -> Option<PathBuf> {
 }
 
 fn is_executable(path: &Path) -> bool {
-    path.metadata().is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 fn quiet_success(program: &Path, args: &[&str]) -> bool {
@@ -226,18 +245,31 @@ fn quiet_success(program: &Path, args: &[&str]) -> bool {
 /// The first non-empty line of `program VERSION_ARGS` (stdout, else stderr), whitespace
 /// collapsed.
 fn version_of(program: &Path, version_args: &[&str]) -> String {
-    let Ok(output) = Command::new(program).args(version_args).stdin(Stdio::null()).output() else {
+    let Ok(output) = Command::new(program)
+        .args(version_args)
+        .stdin(Stdio::null())
+        .output()
+    else {
         return "unknown".to_string();
     };
-    let text = if output.stdout.iter().any(|b| !b.is_ascii_whitespace()) { output.stdout } else { output.stderr };
+    let text = if output.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
+        output.stdout
+    } else {
+        output.stderr
+    };
     let text = String::from_utf8_lossy(&text);
-    let line = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("unknown");
+    let line = text
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("unknown");
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Runs the tool's raw-bytes command (untimed) and reads its total.
 pub fn reported_bytes(tool: &Tool) -> Result<u64, String> {
-    let Some(args) = &tool.bytes_args else { return Err("no raw-bytes command".to_string()) };
+    let Some(args) = &tool.bytes_args else {
+        return Err("no raw-bytes command".to_string());
+    };
     let output = Command::new(&tool.program)
         .args(args)
         .stdin(Stdio::null())
@@ -250,7 +282,10 @@ pub fn reported_bytes(tool: &Tool) -> Result<u64, String> {
     }
     parse_bytes(tool.parse, &output.stdout).ok_or_else(|| {
         let text = String::from_utf8_lossy(&output.stdout);
-        format!("could not read a total from: {}", text.lines().next().unwrap_or("(no output)"))
+        format!(
+            "could not read a total from: {}",
+            text.lines().next().unwrap_or("(no output)")
+        )
     })
 }
 
@@ -264,11 +299,14 @@ pub fn parse_bytes(parse: Parse, output: &[u8]) -> Option<u64> {
             .find(|line| line.trim_end().ends_with(" total"))
             .and_then(leading_number)
             .or_else(|| text.lines().filter_map(leading_number).max()),
-        Parse::Parenthesized => {
-            let inside = text.split_once('(')?.1.split_once(')')?.0;
-            let digits: String = inside.chars().filter(|c| c.is_ascii_digit()).collect();
-            digits.parse().ok()
-        }
+        Parse::Parenthesized => match text.split_once('(') {
+            Some((_, rest)) => {
+                let inside = rest.split_once(')')?.0;
+                let digits: String = inside.chars().filter(|c| c.is_ascii_digit()).collect();
+                digits.parse().ok()
+            }
+            None => text.lines().next().and_then(leading_number),
+        },
         Parse::NcduJson => ncdu_disk_bytes(output),
     }
 }
@@ -326,7 +364,11 @@ fn ncdu_disk_bytes(json: &[u8]) -> Option<u64> {
                 continue;
             }
             b'0'..=b'9' => {
-                let end = pos + json[pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+                let end = pos
+                    + json[pos..]
+                        .iter()
+                        .take_while(|b| b.is_ascii_digit())
+                        .count();
                 let value: u64 = std::str::from_utf8(&json[pos..end]).ok()?.parse().ok()?;
                 entry.set(&key, value);
                 pos = end;
