@@ -1,0 +1,796 @@
+//! The differential harness behind `tests/du_compat.rs`: build a tree, run the system `du` and
+//! dfdu on it with the same arguments, environment, working directory and standard input, and
+//! compare standard output, standard error and exit status byte for byte.
+//!
+//! Protocol for one test:
+//!
+//! 1. `Scratch::new(label)` makes a fresh directory under `std::env::temp_dir()`; dropping it
+//!    unmounts what the test mounted and removes everything (deep and `chmod 000` trees too).
+//! 2. `build(root, lines)` lays the tree out from one-line entries (the grammar is on `build`).
+//! 3. `Checker::run(root, cases)` runs every case, the expected tool first and then the actual
+//!    one, and keeps each difference as readable text; `Checker::finish` prints the number of
+//!    cases to the real standard error (visible without `--nocapture`) and panics with every
+//!    difference at once, so one run shows them all.
+//!
+//! Nothing here knows about du options: the cases are data in `du_compat.rs`. Both tools get
+//! `argv[0] == "du"`, an empty environment plus `LC_ALL=C` and `TZ=UTC`, and whatever the case
+//! adds or removes on top. `DFDU_UNDER_TEST=/usr/bin/du` swaps the binary under test, which is
+//! how the tables themselves are checked to be deterministic (du against du must always pass).
+//!
+//! `DU_COMPAT_SHOW=1` (with `--nocapture`) prints every case with what the system du did.
+//!
+//! Strings in cases and trees are split into words by `words`, a small shell-like splitter, so
+//! that a case stays one line even when it needs spaces, newlines or invalid UTF-8 bytes.
+
+#![allow(dead_code)] // Each test binary that includes this module uses a different part of it.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The system du every case is compared with.
+pub const SYSTEM_DU: &str = "/usr/bin/du";
+
+/// A case that runs longer than this is killed and reported (a hang is a difference too).
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most differences spelled out in full in the final panic message; the rest are listed
+/// one line each.
+const MAX_FULL_REPORTS: usize = 40;
+
+/// The most differing lines shown for one stream of one case.
+const MAX_DIFF_LINES: usize = 24;
+
+/// The binary under test: `DFDU_UNDER_TEST` if set, else the dfdu that cargo built.
+pub fn dfdu_path() -> PathBuf {
+    match std::env::var_os("DFDU_UNDER_TEST") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_dfdu")),
+    }
+}
+
+/// Whether this process runs as root (owner of its own `/proc/self`).
+pub fn is_root() -> bool {
+    fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+/// Writes a line to the real standard error, past the test harness's output capture, so that
+/// case counts and skip notices show up in a plain `cargo test` run.
+pub fn notice(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Words: the one-line notation used by cases and tree entries.
+
+/// Splits `line` into words like a tiny shell: spaces separate words; `'...'` quotes literally
+/// (and `''` is an empty word); outside quotes a backslash escapes the next character, with
+/// `\n`, `\t`, `\0` and `\xHH` standing for those bytes.
+pub fn words(line: &str) -> Vec<OsString> {
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut word: Vec<u8> = Vec::new();
+    let mut in_word = false;
+    let mut in_quotes = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        i += 1;
+        if in_quotes {
+            if c == b'\'' {
+                in_quotes = false;
+            } else {
+                word.push(c);
+            }
+            continue;
+        }
+        match c {
+            b' ' => {
+                if in_word {
+                    out.push(OsString::from_vec(std::mem::take(&mut word)));
+                    in_word = false;
+                }
+            }
+            b'\'' => {
+                in_quotes = true;
+                in_word = true;
+            }
+            b'\\' => {
+                let (byte, n_used) = unescape(&bytes[i..], line);
+                word.push(byte);
+                i += n_used;
+                in_word = true;
+            }
+            _ => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    assert!(!in_quotes, "unterminated quote in {line:?}");
+    if in_word {
+        out.push(OsString::from_vec(word));
+    }
+    out
+}
+
+/// Decodes the escape after a backslash; returns the byte and how many input bytes it used.
+fn unescape(rest: &[u8], line: &str) -> (u8, usize) {
+    match rest.first() {
+        Some(b'n') => (b'\n', 1),
+        Some(b't') => (b'\t', 1),
+        Some(b'r') => (b'\r', 1),
+        Some(b'0') => (0, 1),
+        Some(b'x') => {
+            let hex = rest.get(1..3).and_then(|h| std::str::from_utf8(h).ok());
+            let byte = hex.and_then(|h| u8::from_str_radix(h, 16).ok());
+            (byte.unwrap_or_else(|| panic!("bad \\x escape in {line:?}")), 3)
+        }
+        Some(&c) => (c, 1),
+        None => panic!("trailing backslash in {line:?}"),
+    }
+}
+
+/// Shows bytes as readable text: printable ASCII as is, everything else escaped.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            0 => out.push_str("\\0"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+    out
+}
+
+/// Shows one word so that it can be read back by `words`.
+fn show_word(word: &OsStr) -> String {
+    let bytes = word.as_bytes();
+    let plain = !bytes.is_empty() && bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"-_=./,+%:@^".contains(b));
+    if plain {
+        escape(bytes)
+    } else if bytes.iter().all(|&b| (0x20..0x7f).contains(&b) && b != b'\'') {
+        format!("'{}'", escape(bytes))
+    } else {
+        // Outside quotes every special byte is escaped, so the word reads back the same.
+        bytes
+            .iter()
+            .map(|&b| match b {
+                b' ' | b'\'' | b'*' | b'?' | b'[' | b']' => format!("\\{}", b as char),
+                _ => escape(&[b]),
+            })
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases.
+
+/// One row of a table: the arguments and whatever else the run needs.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub args: Vec<OsString>,
+    /// Settings on top of the base environment; `None` removes the variable.
+    pub env: Vec<(OsString, Option<OsString>)>,
+    /// Working directory relative to the tree root (the root when `None`).
+    pub cwd: Option<PathBuf>,
+    /// Bytes fed to standard input; standard input is `/dev/null` when `None`.
+    pub stdin: Option<Vec<u8>>,
+}
+
+/// A case from one line of arguments (split by `words`).
+pub fn case(args: &str) -> Case {
+    Case { args: words(args), env: Vec::new(), cwd: None, stdin: None }
+}
+
+/// One case per line.
+pub fn cases(lines: &[&str]) -> Vec<Case> {
+    lines.iter().map(|line| case(line)).collect()
+}
+
+/// One case per line, each with the same environment settings.
+pub fn cases_env(settings: &[&str], lines: &[&str]) -> Vec<Case> {
+    lines.iter().map(|line| settings.iter().fold(case(line), |c, s| c.env(s))).collect()
+}
+
+impl Case {
+    /// Adds `NAME=VALUE` (the value is split by `words` and must be one word, so it may use
+    /// quotes and escapes) or removes the variable with `-NAME`.
+    pub fn env(mut self, setting: &str) -> Case {
+        if let Some(name) = setting.strip_prefix('-') {
+            self.env.push((name.into(), None));
+            return self;
+        }
+        let (name, value) = setting.split_once('=').expect("env setting is NAME=VALUE or -NAME");
+        let mut value_words = words(value);
+        let value = match value_words.len() {
+            0 => OsString::new(),
+            1 => value_words.remove(0),
+            _ => panic!("env value {value:?} must be one word (quote it)"),
+        };
+        self.env.push((name.into(), Some(value)));
+        self
+    }
+
+    /// Runs the case in `dir`, relative to the tree root.
+    pub fn cwd(mut self, dir: &str) -> Case {
+        self.cwd = Some(PathBuf::from(dir));
+        self
+    }
+
+    /// Feeds `bytes` to standard input.
+    pub fn stdin(mut self, bytes: &[u8]) -> Case {
+        self.stdin = Some(bytes.to_vec());
+        self
+    }
+
+    /// The case as one line: `[cwd: DIR] NAME=VALUE du ARGS [stdin: BYTES]`.
+    pub fn show(&self) -> String {
+        let mut out = String::new();
+        if let Some(dir) = &self.cwd {
+            let _ = write!(out, "(cd {} &&) ", show_word(dir.as_os_str()));
+        }
+        for (name, value) in &self.env {
+            match value {
+                Some(v) => {
+                    let _ = write!(out, "{}={} ", name.to_string_lossy(), show_word(v));
+                }
+                None => {
+                    let _ = write!(out, "(unset {}) ", name.to_string_lossy());
+                }
+            }
+        }
+        out.push_str("du");
+        for arg in &self.args {
+            out.push(' ');
+            out.push_str(&show_word(arg));
+        }
+        if let Some(bytes) = &self.stdin {
+            let _ = write!(out, "  <<< \"{}\"", escape(bytes));
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools: how one side of the comparison is started.
+
+/// How to start one of the two programs being compared.
+#[derive(Clone, Debug)]
+pub struct Tool {
+    pub program: PathBuf,
+    /// `argv[0]`; the program path when `None`.
+    pub arg0: Option<OsString>,
+    /// Settings applied after the base environment and before the case's own.
+    pub env: Vec<(OsString, OsString)>,
+    /// `(link, target)`: make `link` a symlink to `target` before every run, so that two tools
+    /// can be started through the very same path.
+    pub relink: Option<(PathBuf, PathBuf)>,
+    /// Run as this user and group id (supplementary groups dropped).
+    pub uid: Option<u32>,
+}
+
+impl Tool {
+    /// `program` started with `argv[0] == "du"`.
+    pub fn as_du(program: impl Into<PathBuf>) -> Tool {
+        Tool { program: program.into(), arg0: Some("du".into()), env: Vec::new(), relink: None, uid: None }
+    }
+
+    pub fn system_du() -> Tool {
+        Tool::as_du(SYSTEM_DU)
+    }
+
+    pub fn dfdu() -> Tool {
+        Tool::as_du(dfdu_path())
+    }
+
+    pub fn with_uid(mut self, uid: u32) -> Tool {
+        self.uid = Some(uid);
+        self
+    }
+}
+
+/// What one run produced.
+struct Outcome {
+    status: String,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => format!("{status:?}"),
+    }
+}
+
+fn run(tool: &Tool, root: &Path, case: &Case) -> Outcome {
+    if let Some((link, target)) = &tool.relink {
+        let _ = fs::remove_file(link);
+        symlink(target, link).expect("relink the tool symlink");
+    }
+    let mut cmd = Command::new(&tool.program);
+    if let Some(arg0) = &tool.arg0 {
+        cmd.arg0(arg0);
+    }
+    cmd.args(&case.args).env_clear().env("LC_ALL", "C").env("TZ", "UTC");
+    for (name, value) in &tool.env {
+        cmd.env(name, value);
+    }
+    for (name, value) in &case.env {
+        match value {
+            Some(v) => cmd.env(name, v),
+            None => cmd.env_remove(name),
+        };
+    }
+    cmd.current_dir(case.cwd.as_ref().map_or_else(|| root.to_path_buf(), |d| root.join(d)));
+    if let Some(uid) = tool.uid {
+        cmd.uid(uid).gid(uid);
+    }
+    let stdin = if case.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
+    cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+    match cmd.spawn() {
+        Ok(child) => collect(child, case.stdin.clone()),
+        Err(e) => Outcome {
+            status: format!("could not start {}: {e}", tool.program.display()),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        },
+    }
+}
+
+/// Feeds standard input and drains both output pipes on helper threads (so no pipe can fill
+/// up and block the child), and kills the child if it outlives `RUN_TIMEOUT`.
+fn collect(mut child: Child, stdin: Option<Vec<u8>>) -> Outcome {
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        });
+    }
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(RUN_TIMEOUT) {
+        Ok(Ok(status)) => describe(status),
+        Ok(Err(e)) => format!("wait failed: {e}"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            let _ = rx.recv();
+            format!("timed out after {} s and was killed", RUN_TIMEOUT.as_secs())
+        }
+    };
+    Outcome { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checker.
+
+/// Runs cases with two tools and collects every difference.
+pub struct Checker {
+    label: String,
+    expected: Tool,
+    actual: Tool,
+    n_cases: usize,
+    failures: Vec<(String, String)>,
+    started: Instant,
+}
+
+impl Checker {
+    /// System du against dfdu, both as `du`.
+    pub fn new(label: &str) -> Checker {
+        Checker::with_tools(label, Tool::system_du(), Tool::dfdu())
+    }
+
+    pub fn with_tools(label: &str, expected: Tool, actual: Tool) -> Checker {
+        Checker {
+            label: label.to_string(),
+            expected,
+            actual,
+            n_cases: 0,
+            failures: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs every case on the tree at `root`.
+    pub fn run(&mut self, root: &Path, cases: &[Case]) {
+        for case in cases {
+            self.run_one(root, case);
+        }
+    }
+
+    fn run_one(&mut self, root: &Path, case: &Case) {
+        self.n_cases += 1;
+        let want = run(&self.expected, root, case);
+        let got = run(&self.actual, root, case);
+        if std::env::var_os("DU_COMPAT_SHOW").is_some() {
+            show_outcome(&self.label, case, &want);
+        }
+        if want.status == got.status && want.stdout == got.stdout && want.stderr == got.stderr {
+            return;
+        }
+        let mut text = String::new();
+        let _ = writeln!(text, "case:   {}", case.show());
+        let _ = writeln!(text, "tree:   {} (in {})", self.label, root.display());
+        if want.status == got.status {
+            let _ = writeln!(text, "status: same ({})", want.status);
+        } else {
+            let _ = writeln!(text, "status: expected {}, got {}", want.status, got.status);
+        }
+        text.push_str(&diff("stdout", &want.stdout, &got.stdout));
+        text.push_str(&diff("stderr", &want.stderr, &got.stderr));
+        self.failures.push((case.show(), text));
+    }
+
+    /// Prints the count and panics with every difference, if there were any.
+    pub fn finish(self) {
+        let seconds = self.started.elapsed().as_secs_f64();
+        notice(&format!(
+            "du_compat {}: {} cases, {} differences ({seconds:.1} s)",
+            self.label,
+            self.n_cases,
+            self.failures.len()
+        ));
+        if self.failures.is_empty() {
+            return;
+        }
+        let mut message = String::new();
+        for (i, (_, text)) in self.failures.iter().enumerate().take(MAX_FULL_REPORTS) {
+            let _ = writeln!(message, "\n--- difference {} of {} in `{}` ---", i + 1, self.failures.len(), self.label);
+            message.push_str(text);
+        }
+        if self.failures.len() > MAX_FULL_REPORTS {
+            let _ = writeln!(message, "\n--- further differing cases in `{}` ---", self.label);
+            for (line, _) in &self.failures[MAX_FULL_REPORTS..] {
+                let _ = writeln!(message, "  {line}");
+            }
+        }
+        panic!(
+            "{message}\n{}: {} of {} cases differ from {} (binary under test: {})",
+            self.label,
+            self.failures.len(),
+            self.n_cases,
+            self.expected.program.display(),
+            self.actual.program.display()
+        );
+    }
+}
+
+/// Prints what the expected tool did (first lines of each stream), for reading the tables.
+fn show_outcome(label: &str, case: &Case, outcome: &Outcome) {
+    let mut text = format!("[{label}] {}  => {}\n", case.show(), outcome.status);
+    for (stream, bytes) in [("out", &outcome.stdout), ("err", &outcome.stderr)] {
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|&c| c == b'\n').collect();
+        for line in lines.iter().take(8) {
+            let _ = writeln!(text, "    {stream} | {}", escape(line));
+        }
+        if lines.len() > 8 {
+            let _ = writeln!(text, "    {stream} | ... {} more lines", lines.len() - 8);
+        }
+    }
+    eprint!("{text}");
+}
+
+/// A readable difference between two outputs: the differing records with their record
+/// numbers, as `-`/`+` pairs when both sides have as many, else as two blocks. Records end in
+/// `\n`, or in `\0` when the output holds more NULs than newlines (du -0).
+fn diff(stream: &str, want: &[u8], got: &[u8]) -> String {
+    if want == got {
+        return format!("{stream}: same ({} bytes)\n", want.len());
+    }
+    let count = |b: u8| want.iter().chain(got).filter(|&&c| c == b).count();
+    let sep = if count(0) > count(b'\n') { 0 } else { b'\n' };
+    let want_lines: Vec<&[u8]> = want.split_inclusive(|&c| c == sep).collect();
+    let got_lines: Vec<&[u8]> = got.split_inclusive(|&c| c == sep).collect();
+    let n_prefix = want_lines.iter().zip(&got_lines).take_while(|(a, b)| a == b).count();
+    let n_suffix =
+        want_lines[n_prefix..].iter().rev().zip(got_lines[n_prefix..].iter().rev()).take_while(|(a, b)| a == b).count();
+    let mut out = format!(
+        "{stream}: differs from record {} on ({} equal before, {} equal after; expected {} records / {} bytes, got {} / {})\n",
+        n_prefix + 1,
+        n_prefix,
+        n_suffix,
+        want_lines.len(),
+        want.len(),
+        got_lines.len(),
+        got.len()
+    );
+    let want_middle = &want_lines[n_prefix..want_lines.len() - n_suffix];
+    let got_middle = &got_lines[n_prefix..got_lines.len() - n_suffix];
+    if want_middle.len() == got_middle.len() {
+        // Same number of records: show each differing pair together.
+        let pairs = want_middle.iter().zip(got_middle).enumerate().filter(|(_, (a, b))| a != b);
+        let n_pairs = pairs.clone().count();
+        for (i, (a, b)) in pairs.take(MAX_DIFF_LINES) {
+            let _ = writeln!(out, "    -{:>6} | {}", n_prefix + i + 1, escape(a));
+            let _ = writeln!(out, "    +{:>6} | {}", n_prefix + i + 1, escape(b));
+        }
+        if n_pairs > MAX_DIFF_LINES {
+            let _ = writeln!(out, "    ... {} more differing records", n_pairs - MAX_DIFF_LINES);
+        }
+        return out;
+    }
+    for (side, lines) in [("expected", &want_lines), ("actual", &got_lines)] {
+        let middle = &lines[n_prefix..lines.len() - n_suffix];
+        let _ = writeln!(out, "  {side} ({} records):", middle.len());
+        if n_prefix > 0 {
+            let _ = writeln!(out, "      {:>6} | {}", n_prefix, escape(lines[n_prefix - 1]));
+        }
+        for (i, line) in middle.iter().enumerate().take(MAX_DIFF_LINES) {
+            let _ = writeln!(out, "    > {:>6} | {}", n_prefix + i + 1, escape(line));
+        }
+        if middle.len() > MAX_DIFF_LINES {
+            let _ = writeln!(out, "    > ... {} more", middle.len() - MAX_DIFF_LINES);
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scratch directories and trees.
+
+static N_SCRATCH: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh directory for one test, removed (after unmounting what was mounted) on drop.
+pub struct Scratch {
+    pub dir: PathBuf,
+    mounts: Vec<PathBuf>,
+}
+
+impl Scratch {
+    pub fn new(label: &str) -> Scratch {
+        let n = N_SCRATCH.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("dfdu-compat-{}-{n}-{label}", std::process::id()));
+        if dir.exists() {
+            remove_tree(&dir);
+        }
+        fs::create_dir_all(&dir).expect("create scratch dir");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod scratch dir");
+        Scratch { dir, mounts: Vec::new() }
+    }
+
+    /// A subdirectory of the scratch dir, created with mode 755.
+    pub fn subdir(&self, name: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        fs::create_dir_all(&path).expect("create scratch subdir");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod scratch subdir");
+        path
+    }
+
+    /// Mounts a fresh tmpfs on the existing directory `at`; the error text when that fails.
+    pub fn mount_tmpfs(&mut self, at: &Path) -> Result<(), String> {
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64m,mode=0755", "dfdu-compat-tmpfs"])
+            .arg(at)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        self.mounts.push(at.to_path_buf());
+        Ok(())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mut all_unmounted = true;
+        for at in self.mounts.iter().rev() {
+            let ok = Command::new("umount").arg(at).status().map(|s| s.success()).unwrap_or(false);
+            let ok = ok || Command::new("umount").arg("-l").arg(at).status().map(|s| s.success()).unwrap_or(false);
+            all_unmounted &= ok;
+        }
+        if all_unmounted {
+            remove_tree(&self.dir);
+        } else {
+            notice(&format!("du_compat: could not unmount under {}; left in place", self.dir.display()));
+        }
+    }
+}
+
+/// Removes a tree however deep it is and whatever its modes (std's `remove_dir_all` walks
+/// with `openat`, so paths beyond PATH_MAX are fine); `rm -rf` is the fallback.
+fn remove_tree(dir: &Path) {
+    if fs::remove_dir_all(dir).is_err() {
+        let _ = Command::new("chmod").arg("-R").arg("u+rwx").arg(dir).status();
+        let _ = Command::new("rm").arg("-rf").arg(dir).status();
+    }
+}
+
+/// Parses a size word: digits with an optional `K` or `M` (1024-based) suffix.
+fn parse_size(word: &OsStr) -> u64 {
+    let text = word.to_str().expect("size is ASCII");
+    let (digits, unit) = match text.as_bytes().last() {
+        Some(b'K') => (&text[..text.len() - 1], 1024),
+        Some(b'M') => (&text[..text.len() - 1], 1024 * 1024),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().unwrap_or_else(|_| panic!("bad size {text:?}")) * unit
+}
+
+/// Lays out a tree under `root`, applying one entry per line in order (words as in `words`):
+///
+/// ```text
+/// d PATH              directory (parents made as needed, like every entry below)
+/// f PATH SIZE         regular file with SIZE bytes of data; SIZE may end in K or M (1024-based)
+/// z PATH SIZE         sparse file of SIZE bytes, all hole
+/// z PATH SIZE tail    sparse file whose last byte is data (one allocated block)
+/// x PATH TEXT         file holding exactly TEXT
+/// s PATH TARGET       symbolic link
+/// h PATH EXISTING     hard link to EXISTING (relative to the root)
+/// t PATH DATE         access and modification time, as `touch -h -d DATE` (UTC)
+/// a PATH DATE         access time only
+/// T DATE              access and modification time of every entry, the root included
+/// A DATE              access time of every entry
+/// m PATH MODE         chmod, octal
+/// ```
+///
+/// Dates for directories go last: making an entry changes its directory's mtime. Access times
+/// that must survive a read go in the future: with `relatime`, reading a directory whose atime
+/// is not after its mtime and ctime updates the atime, which would make the first tool to run
+/// change what the second one sees.
+pub fn build(root: &Path, lines: &[&str]) {
+    fs::create_dir_all(root).expect("create tree root");
+    for line in lines {
+        let w = words(line);
+        let kind = w.first().and_then(|k| k.to_str()).unwrap_or_else(|| panic!("empty tree line"));
+        let arg = |i: usize| -> &OsStr { w.get(i).unwrap_or_else(|| panic!("tree line {line:?} is short")) };
+        match kind {
+            "T" | "A" => touch_all(root, arg(1), kind == "A"),
+            _ => build_entry(root, kind, arg(1), &w[2..], line),
+        }
+    }
+}
+
+fn build_entry(root: &Path, kind: &str, path: &OsStr, rest: &[OsString], line: &str) {
+    let path = root.join(path);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).expect("create parent dirs");
+    }
+    let arg = |i: usize| -> &OsStr { rest.get(i).unwrap_or_else(|| panic!("tree line {line:?} is short")) };
+    let fail = |e: std::io::Error| panic!("tree line {line:?}: {e}");
+    match kind {
+        "d" => fs::create_dir_all(&path).unwrap_or_else(fail),
+        "f" => write_data(&path, parse_size(arg(0))).unwrap_or_else(fail),
+        "z" => write_sparse(&path, parse_size(arg(0)), rest.len() > 1).unwrap_or_else(fail),
+        "x" => fs::write(&path, arg(0).as_bytes()).unwrap_or_else(fail),
+        "s" => symlink(arg(0), &path).unwrap_or_else(fail),
+        "h" => fs::hard_link(root.join(arg(0)), &path).unwrap_or_else(fail),
+        "t" | "a" => touch(&path, arg(0), kind == "a"),
+        "m" => {
+            let mode = u32::from_str_radix(arg(0).to_str().unwrap_or("?"), 8).expect("octal mode");
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap_or_else(fail);
+        }
+        _ => panic!("unknown tree entry kind in {line:?}"),
+    }
+}
+
+/// Files at least this big are synced when written (see `write_data`).
+const SYNC_FROM_BYTES: u64 = 64 * 1024;
+
+fn write_data(path: &Path, size_bytes: u64) -> std::io::Result<()> {
+    let chunk = [b'.'; 64 * 1024];
+    let mut file = fs::File::create(path)?;
+    let mut left = size_bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        file.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    // Settle the block count now: ext4 allocates delayed blocks at writeback, which could
+    // otherwise happen between the two tools' runs (files this big may need extent blocks).
+    if size_bytes >= SYNC_FROM_BYTES {
+        file.sync_all()?;
+    }
+    Ok(())
+}
+
+fn write_sparse(path: &Path, size_bytes: u64, data_at_end: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let file = fs::File::create(path)?;
+    file.set_len(size_bytes)?;
+    if data_at_end && size_bytes > 0 {
+        file.write_at(b"!", size_bytes - 1)?;
+    }
+    Ok(())
+}
+
+fn touch(path: &Path, date: &OsStr, atime_only: bool) {
+    let mut cmd = Command::new("touch");
+    cmd.env("TZ", "UTC0").arg("-h");
+    if atime_only {
+        cmd.arg("-a");
+    }
+    let status = cmd.arg("-d").arg(date).arg(path).status().expect("run touch");
+    assert!(status.success(), "touch -d {date:?} {} failed", path.display());
+}
+
+fn touch_all(root: &Path, date: &OsStr, atime_only: bool) {
+    let mut cmd = Command::new("find");
+    cmd.env("TZ", "UTC0").arg(root).args(["-depth", "-exec", "touch", "-h"]);
+    if atime_only {
+        cmd.arg("-a");
+    }
+    let status = cmd.arg("-d").arg(date).args(["{}", "+"]).status().expect("run find");
+    assert!(status.success(), "touching every entry under {} failed", root.display());
+}
+
+/// Makes `n_entries` entries in `dir`: empty files `f00000`..., except that every
+/// `subdir_every`-th entry is a directory holding one small file (0 for none).
+pub fn build_many(dir: &Path, n_entries: usize, subdir_every: usize) {
+    fs::create_dir_all(dir).expect("create big dir");
+    for i in 0..n_entries {
+        if subdir_every > 0 && i % subdir_every == subdir_every - 1 {
+            let sub = dir.join(format!("d{i:06}"));
+            fs::create_dir(&sub).expect("create subdir");
+            write_data(&sub.join("inner"), 100).expect("write inner file");
+        } else {
+            fs::File::create(dir.join(format!("f{i:06}"))).expect("create file");
+        }
+    }
+}
+
+/// Makes `DIR/deep/NAME/NAME/...` with `n_levels` levels of `name` (mkdir and cd one level
+/// at a time in a shell, since the full path outgrows PATH_MAX), and at the bottom a 5000-byte
+/// file and a directory holding an empty file. `cd -P`, because dash's logical `cd` chdirs to
+/// the whole remembered path and fails once that passes PATH_MAX.
+pub fn build_deep(dir: &Path, n_levels: usize, name: &str) {
+    let script = r#"cd "$1" && mkdir deep && cd deep || exit 1
+i=0
+while [ "$i" -lt "$2" ]; do mkdir "$3" && cd -P "$3" || exit 1; i=$((i + 1)); done
+head -c 5000 /dev/zero > file && mkdir leaf && : > leaf/empty"#;
+    let status = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(dir)
+        .arg(n_levels.to_string())
+        .arg(name)
+        .status()
+        .expect("run sh");
+    assert!(status.success(), "building the deep tree failed");
+}
+
+/// Copies `binary` to `dir/name` with mode 755, so that another user can run it even when
+/// the original lies under a directory that user cannot enter.
+pub fn copy_executable(binary: &Path, dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    fs::copy(binary, &to).unwrap_or_else(|e| panic!("copy {} to {}: {e}", binary.display(), to.display()));
+    fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).expect("chmod copied binary");
+    to
+}
+
+/// Whether every ancestor of `path` can be entered by other users (mode o+x).
+pub fn reachable_by_others(path: &Path) -> bool {
+    path.ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .all(|p| fs::metadata(p).map(|m| m.permissions().mode() & 0o001 != 0).unwrap_or(false))
+}
