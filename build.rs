@@ -12,11 +12,7 @@ fn main() {
         .and_then(|out| String::from_utf8(out.stdout).ok())
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    let full = if commit.is_empty() {
-        version.to_string()
-    } else {
-        format!("{version} ({commit})")
-    };
+    let full = if commit.is_empty() { version.to_string() } else { format!("{version} ({commit})") };
     println!("cargo:rustc-env=DFDU_VERSION={full}");
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=build.rs");

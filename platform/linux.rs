@@ -5,8 +5,9 @@
 //!
 //! Contract shared by every file under `platform/`: the same type and function names
 //! (`Dir`, `Lister`, `open_path`, `open_at`, `stat_path`, `stat_at`, `Lister::list`,
-//! `sorts_by_inode`, `errno_text`, `local_time`, `raise_fd_limit`), no printing, no
-//! policy. Everything `unsafe` in dfdu lives in this directory.
+//! `sorts_by_inode`, `errno_text`, `local_time`, `raise_fd_limit`, `default_threads`,
+//! `default_sigpipe`), no printing, no policy. Everything `unsafe` in dfdu lives in this
+//! directory.
 
 use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
 use rustix::fd::{AsFd, OwnedFd};
@@ -30,9 +31,7 @@ pub struct Lister {
 
 impl Default for Lister {
     fn default() -> Self {
-        Lister {
-            buf: vec![MaybeUninit::uninit(); LIST_BUFFER_BYTES],
-        }
+        Lister { buf: vec![MaybeUninit::uninit(); LIST_BUFFER_BYTES] }
     }
 }
 
@@ -54,16 +53,12 @@ fn dir_flags(follow: bool) -> OFlags {
 
 /// Opens a directory named by a path relative to the working directory.
 pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty())
-        .map(|fd| Dir { fd })
-        .map_err(errno)
+    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
 }
 
 /// Opens the directory `name` inside `parent`.
 pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty())
-        .map(|fd| Dir { fd })
-        .map_err(errno)
+    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
 }
 
 /// Stats a path relative to the working directory.
@@ -101,18 +96,9 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
                     nlink: st.stx_nlink as u64,
                     blocks: st.stx_blocks,
                     size: st.stx_size,
-                    mtime: Timespec {
-                        sec: st.stx_mtime.tv_sec,
-                        nsec: st.stx_mtime.tv_nsec,
-                    },
-                    atime: Timespec {
-                        sec: st.stx_atime.tv_sec,
-                        nsec: st.stx_atime.tv_nsec,
-                    },
-                    ctime: Timespec {
-                        sec: st.stx_ctime.tv_sec,
-                        nsec: st.stx_ctime.tv_nsec,
-                    },
+                    mtime: Timespec { sec: st.stx_mtime.tv_sec, nsec: st.stx_mtime.tv_nsec },
+                    atime: Timespec { sec: st.stx_atime.tv_sec, nsec: st.stx_atime.tv_nsec },
+                    ctime: Timespec { sec: st.stx_ctime.tv_sec, nsec: st.stx_ctime.tv_nsec },
                 })
             }
             Err(rustix::io::Errno::NOSYS) => NO_STATX.store(true, Ordering::Relaxed),
@@ -128,18 +114,9 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
         nlink: st.st_nlink as u64,
         blocks: st.st_blocks as u64,
         size: st.st_size as u64,
-        mtime: Timespec {
-            sec: st.st_mtime as i64,
-            nsec: st.st_mtime_nsec as u32,
-        },
-        atime: Timespec {
-            sec: st.st_atime as i64,
-            nsec: st.st_atime_nsec as u32,
-        },
-        ctime: Timespec {
-            sec: st.st_ctime as i64,
-            nsec: st.st_ctime_nsec as u32,
-        },
+        mtime: Timespec { sec: st.st_mtime as i64, nsec: st.st_mtime_nsec as u32 },
+        atime: Timespec { sec: st.st_atime as i64, nsec: st.st_atime_nsec as u32 },
+        ctime: Timespec { sec: st.st_ctime as i64, nsec: st.st_ctime_nsec as u32 },
     })
 }
 
@@ -156,11 +133,7 @@ impl Lister {
     /// Reads every entry of `dir` (without `.` and `..`), calling `each(name, inode, None)` in
     /// the order the kernel returns them. An error after some entries were delivered is
     /// returned as well; the caller decides what a partial listing means.
-    pub fn list(
-        &mut self,
-        dir: &Dir,
-        each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
-    ) -> Result<(), Errno> {
+    pub fn list(&mut self, dir: &Dir, each: &mut dyn FnMut(&CStr, u64, Option<&Meta>)) -> Result<(), Errno> {
         let mut raw = RawDir::new(&dir.fd, &mut self.buf);
         while let Some(entry) = raw.next() {
             let entry = entry.map_err(errno)?;
@@ -191,6 +164,12 @@ pub fn sorts_by_inode(dir: &Dir) -> bool {
         }
         Err(_) => true,
     }
+}
+
+/// Default worker count: every CPU this process may use (affinity and cgroup quotas are
+/// honoured by `available_parallelism`), at most 64.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64)
 }
 
 /// Raises the soft limit on open files to the hard limit, so deep or wide trees rarely
@@ -300,9 +279,7 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
     } else {
         // SAFETY: tm_zone, when non-null, points at a NUL-terminated string owned by the C
         // library that stays valid until the next tzset; we copy it out immediately.
-        unsafe { CStr::from_ptr(tm.tm_zone) }
-            .to_string_lossy()
-            .into_owned()
+        unsafe { CStr::from_ptr(tm.tm_zone) }.to_string_lossy().into_owned()
     };
     Some(LocalTime {
         year: tm.tm_year as i64 + 1900,

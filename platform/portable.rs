@@ -44,11 +44,7 @@ fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
 }
 
 fn open(path: PathBuf, follow: bool) -> Result<Dir, Errno> {
-    let md = if follow {
-        fs::metadata(&path)
-    } else {
-        fs::symlink_metadata(&path)
-    };
+    let md = if follow { fs::metadata(&path) } else { fs::symlink_metadata(&path) };
     let md = md.map_err(io_errno)?;
     if md.file_type().is_symlink() {
         return Err(Errno(40));
@@ -78,11 +74,7 @@ pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
 }
 
 fn stat_file(path: &Path, follow: bool) -> Result<Meta, Errno> {
-    let md = if follow {
-        fs::metadata(path)
-    } else {
-        fs::symlink_metadata(path)
-    };
+    let md = if follow { fs::metadata(path) } else { fs::symlink_metadata(path) };
     Ok(meta_of(&md.map_err(io_errno)?))
 }
 
@@ -108,18 +100,9 @@ fn meta_of(md: &fs::Metadata) -> Meta {
         nlink: md.nlink(),
         blocks: md.blocks(),
         size: md.size(),
-        mtime: Timespec {
-            sec: md.mtime(),
-            nsec: md.mtime_nsec() as u32,
-        },
-        atime: Timespec {
-            sec: md.atime(),
-            nsec: md.atime_nsec() as u32,
-        },
-        ctime: Timespec {
-            sec: md.ctime(),
-            nsec: md.ctime_nsec() as u32,
-        },
+        mtime: Timespec { sec: md.mtime(), nsec: md.mtime_nsec() as u32 },
+        atime: Timespec { sec: md.atime(), nsec: md.atime_nsec() as u32 },
+        ctime: Timespec { sec: md.ctime(), nsec: md.ctime_nsec() as u32 },
     }
 }
 
@@ -128,10 +111,7 @@ fn meta_of(md: &fs::Metadata) -> Meta {
     let t = |r: std::io::Result<std::time::SystemTime>| {
         r.ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| Timespec {
-                sec: d.as_secs() as i64,
-                nsec: d.subsec_nanos(),
-            })
+            .map(|d| Timespec { sec: d.as_secs() as i64, nsec: d.subsec_nanos() })
             .unwrap_or_default()
     };
     let size = md.len();
@@ -149,11 +129,7 @@ fn meta_of(md: &fs::Metadata) -> Meta {
 }
 
 impl Lister {
-    pub fn list(
-        &mut self,
-        dir: &Dir,
-        each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
-    ) -> Result<(), Errno> {
+    pub fn list(&mut self, dir: &Dir, each: &mut dyn FnMut(&CStr, u64, Option<&Meta>)) -> Result<(), Errno> {
         for entry in fs::read_dir(&dir.path).map_err(io_errno)? {
             let entry = entry.map_err(io_errno)?;
             let name = name_bytes(&entry.file_name());
@@ -173,6 +149,12 @@ impl Lister {
 /// The portable reader cannot tell the file system type; it keeps readdir order.
 pub fn sorts_by_inode(_dir: &Dir) -> bool {
     false
+}
+
+/// Default worker count: every CPU this process may use (affinity and cgroup quotas are
+/// honoured by `available_parallelism`), at most 64.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64)
 }
 
 pub fn raise_fd_limit() -> u64 {

@@ -57,8 +57,6 @@ pub const F_OTHER_FS: u8 = 1 << 4;
 pub const F_HARDLINK: u8 = 1 << 5;
 /// A further name of a multiply-linked file already counted elsewhere.
 pub const F_DUP_LINK: u8 = 1 << 6;
-/// A directory with errors somewhere below it (set on directories only).
-pub const F_ERROR_BELOW: u8 = 1 << 7;
 
 /// One entry: three words, see the module doc.
 #[derive(Default)]
@@ -97,8 +95,11 @@ const MID_BITS: u32 = 8;
 /// A growable array of `T` in fixed chunks of 65,536, indexed by `u32`, shared by
 /// threads: chunk `i` is created once (by whoever needs it first) and never moves.
 pub struct Chunked<T> {
-    top: Box<[OnceLock<Box<[OnceLock<Box<[T]>>]>>]>,
+    top: Box<[OnceLock<Mid<T>>]>,
 }
+
+/// The middle level of a `Chunked`: 256 lazily created chunks.
+type Mid<T> = Box<[OnceLock<Box<[T]>>]>;
 
 impl<T: Default> Chunked<T> {
     pub fn new() -> Self {
@@ -202,12 +203,8 @@ impl Arena {
     }
 
     /// Number of entries written (or reserved).
-    pub fn len(&self) -> u32 {
+    pub fn entry_count(&self) -> u32 {
         self.next_entry.load(Acquire).min(u32::MAX as u64) as u32
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     pub fn dir_count(&self) -> u32 {
@@ -242,6 +239,41 @@ impl Arena {
         let e = self.entries.at(entry);
         e.disk_blocks.store(id, Release);
         Ok(id)
+    }
+
+    /// Creates a directory record whose entry is written later (`attach_dir`): the
+    /// importer learns a directory's contents before its own id.
+    pub fn new_dir_detached(&self, parent: u32, own_disk: u64, own_apparent: u64) -> Result<u32, Full> {
+        let id = self.next_dir.fetch_add(1, Relaxed);
+        if id >= u32::MAX as u64 - 1 {
+            return Err(self.refuse(Full::Ids));
+        }
+        let id = id as u32;
+        let d = self.dirs.at(id);
+        d.parent.store(parent, Relaxed);
+        d.entry.store(u32::MAX, Relaxed);
+        d.child_count.store(UNLISTED, Relaxed);
+        d.own_disk.store(own_disk, Relaxed);
+        d.own_apparent.store(own_apparent, Relaxed);
+        d.total_disk.store(own_disk, Relaxed);
+        d.total_apparent.store(own_apparent, Relaxed);
+        d.pending.store(1, Relaxed);
+        Ok(id)
+    }
+
+    /// Binds directory record `dir` to its (written) entry `entry`.
+    pub fn attach_dir(&self, dir: u32, entry: u32) {
+        self.dirs.at(dir).entry.store(entry, Relaxed);
+        self.entries.at(entry).disk_blocks.store(dir, Release);
+    }
+
+    /// Replaces a directory's own sizes (its totals move by the difference).
+    pub fn set_own(&self, dir: u32, own_disk: u64, own_apparent: u64) {
+        let d = self.dirs.at(dir);
+        let old_disk = d.own_disk.swap(own_disk, Relaxed);
+        let old_apparent = d.own_apparent.swap(own_apparent, Relaxed);
+        d.total_disk.fetch_add(own_disk.wrapping_sub(old_disk), Relaxed);
+        d.total_apparent.fetch_add(own_apparent.wrapping_sub(old_apparent), Relaxed);
     }
 
     /// Writes entry `id` (reserved earlier). Directories get their index via `new_dir`.
@@ -314,11 +346,6 @@ impl Arena {
         self.flags(id) & 3
     }
 
-    pub fn set_flags(&self, id: u32, add: u8) {
-        let at = self.entries.at(id).name_at.load(Acquire);
-        self.names.at(at).fetch_or(add, Relaxed);
-    }
-
     /// Copies entry `id`'s name into `out` (cleared first).
     pub fn name_into(&self, id: u32, out: &mut Vec<u8>) {
         out.clear();
@@ -358,14 +385,16 @@ impl Arena {
         (blocks as u64 * 512, e.apparent.load(Relaxed) as u64)
     }
 
-    /// (disk, apparent, items below) of the entry's whole subtree.
-    pub fn totals(&self, id: u32) -> (u64, u64, u64) {
-        if self.kind(id) == KIND_DIR {
-            let d = self.dirs.at(self.dir_of(id));
-            return (d.total_disk.load(Relaxed), d.total_apparent.load(Relaxed), d.items.load(Relaxed));
-        }
-        let (a, b) = if self.flags(id) & F_DUP_LINK != 0 { (0, 0) } else { self.own_sizes(id) };
-        (a, b, 0)
+    /// (disk, apparent, items below) of directory index `dir`'s subtree.
+    pub fn dir_totals(&self, dir: u32) -> (u64, u64, u64) {
+        let d = self.dirs.at(dir);
+        (d.total_disk.load(Relaxed), d.total_apparent.load(Relaxed), d.items.load(Relaxed))
+    }
+
+    /// (disk, apparent) of directory index `dir`'s own inode.
+    pub fn dir_own(&self, dir: u32) -> (u64, u64) {
+        let d = self.dirs.at(dir);
+        (d.own_disk.load(Relaxed), d.own_apparent.load(Relaxed))
     }
 
     /// Children of directory index `dir`, or `None` while it is not listed.
@@ -393,10 +422,6 @@ impl Arena {
 
     pub fn set_dir_flags(&self, dir: u32, add: u32) {
         self.dirs.at(dir).flags.fetch_or(add, Release);
-    }
-
-    pub fn is_done(&self, dir: u32) -> bool {
-        self.dir_flags(dir) & D_DONE != 0
     }
 
     // ---- totals and completion ----
@@ -452,17 +477,9 @@ impl Arena {
         self.devs.lock().unwrap().get(&dir).copied()
     }
 
-    /// Records a multiply-linked file; returns true when this (dev, ino) is new.
-    pub fn add_link(&self, id: u32, dev: u64, ino: u64, nlink: u32, seen: &Mutex<HashMap<(u64, u64), u32>>) -> bool {
+    /// Records (dev, ino, nlink) of a multiply-linked file.
+    pub fn note_link(&self, id: u32, dev: u64, ino: u64, nlink: u32) {
         self.links.lock().unwrap().insert(id, (dev, ino, nlink));
-        let mut seen = seen.lock().unwrap();
-        match seen.get(&(dev, ino)) {
-            Some(_) => false,
-            None => {
-                seen.insert((dev, ino), id);
-                true
-            }
-        }
     }
 
     /// (dev, ino, nlink) of a multiply-linked file.
@@ -483,11 +500,19 @@ mod tests {
         let long = vec![b'x'; 700];
         a.write_entry(first, &NewEntry { name: b"root", flags: KIND_DIR, ..Default::default() }, &mut cur).unwrap();
         let root = a.new_dir(first, NO_DIR, 4096, 4096).unwrap();
-        a.write_entry(first + 1, &NewEntry { name: &long, flags: KIND_FILE, disk_bytes: 8192, apparent_bytes: 5000 }, &mut cur)
-            .unwrap();
+        a.write_entry(
+            first + 1,
+            &NewEntry { name: &long, flags: KIND_FILE, disk_bytes: 8192, apparent_bytes: 5000 },
+            &mut cur,
+        )
+        .unwrap();
         let huge = 10u64 << 40;
-        a.write_entry(first + 2, &NewEntry { name: b"\xffbig\n", flags: KIND_FILE, disk_bytes: huge, apparent_bytes: huge }, &mut cur)
-            .unwrap();
+        a.write_entry(
+            first + 2,
+            &NewEntry { name: b"\xffbig\n", flags: KIND_FILE, disk_bytes: huge, apparent_bytes: huge },
+            &mut cur,
+        )
+        .unwrap();
         assert!(a.children(root).is_none(), "unlisted until published");
         a.publish_children(root, first + 1, 2);
         assert_eq!(a.children(root), Some(first + 1..first + 3));
@@ -497,7 +522,7 @@ mod tests {
         assert_eq!(a.own_sizes(first + 2), (huge, huge));
         assert_eq!(a.own_sizes(first), (4096, 4096));
         a.add_up(root, 8192 + huge, 5000 + huge, 2);
-        assert_eq!(a.totals(first), (4096 + 8192 + huge, 4096 + 5000 + huge, 2));
+        assert_eq!(a.dir_totals(root), (4096 + 8192 + huge, 4096 + 5000 + huge, 2));
     }
 
     #[test]
@@ -511,9 +536,9 @@ mod tests {
         let s = a.new_dir(e + 1, r, 0, 0).unwrap();
         a.add_pending(r, 1);
         a.finish(r);
-        assert!(!a.is_done(r));
+        assert!(a.dir_flags(r) & D_DONE == 0);
         a.finish(s);
-        assert!(a.is_done(s) && a.is_done(r));
+        assert!(a.dir_flags(s) & D_DONE != 0 && a.dir_flags(r) & D_DONE != 0);
     }
 
     #[test]

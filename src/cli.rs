@@ -88,9 +88,7 @@ const LONG: &[(&str, HasArg, char)] = &[
 /// plus dfdu's `-j N`).
 fn short_has_arg(c: char) -> Option<bool> {
     match c {
-        '0' | 'a' | 'b' | 'c' | 'h' | 'H' | 'k' | 'l' | 'm' | 's' | 'x' | 'D' | 'L' | 'P' | 'S' => {
-            Some(false)
-        }
+        '0' | 'a' | 'b' | 'c' | 'h' | 'H' | 'k' | 'l' | 'm' | 's' | 'x' | 'D' | 'L' | 'P' | 'S' => Some(false),
         'd' | 't' | 'B' | 'X' | 'j' => Some(true),
         _ => None,
     }
@@ -104,10 +102,7 @@ fn resolve_long(name: &str) -> Result<(&'static str, HasArg, char), Vec<&'static
     if let Some(&(n, h, c)) = LONG.iter().find(|(n, _, _)| *n == name) {
         return Ok((n, h, c));
     }
-    let hits: Vec<_> = LONG
-        .iter()
-        .filter(|(n, _, _)| n.starts_with(name))
-        .collect();
+    let hits: Vec<_> = LONG.iter().filter(|(n, _, _)| n.starts_with(name)).collect();
     match hits.as_slice() {
         [one] => Ok((one.0, one.1, one.2)),
         [] => Err(Vec::new()),
@@ -138,13 +133,7 @@ fn argmatch<T: Copy + PartialEq>(arg: &str, table: &[(&str, T)]) -> Result<T, bo
 }
 
 /// Writes gnulib's `argmatch_die` report for a bad WORD given to `context`.
-fn argmatch_fail<T: Copy + PartialEq>(
-    prog: &str,
-    arg: &str,
-    context: &str,
-    table: &[(&str, T)],
-    ambiguous: bool,
-) {
+fn argmatch_fail<T: Copy + PartialEq>(prog: &str, arg: &str, context: &str, table: &[(&str, T)], ambiguous: bool) {
     let what = if ambiguous { "ambiguous" } else { "invalid" };
     let mut msg = format!(
         "{prog}: {what} argument {} for {}\nValid arguments are:",
@@ -183,11 +172,8 @@ enum TimeStyle {
     Iso,
 }
 
-const TIME_STYLES: &[(&str, TimeStyle)] = &[
-    ("full-iso", TimeStyle::Full),
-    ("long-iso", TimeStyle::Long),
-    ("iso", TimeStyle::Iso),
-];
+const TIME_STYLES: &[(&str, TimeStyle)] =
+    &[("full-iso", TimeStyle::Full), ("long-iso", TimeStyle::Long), ("iso", TimeStyle::Iso)];
 
 /// gnulib `xstrtol_fatal` wording for a bad numeric argument.
 fn num_fatal(prog: &str, err: NumError, long: Option<&str>, short: char, arg: &str) -> i32 {
@@ -213,11 +199,7 @@ fn parse_threshold(arg: &[u8]) -> Result<i128, NumError> {
         Some(b'-') => (true, &s[1..]),
         _ => (false, s),
     };
-    if neg
-        && body
-            .first()
-            .is_some_and(|c| c.is_ascii_whitespace() || *c == b'-' || *c == b'+')
-    {
+    if neg && body.first().is_some_and(|c| c.is_ascii_whitespace() || *c == b'-' || *c == b'+') {
         return Err(NumError::Invalid);
     }
     let (v, _) = units::parse_with_suffix(body, units::THRESHOLD_SUFFIXES)?;
@@ -231,20 +213,13 @@ fn parse_threshold(arg: &[u8]) -> Result<i128, NumError> {
 /// `xstrtoul(arg, NULL, 0, ...)` for `--max-depth`: trailing text after the number is
 /// accepted, as GNU does; a sign, nothing or overflow is not.
 fn parse_depth(arg: &[u8]) -> Option<u64> {
-    let t: Vec<u8> = arg
-        .iter()
-        .copied()
-        .skip_while(|c| c.is_ascii_whitespace())
-        .collect();
+    let t: Vec<u8> = arg.iter().copied().skip_while(|c| c.is_ascii_whitespace()).collect();
     if t.first() == Some(&b'-') {
         return None;
     }
     let digits_end = {
         let body = t.strip_prefix(b"+").unwrap_or(&t);
-        let hex = body.len() > 2
-            && body[0] == b'0'
-            && (body[1] | 0x20) == b'x'
-            && body[2].is_ascii_hexdigit();
+        let hex = body.len() > 2 && body[0] == b'0' && (body[1] | 0x20) == b'x' && body[2].is_ascii_hexdigit();
         let skip = usize::from(t.first() == Some(&b'+')) + if hex { 2 } else { 0 };
         let radix = if hex {
             16
@@ -253,10 +228,7 @@ fn parse_depth(arg: &[u8]) -> Option<u64> {
         } else {
             10
         };
-        let n = t[skip..]
-            .iter()
-            .take_while(|c| (**c as char).is_digit(radix))
-            .count();
+        let n = t[skip..].iter().take_while(|c| (**c as char).is_digit(radix)).count();
         if n == 0 {
             return None;
         }
@@ -323,12 +295,7 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
             Arg::Value(v) => {
                 o.operands.push(v);
                 if posixly_correct {
-                    o.operands.extend(
-                        parser
-                            .raw_args()
-                            .map(|r| r.collect::<Vec<_>>())
-                            .unwrap_or_default(),
-                    );
+                    o.operands.extend(parser.raw_args().map(|r| r.collect::<Vec<_>>()).unwrap_or_default());
                     break;
                 }
                 continue;
@@ -442,11 +409,7 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
                 Ok(text) => o.exclude.add_lines(&text),
                 Err(e) => {
                     let errno = crate::meta::Errno(e.raw_os_error().unwrap_or(5));
-                    eprintln!(
-                        "{prog}: {}: {}",
-                        quotef(&vbytes),
-                        crate::platform::errno_text(errno)
-                    );
+                    eprintln!("{prog}: {}: {}", quotef(&vbytes), crate::platform::errno_text(errno));
                     ok = false;
                 }
             },
@@ -478,10 +441,7 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
                 return Parsed::Exit(0);
             }
             'V' => {
-                println!(
-                    "dfdu {} (du-compatible; see dfdu --help)",
-                    env!("DFDU_VERSION")
-                );
+                println!("dfdu {} (du-compatible; see dfdu --help)", env!("DFDU_VERSION"));
                 return Parsed::Exit(0);
             }
             _ => unreachable!("every option id is handled"),
@@ -526,9 +486,7 @@ fn finish(
     }
     if o.inodes {
         if o.apparent {
-            eprintln!(
-                "{prog}: warning: options --apparent-size and -b are ineffective with --inodes"
-            );
+            eprintln!("{prog}: warning: options --apparent-size and -b are ineffective with --inodes");
         }
         o.scale.block_bytes = 1;
     }

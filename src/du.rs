@@ -8,9 +8,7 @@ use crate::cli::{Deref, DuOptions};
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::quote::{quoteaf, quotef};
 use crate::reader::Reader;
-use crate::records::{
-    self, ItemKind, Keep, Records, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
-};
+use crate::records::{self, ItemKind, Keep, Records, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE};
 use crate::scan::{self, Measure, Walk};
 use crate::units::format_size;
 use std::collections::{HashMap, HashSet};
@@ -77,20 +75,13 @@ pub fn run<R: Reader>(o: &DuOptions, threads: usize, fd_budget: usize) -> i32 {
     let last = names.len().saturating_sub(1);
     for (i, name) in names.iter().enumerate() {
         if o.files0_from.as_deref().is_some_and(|f| f == "-") && name == b"-" {
-            run.error(format_args!(
-                "when reading file names from stdin, no file name of {} allowed",
-                quoteaf(name)
-            ));
+            run.error(format_args!("when reading file names from stdin, no file name of {} allowed", quoteaf(name)));
             continue;
         }
         if name.is_empty() {
             match &o.files0_from {
                 None => run.error(format_args!("invalid zero-length file name")),
-                Some(f) => run.error(format_args!(
-                    "{}:{}: invalid zero-length file name",
-                    quotef(&os_bytes(f)),
-                    i + 1
-                )),
+                Some(f) => run.error(format_args!("{}:{}: invalid zero-length file name", quotef(&os_bytes(f)), i + 1)),
             }
             continue;
         }
@@ -108,10 +99,7 @@ pub fn run<R: Reader>(o: &DuOptions, threads: usize, fd_budget: usize) -> i32 {
 
 fn write_failed(prog: &str, e: &io::Error) -> i32 {
     let errno = Errno(e.raw_os_error().unwrap_or(5));
-    eprintln!(
-        "{prog}: write error: {}",
-        crate::platform::errno_text(errno)
-    );
+    eprintln!("{prog}: write error: {}", crate::platform::errno_text(errno));
     1
 }
 
@@ -199,11 +187,7 @@ impl<W: Write> Run<'_, W> {
             Some(scan::TimeKind::Ctime) => meta.ctime,
             _ => meta.mtime,
         };
-        Acc {
-            bytes,
-            count: 1,
-            time,
-        }
+        Acc { bytes, count: 1, time }
     }
 
     fn operand<R: Reader>(&mut self, name: &[u8], is_last: bool) {
@@ -219,11 +203,7 @@ impl<W: Write> Run<'_, W> {
         let meta = match R::stat_path(&cpath, follow_root) {
             Ok(m) => m,
             Err(e) => {
-                self.error(format_args!(
-                    "cannot access {}: {}",
-                    quoteaf(&path),
-                    Self::errno_text(e)
-                ));
+                self.error(format_args!("cannot access {}: {}", quoteaf(&path), Self::errno_text(e)));
                 return;
             }
         };
@@ -261,10 +241,7 @@ impl<W: Write> Run<'_, W> {
         scan::scan::<R, Records>(&walk, &sink, &cpath, &meta);
         let mut tree = sink.into_tree();
         if tree.overflow {
-            self.error(format_args!(
-                "{}: too many entries for one scan",
-                quotef(&path)
-            ));
+            self.error(format_args!("{}: too many entries for one scan", quotef(&path)));
         }
         sort_items(&mut tree);
         self.walk(&tree, path);
@@ -287,12 +264,7 @@ impl<W: Write> Run<'_, W> {
         }
         let claims: HashMap<(u64, u64), u32> = tree.claims.iter().copied().collect();
         let mut stack: Vec<Frame> = Vec::new();
-        let enter = |run: &mut Self,
-                     stack: &mut Vec<Frame>,
-                     rec: u32,
-                     depth: u64,
-                     path: &[u8],
-                     path_len: usize| {
+        let enter = |run: &mut Self, stack: &mut Vec<Frame>, rec: u32, depth: u64, path: &[u8], path_len: usize| {
             let r = &tree.recs[rec as usize];
             if r.flags & REC_UNREADABLE != 0 {
                 run.error(format_args!(
@@ -305,21 +277,10 @@ impl<W: Write> Run<'_, W> {
             let ent = Acc {
                 bytes: r.files_bytes,
                 count: r.files_count,
-                time: tree
-                    .times
-                    .as_ref()
-                    .map_or(Timespec::MIN, |t| t.recs[rec as usize].1),
+                time: tree.times.as_ref().map_or(Timespec::MIN, |t| t.recs[rec as usize].1),
             };
             run.total.add(&ent);
-            stack.push(Frame {
-                rec,
-                next: lo,
-                end: hi,
-                depth,
-                path_len,
-                ent,
-                sub: Acc::default(),
-            });
+            stack.push(Frame { rec, next: lo, end: hi, depth, path_len, ent, sub: Acc::default() });
         };
         enter(self, &mut stack, 0, 0, &path, 0);
         while let Some(top) = stack.last_mut() {
@@ -350,11 +311,7 @@ impl<W: Write> Run<'_, W> {
                         if self.dedup() && !self.seen.insert((it.dev, it.ino)) {
                             continue;
                         }
-                        let acc = Acc {
-                            bytes: it.size_bytes,
-                            count: 1,
-                            time: item_time(tree, i),
-                        };
+                        let acc = Acc { bytes: it.size_bytes, count: 1, time: item_time(tree, i) };
                         top.ent.add(&acc);
                         self.total.add(&acc);
                         if self.o.all && depth <= self.o.max_depth {
@@ -363,21 +320,14 @@ impl<W: Write> Run<'_, W> {
                     }
                     ItemKind::File => {
                         if depth <= self.o.max_depth {
-                            let acc = Acc {
-                                bytes: it.size_bytes,
-                                count: 1,
-                                time: item_time(tree, i),
-                            };
+                            let acc = Acc { bytes: it.size_bytes, count: 1, time: item_time(tree, i) };
                             self.print_child(&acc, &mut path, tree.name(it), depth);
                         }
                     }
                     ItemKind::NoAccess => {
                         push_name(&mut path, tree.name(it));
-                        let msg = format!(
-                            "cannot access {}: {}",
-                            quoteaf(&path),
-                            Self::errno_text(Errno(it.target as i32))
-                        );
+                        let msg =
+                            format!("cannot access {}: {}", quoteaf(&path), Self::errno_text(Errno(it.target as i32)));
                         path.truncate(parent_len);
                         self.error(format_args!("{msg}"));
                     }
@@ -386,22 +336,11 @@ impl<W: Write> Run<'_, W> {
             }
             let f = stack.pop().expect("loop runs while the stack is not empty");
             let r = &tree.recs[f.rec as usize];
-            let self_time = tree
-                .times
-                .as_ref()
-                .map_or(Timespec::MIN, |t| t.recs[f.rec as usize].0);
-            let me = Acc {
-                bytes: r.self_bytes,
-                count: 1,
-                time: self_time,
-            };
+            let self_time = tree.times.as_ref().map_or(Timespec::MIN, |t| t.recs[f.rec as usize].0);
+            let me = Acc { bytes: r.self_bytes, count: 1, time: self_time };
             self.total.add(&me);
             if r.flags & REC_PARTIAL != 0 {
-                self.error(format_args!(
-                    "{}: {}",
-                    quotef(&path),
-                    Self::errno_text(Errno(r.errno))
-                ));
+                self.error(format_args!("{}: {}", quotef(&path), Self::errno_text(Errno(r.errno))));
             }
             let mut shown = me;
             shown.add(&f.ent);
@@ -446,9 +385,7 @@ impl<W: Write> Run<'_, W> {
         if o.time.is_some() {
             line.push(b'\t');
             match crate::platform::local_time(acc.time.sec) {
-                Some(lt) => line.extend_from_slice(
-                    crate::timefmt::format(&o.time_format, acc.time, &lt).as_bytes(),
-                ),
+                Some(lt) => line.extend_from_slice(crate::timefmt::format(&o.time_format, acc.time, &lt).as_bytes()),
                 None => line.extend_from_slice(acc.time.sec.to_string().as_bytes()),
             }
         }
@@ -479,10 +416,7 @@ fn sort_items(tree: &mut Tree) {
     let key = |it: &records::Item| -> (u32, u32, u64, u32) {
         let r = &recs[it.dir as usize];
         let batch = it.idx / FTS_BATCH_ENTRIES;
-        let batch_len = r
-            .n_entries
-            .saturating_sub(batch * FTS_BATCH_ENTRIES)
-            .min(FTS_BATCH_ENTRIES);
+        let batch_len = r.n_entries.saturating_sub(batch * FTS_BATCH_ENTRIES).min(FTS_BATCH_ENTRIES);
         if r.flags & REC_SORT_BY_INODE != 0 && batch_len > FTS_SORT_THRESHOLD {
             (it.dir, batch, it.ino, it.idx)
         } else {

@@ -21,10 +21,7 @@ impl Exclude {
     /// skipped), as `-X FILE` does.
     pub fn add_lines(&mut self, text: &[u8]) {
         for line in text.split(|&c| c == b'\n') {
-            let end = line
-                .iter()
-                .rposition(|c| !c.is_ascii_whitespace())
-                .map_or(0, |p| p + 1);
+            let end = line.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(0, |p| p + 1);
             if end > 0 {
                 self.add(&line[..end]);
             }
@@ -37,9 +34,7 @@ impl Exclude {
             if fnmatch(p, path) {
                 return true;
             }
-            (0..path.len()).any(|i| {
-                path[i] == b'/' && path.get(i + 1) != Some(&b'/') && fnmatch(p, &path[i + 1..])
-            })
+            (0..path.len()).any(|i| path[i] == b'/' && path.get(i + 1) != Some(&b'/') && fnmatch(p, &path[i + 1..]))
         })
     }
 }
@@ -83,13 +78,7 @@ pub fn fnmatch(pattern: &[u8], s: &[u8]) -> bool {
                     i += 1;
                     continue;
                 }
-                c if c != b'*'
-                    && c != b'?'
-                    && c != b'['
-                    && c != b'\\'
-                    && i < s.len()
-                    && c == s[i] =>
-                {
+                c if c != b'*' && c != b'?' && c != b'[' && c != b'\\' && i < s.len() && c == s[i] => {
                     p += 1;
                     i += 1;
                     continue;
@@ -134,10 +123,7 @@ fn char_len(s: &[u8]) -> usize {
 
 fn decode(s: &[u8]) -> u32 {
     let n = char_len(s);
-    std::str::from_utf8(&s[..n])
-        .ok()
-        .and_then(|t| t.chars().next())
-        .map_or(s[0] as u32, |c| c as u32)
+    std::str::from_utf8(&s[..n]).ok().and_then(|t| t.chars().next()).map_or(s[0] as u32, |c| c as u32)
 }
 
 /// Matches a bracket expression starting at `pattern[start] == '['` against the first
@@ -171,11 +157,7 @@ fn bracket(pattern: &[u8], start: usize, s: &[u8]) -> Option<(bool, usize)> {
         };
         p += used;
         if pattern.get(p) == Some(&b'-') && pattern.get(p + 1).is_some_and(|&b| b != b']') {
-            let hi_at = if pattern[p + 1] == b'\\' {
-                p + 2
-            } else {
-                p + 1
-            };
+            let hi_at = if pattern[p + 1] == b'\\' { p + 2 } else { p + 1 };
             let hi = decode(pattern.get(hi_at..)?);
             p = hi_at + char_len(&pattern[hi_at..]);
             matched |= lo <= c && c <= hi;
@@ -213,15 +195,9 @@ mod tests {
     #[test]
     fn wildcards() {
         assert!(fnmatch(b"*.o", b"a.o"));
-        assert!(
-            fnmatch(b"*", b"a/b"),
-            "star crosses slashes without FNM_PATHNAME"
-        );
+        assert!(fnmatch(b"*", b"a/b"), "star crosses slashes without FNM_PATHNAME");
         assert!(fnmatch(b"a?c", b"abc"));
-        assert!(
-            fnmatch(b"a?c", "aéc".as_bytes()),
-            "? takes one UTF-8 character"
-        );
+        assert!(fnmatch(b"a?c", "aéc".as_bytes()), "? takes one UTF-8 character");
         assert!(!fnmatch(b"a?c", b"ac"));
         assert!(fnmatch(b"[a-c]x", b"bx"));
         assert!(fnmatch(b"[!a-c]x", b"dx"));

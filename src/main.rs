@@ -15,6 +15,8 @@
 //!   hands entries to a `Sink`.
 //! * `records.rs` — du's sink: one record per directory, entries only where needed.
 //! * `reader.rs` — the `Reader` seam: `Native` (platform/) and `Portable` (std::fs).
+//! * `arena.rs` — every entry in 12 bytes plus its name; `arena_sink.rs` fills it.
+//! * `report.rs` — `dfdu scan`; `ncdu.rs` — ncdu JSON export and import.
 //! * `meta.rs` — plain data: `Meta` (one stat), `Errno`, `LocalTime`.
 //! * `units.rs`, `exclude.rs`, `quote.rs`, `timefmt.rs` — GNU-compatible formats.
 //! * `platform/linux.rs` — getdents64 + statx; `platform/portable.rs` — std::fs.
@@ -28,13 +30,17 @@
 
 #![deny(unsafe_code)]
 
+mod arena;
+mod arena_sink;
 mod cli;
 mod du;
 mod exclude;
 mod meta;
+mod ncdu;
 mod quote;
 mod reader;
 mod records;
+mod report;
 mod scan;
 mod timefmt;
 mod units;
@@ -54,12 +60,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::ffi::OsString;
 
-/// Default worker count: every CPU this process may use (affinity and cgroup quotas
-/// are honoured by `available_parallelism`). See README "Threads" for the measurements.
+/// Default worker count, the platform's choice: on Linux every CPU this process may use
+/// (affinity and cgroup quotas honoured), on macOS the performance cores, at most 8. See
+/// README "Threads" and "macOS" for the measurements.
 fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 64)
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64)
 }
 
 fn env_bytes(key: &str) -> Option<Vec<u8>> {
@@ -97,7 +102,11 @@ fn main() {
                     print_overview(&prog);
                     return;
                 }
-                "scan" | "browse" | "dupes" => {
+                "scan" => {
+                    args.remove(0);
+                    std::process::exit(run_scan(&prog, args));
+                }
+                "browse" | "dupes" => {
                     eprintln!("{prog}: '{first}' is not available in this build yet; 'dfdu -- {first}' names a file");
                     std::process::exit(2);
                 }
@@ -108,21 +117,35 @@ fn main() {
     std::process::exit(run_du(&prog, args));
 }
 
+/// Threads from `-j`, else `DFDU_THREADS`, else the platform default; and the budget of
+/// open directory handles after raising the limit.
+fn resources(threads: Option<usize>) -> (usize, usize) {
+    let threads = threads
+        .or_else(|| std::env::var("DFDU_THREADS").ok().and_then(|v| v.parse().ok()))
+        .unwrap_or_else(default_threads);
+    let fd_limit = platform::raise_fd_limit();
+    (threads, (fd_limit / 2).clamp(16, 4096) as usize)
+}
+
+fn run_scan(prog: &str, args: Vec<OsString>) -> i32 {
+    let a = match report::parse(prog, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let (threads, fd_budget) = resources(a.threads);
+    if reader::portable_requested() {
+        report::run::<reader::Portable>(&a, threads, fd_budget)
+    } else {
+        report::run::<reader::Native>(&a, threads, fd_budget)
+    }
+}
+
 fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
     let opts = match cli::parse(prog, args, &env_bytes) {
         cli::Parsed::Run(o) => o,
         cli::Parsed::Exit(code) => return code,
     };
-    let threads = opts
-        .threads
-        .or_else(|| {
-            std::env::var("DFDU_THREADS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or_else(default_threads);
-    let fd_limit = platform::raise_fd_limit();
-    let fd_budget = (fd_limit / 2).clamp(16, 4096) as usize;
+    let (threads, fd_budget) = resources(opts.threads);
     if reader::portable_requested() {
         du::run::<reader::Portable>(&opts, threads, fd_budget)
     } else {
@@ -137,6 +160,8 @@ dfdu {} — where did my disk space go?
 
 Usage:
   {prog} [du options] [FILE]...   GNU du drop-in (see '{prog} --help')
+  {prog} scan [options] [DIR]...  totals, counts, largest entries; ncdu export
+                                  and import (see '{prog} scan --help')
   {prog} help                     this overview
 
 Under the name 'du' (installed or symlinked), dfdu is du and nothing else.",

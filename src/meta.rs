@@ -23,10 +23,7 @@ pub struct Timespec {
 
 impl Timespec {
     /// The earliest representable time: the identity for `max`.
-    pub const MIN: Timespec = Timespec {
-        sec: i64::MIN,
-        nsec: 0,
-    };
+    pub const MIN: Timespec = Timespec { sec: i64::MIN, nsec: 0 };
 }
 
 /// The result of one `stat` of an entry.

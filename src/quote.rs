@@ -25,29 +25,20 @@ pub fn utf8_locale() -> bool {
         let base = name.split('@').next().unwrap_or(&name);
         let norm = |s: &str| s.replace("UTF-8", "utf8").replace("utf-8", "utf8");
         std::path::Path::new("/usr/lib/locale").join(base).is_dir()
-            || std::path::Path::new("/usr/lib/locale")
-                .join(norm(base))
-                .is_dir()
+            || std::path::Path::new("/usr/lib/locale").join(norm(base)).is_dir()
             || locale_archive_has(&norm(base))
     })
 }
 
 fn locale_archive_has(name: &str) -> bool {
     std::fs::read("/usr/lib/locale/locale-archive")
-        .map(|data| {
-            data.windows(name.len() + 1)
-                .any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0)
-        })
+        .map(|data| data.windows(name.len() + 1).any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0))
         .unwrap_or(false)
 }
 
 /// `quote(s)`: locale quotes with C-style backslash escapes inside.
 pub fn quote(s: &[u8]) -> String {
-    let (open, close) = if utf8_locale() {
-        ("\u{2018}", "\u{2019}")
-    } else {
-        ("'", "'")
-    };
+    let (open, close) = if utf8_locale() { ("\u{2018}", "\u{2019}") } else { ("'", "'") };
     let mut out = String::from(open);
     let text = String::from_utf8_lossy(s);
     let valid = std::str::from_utf8(s).is_ok() && utf8_locale();
@@ -105,23 +96,19 @@ fn shell_escape(s: &[u8], always: bool) -> String {
     let needs = s.is_empty()
         || (0..s.len()).any(|i| match s[i] {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => false,
-            b'%' | b'+' | b',' | b'-' | b'.' | b'/' | b':' | b'@' | b'_' | b']' | b'^' | b'{'
-            | b'}' => false,
+            b'%' | b'+' | b',' | b'-' | b'.' | b'/' | b':' | b'@' | b'_' | b']' | b'^' | b'{' | b'}' => false,
             b'#' | b'~' => i == 0,
             0x80..=0xff => true,
             _ => true,
         });
     let plain_utf8 = utf8
         && std::str::from_utf8(s).is_ok()
-        && s.iter()
-            .all(|&b| b >= 0x80 || b.is_ascii_alphanumeric() || b"%+,-./:@_]^{}".contains(&b));
+        && s.iter().all(|&b| b >= 0x80 || b.is_ascii_alphanumeric() || b"%+,-./:@_]^{}".contains(&b));
     if !always && (!needs || (plain_utf8 && !s.is_empty() && s[0] != b'#' && s[0] != b'~')) {
         return String::from_utf8_lossy(s).into_owned();
     }
     let has_unprintable = (0..s.len()).any(|i| printable_at(i) == 0);
-    let shell_unsafe_in_dq = s
-        .iter()
-        .any(|b| matches!(b, b'"' | b'$' | b'`' | b'\\' | b'!'));
+    let shell_unsafe_in_dq = s.iter().any(|b| matches!(b, b'"' | b'$' | b'`' | b'\\' | b'!'));
     if s.contains(&b'\'') && !has_unprintable && !shell_unsafe_in_dq {
         return format!("\"{}\"", String::from_utf8_lossy(s));
     }

@@ -147,10 +147,7 @@ impl Records {
     pub fn new(keep: Keep, root: &Meta) -> Records {
         let mut tree = Tree::default();
         if keep.time.is_some() {
-            tree.times = Some(Times {
-                recs: vec![(time_of(root, keep.time), Timespec::MIN)],
-                items: Vec::new(),
-            });
+            tree.times = Some(Times { recs: vec![(time_of(root, keep.time), Timespec::MIN)], items: Vec::new() });
         }
         tree.recs.push(DirRec {
             dev: root.dev,
@@ -158,10 +155,7 @@ impl Records {
             self_bytes: measure(root, keep.measure),
             ..DirRec::default()
         });
-        Records {
-            keep,
-            tree: Mutex::new(tree),
-        }
+        Records { keep, tree: Mutex::new(tree) }
     }
 
     pub fn into_tree(self) -> Tree {
@@ -170,15 +164,7 @@ impl Records {
         tree
     }
 
-    fn push(
-        &self,
-        l: &mut Local,
-        pos: Pos,
-        name: &[u8],
-        kind: ItemKind,
-        target: u32,
-        meta: Option<&Meta>,
-    ) -> usize {
+    fn push(&self, l: &mut Local, pos: Pos, name: &[u8], kind: ItemKind, target: u32, meta: Option<&Meta>) -> usize {
         let name_off = l.names.len();
         l.names.extend_from_slice(name);
         let (ino, dev, size_bytes) = match meta {
@@ -200,8 +186,7 @@ impl Records {
             target,
         });
         if self.keep.time.is_some() {
-            l.item_times
-                .push(meta.map_or(Timespec::MIN, |m| time_of(m, self.keep.time)));
+            l.item_times.push(meta.map_or(Timespec::MIN, |m| time_of(m, self.keep.time)));
         }
         l.items.len() - 1
     }
@@ -230,12 +215,8 @@ impl Sink for Records {
         }
         if meta.kind == Kind::Dir {
             let at = self.push(l, pos, name, ItemKind::Dir, 0, Some(meta));
-            let rec = DirRec {
-                dev: meta.dev,
-                ino: meta.ino,
-                self_bytes: measure(meta, keep.measure),
-                ..DirRec::default()
-            };
+            let rec =
+                DirRec { dev: meta.dev, ino: meta.ino, self_bytes: measure(meta, keep.measure), ..DirRec::default() };
             l.subdirs.push((at, rec, time_of(meta, keep.time)));
             return;
         }
@@ -258,9 +239,7 @@ impl Sink for Records {
         let mut tree = self.tree.lock().unwrap();
         let tree = &mut *tree;
         let name_base = tree.names.len();
-        if name_base + l.names.len() > u32::MAX as usize
-            || tree.recs.len() + l.subdirs.len() > u32::MAX as usize
-        {
+        if name_base + l.names.len() > u32::MAX as usize || tree.recs.len() + l.subdirs.len() > u32::MAX as usize {
             tree.overflow = true;
             *l = Local::default();
             return;
@@ -275,22 +254,13 @@ impl Sink for Records {
             l.items[at].target = id;
             let it = &l.items[at];
             let off = it.name_off as usize;
-            let name =
-                CString::new(&l.names[off..off + it.name_len as usize]).expect("names hold no NUL");
-            children.push(Child {
-                name,
-                dir: id,
-                dev: rec.dev,
-                ino: rec.ino,
-            });
+            let name = CString::new(&l.names[off..off + it.name_len as usize]).expect("names hold no NUL");
+            children.push(Child { name, dir: id, dev: rec.dev, ino: rec.ino });
             if self.keep.claims {
                 tree.claims.push(((rec.dev, rec.ino), id));
             }
         }
-        tree.items.extend(l.items.iter().map(|it| Item {
-            name_off: it.name_off + name_base as u32,
-            ..*it
-        }));
+        tree.items.extend(l.items.iter().map(|it| Item { name_off: it.name_off + name_base as u32, ..*it }));
         if let Some(t) = tree.times.as_mut() {
             t.items.extend_from_slice(&l.item_times);
             if let Some(m) = l.files_tmax {

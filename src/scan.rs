@@ -140,13 +140,7 @@ pub trait Sink: Sync {
     /// the next `commit` as a `Child`.
     fn entry(&self, local: &mut Self::Local, pos: Pos, name: &[u8], seen: Seen);
     /// Publishes `local` for directory `dir`; appends the directories to scan to `children`.
-    fn commit(
-        &self,
-        local: &mut Self::Local,
-        dir: u32,
-        listed: Option<Listed>,
-        children: &mut Vec<Child>,
-    );
+    fn commit(&self, local: &mut Self::Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>);
     /// The listing of `dir` is complete (called before `commit` of that listing).
     fn listed(&self, _dir: u32, _entries: u32) {}
     /// The listing and every chunk of `dir` are committed.
@@ -176,15 +170,8 @@ struct Node<D> {
 }
 
 enum Job<D> {
-    Dir {
-        parent: Arc<Node<D>>,
-        child: Child,
-    },
-    Chunk {
-        node: Arc<Node<D>>,
-        base_idx: u32,
-        names: Vec<u8>,
-    },
+    Dir { parent: Arc<Node<D>>, child: Child },
+    Chunk { node: Arc<Node<D>>, base_idx: u32, names: Vec<u8> },
 }
 
 struct Queue<D> {
@@ -209,22 +196,14 @@ pub fn scan<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta: &
     let shared = Shared::<R, S> {
         walk,
         sink,
-        queue: Mutex::new(Queue {
-            jobs: Vec::new(),
-            idle: 0,
-            done: false,
-        }),
+        queue: Mutex::new(Queue { jobs: Vec::new(), idle: 0, done: false }),
         wake: Condvar::new(),
         idle_hint: AtomicUsize::new(0),
         claims: Mutex::new(HashSet::new()),
         open_handles: AtomicUsize::new(0),
     };
     if walk.follow_all {
-        shared
-            .claims
-            .lock()
-            .unwrap()
-            .insert((root_meta.dev, root_meta.ino));
+        shared.claims.lock().unwrap().insert((root_meta.dev, root_meta.ino));
     }
     let handle = match R::open_path(root, walk.follow_root) {
         Ok(h) => h,
@@ -306,11 +285,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             };
             match job {
                 Job::Dir { parent, child } => self.open_and_list(parent, child),
-                Job::Chunk {
-                    node,
-                    base_idx,
-                    names,
-                } => {
+                Job::Chunk { node, base_idx, names } => {
                     self.stat_chunk(&node, base_idx, &names);
                     self.release(&node);
                 }
@@ -405,9 +380,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
 
     /// Drops one claim on `node`'s handle; the last claim closes it.
     fn release(&self, node: &Node<R::Dir>) {
-        if node.pending.fetch_sub(1, Ordering::AcqRel) == 1
-            && node.handle.write().unwrap().take().is_some()
-        {
+        if node.pending.fetch_sub(1, Ordering::AcqRel) == 1 && node.handle.write().unwrap().take().is_some() {
             self.shared.open_handles.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -426,24 +399,11 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut chunk_len = 0usize;
         let mut split: Vec<(u32, Vec<u8>)> = Vec::new();
         let guard = node.handle.read().unwrap();
-        let dir = guard
-            .as_ref()
-            .expect("a node being listed holds its handle");
+        let dir = guard.as_ref().expect("a node being listed holds its handle");
         let mut lister = std::mem::take(&mut self.lister);
         let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
             if idx < SPLIT_AFTER || meta.is_some() {
-                self.entry(
-                    &node,
-                    dir,
-                    name,
-                    Pos {
-                        dir: node.dir,
-                        idx,
-                        d_ino,
-                        depth: node.depth,
-                    },
-                    meta,
-                );
+                self.entry(&node, dir, name, Pos { dir: node.dir, idx, d_ino, depth: node.depth }, meta);
             } else {
                 if chunk_len == 0 {
                     chunk_base = idx;
@@ -457,11 +417,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     // Hand the chunk to an idle worker now, or keep it for after the
                     // listing is committed (never stat it here: the listing's own
                     // results are still uncommitted in `self.local`).
-                    let kept = if S::CONTIGUOUS {
-                        Err(names)
-                    } else {
-                        self.offer_chunk(&node, chunk_base, names)
-                    };
+                    let kept = if S::CONTIGUOUS { Err(names) } else { self.offer_chunk(&node, chunk_base, names) };
                     if let Err(names) = kept {
                         split.push((chunk_base, names));
                     }
@@ -477,11 +433,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         drop(guard);
         let error = result.err().map(|e| (e, idx > 0));
         self.shared.sink.listed(node.dir, idx);
-        let listed = Listed {
-            entries: idx,
-            sort_by_inode,
-            error,
-        };
+        let listed = Listed { entries: idx, sort_by_inode, error };
         self.commit(&node, Some(listed));
         for (base, names) in split {
             self.dispatch(&node, base, names);
@@ -496,19 +448,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 
     /// Offers a chunk to an idle worker; gives the names back when nobody takes it.
-    fn offer_chunk(
-        &self,
-        node: &Arc<Node<R::Dir>>,
-        base_idx: u32,
-        names: Vec<u8>,
-    ) -> Result<(), Vec<u8>> {
+    fn offer_chunk(&self, node: &Arc<Node<R::Dir>>, base_idx: u32, names: Vec<u8>) -> Result<(), Vec<u8>> {
         node.pending.fetch_add(1, Ordering::AcqRel);
         node.unwritten.fetch_add(1, Ordering::AcqRel);
-        match self.offer(Job::Chunk {
-            node: node.clone(),
-            base_idx,
-            names,
-        }) {
+        match self.offer(Job::Chunk { node: node.clone(), base_idx, names }) {
             Ok(()) => Ok(()),
             Err(job) => {
                 node.pending.fetch_sub(1, Ordering::AcqRel);
@@ -536,25 +479,14 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             while pos + 8 < names.len() {
                 let d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
                 pos += 8;
-                let name = CStr::from_bytes_until_nul(&names[pos..])
-                    .expect("chunk names are NUL-terminated");
+                let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
                 pos += name.to_bytes_with_nul().len();
-                f(
-                    name,
-                    Pos {
-                        dir: node.dir,
-                        idx,
-                        d_ino,
-                        depth: node.depth,
-                    },
-                );
+                f(name, Pos { dir: node.dir, idx, d_ino, depth: node.depth });
                 idx += 1;
             }
         };
         let result = with_handle::<R, _>(node, |dir| {
-            each(names, &mut |name, pos| {
-                self.entry(node, dir, name, pos, None)
-            });
+            each(names, &mut |name, pos| self.entry(node, dir, name, pos, None));
             Ok(())
         });
         if let Err(e) = result {
@@ -570,14 +502,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 
     /// Stats one entry (unless the listing brought its metadata) and hands it to the sink.
-    fn entry(
-        &mut self,
-        node: &Arc<Node<R::Dir>>,
-        dir: &R::Dir,
-        name: &CStr,
-        pos: Pos,
-        given: Option<&Meta>,
-    ) {
+    fn entry(&mut self, node: &Arc<Node<R::Dir>>, dir: &R::Dir, name: &CStr, pos: Pos, given: Option<&Meta>) {
         let walk = self.shared.walk;
         let sink = self.shared.sink;
         let bytes = name.to_bytes();
@@ -618,12 +543,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     /// claimed before; otherwise (with `-l`) only an ancestor (a cycle).
     fn is_repeat(&self, node: &Node<R::Dir>, meta: &Meta) -> bool {
         if self.shared.walk.claim_dirs {
-            return !self
-                .shared
-                .claims
-                .lock()
-                .unwrap()
-                .insert((meta.dev, meta.ino));
+            return !self.shared.claims.lock().unwrap().insert((meta.dev, meta.ino));
         }
         let mut cur = Some(node);
         while let Some(n) = cur {
@@ -638,27 +558,18 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     /// Commits through the sink, then turns the new subdirectories into local jobs.
     fn commit(&mut self, node: &Arc<Node<R::Dir>>, listed: Option<Listed>) {
         self.children.clear();
-        self.shared
-            .sink
-            .commit(&mut self.local, node.dir, listed, &mut self.children);
-        node.pending
-            .fetch_add(self.children.len() as u32, Ordering::AcqRel);
+        self.shared.sink.commit(&mut self.local, node.dir, listed, &mut self.children);
+        node.pending.fetch_add(self.children.len() as u32, Ordering::AcqRel);
         // Pushed in reverse so the first subdirectory is listed first.
         while let Some(child) = self.children.pop() {
-            self.stack.push(Job::Dir {
-                parent: node.clone(),
-                child,
-            });
+            self.stack.push(Job::Dir { parent: node.clone(), child });
         }
     }
 }
 
 /// Runs `f` with `node`'s directory handle, re-opening it from the nearest open
 /// ancestor (by names, one level at a time) when it was closed to save handles.
-fn with_handle<R: Reader, T>(
-    node: &Node<R::Dir>,
-    f: impl FnOnce(&R::Dir) -> Result<T, Errno>,
-) -> Result<T, Errno> {
+fn with_handle<R: Reader, T>(node: &Node<R::Dir>, f: impl FnOnce(&R::Dir) -> Result<T, Errno>) -> Result<T, Errno> {
     {
         let guard = node.handle.read().unwrap();
         if let Some(dir) = guard.as_ref() {

@@ -17,15 +17,7 @@ fn style_format(style: &str) -> Option<String> {
     }
 }
 
-const DAYS: [&str; 7] = [
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-];
+const DAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const MONTHS: [&str; 12] = [
     "January",
     "February",
@@ -106,15 +98,7 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             'M' => num(lt.minute as i64, 2, '0'),
             'S' => num(lt.second as i64, 2, '0'),
             'j' => num(lt.yearday as i64 + 1, 3, '0'),
-            'u' => num(
-                if lt.weekday == 0 {
-                    7
-                } else {
-                    lt.weekday as i64
-                },
-                1,
-                '0',
-            ),
+            'u' => num(if lt.weekday == 0 { 7 } else { lt.weekday as i64 }, 1, '0'),
             'w' => num(lt.weekday as i64, 1, '0'),
             's' => t.sec.to_string(),
             'N' => {
@@ -140,12 +124,7 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             'F' => format!("{}-{:02}-{:02}", num(lt.year, 4, '0'), lt.month, lt.day),
             'T' => format!("{:02}:{:02}:{:02}", lt.hour, lt.minute, lt.second),
             'R' => format!("{:02}:{:02}", lt.hour, lt.minute),
-            'D' => format!(
-                "{:02}/{:02}/{:02}",
-                lt.month,
-                lt.day,
-                lt.year.rem_euclid(100)
-            ),
+            'D' => format!("{:02}/{:02}/{:02}", lt.month, lt.day, lt.year.rem_euclid(100)),
             'n' => "\n".to_string(),
             't' => "\t".to_string(),
             '%' => "%".to_string(),
@@ -170,23 +149,11 @@ mod tests {
 
     #[test]
     fn iso_styles() {
-        let t = Timespec {
-            sec: 1_700_000_000,
-            nsec: 123_456_789,
-        };
+        let t = Timespec { sec: 1_700_000_000, nsec: 123_456_789 };
         let lt = utc(t.sec);
-        assert_eq!(
-            format(&style_format("full-iso").unwrap(), t, &lt),
-            "2023-11-14 22:13:20.123456789 +0000"
-        );
-        assert_eq!(
-            format(&style_format("long-iso").unwrap(), t, &lt),
-            "2023-11-14 22:13"
-        );
+        assert_eq!(format(&style_format("full-iso").unwrap(), t, &lt), "2023-11-14 22:13:20.123456789 +0000");
+        assert_eq!(format(&style_format("long-iso").unwrap(), t, &lt), "2023-11-14 22:13");
         assert_eq!(format(&style_format("iso").unwrap(), t, &lt), "2023-11-14");
-        assert_eq!(
-            format("%s %j %a %b %3N %%", t, &lt),
-            "1700000000 318 Tue Nov 123 %"
-        );
+        assert_eq!(format("%s %j %a %b %3N %%", t, &lt), "1700000000 318 Tue Nov 123 %");
     }
 }

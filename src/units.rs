@@ -27,26 +27,12 @@ pub struct Scale {
 impl Scale {
     pub const fn plain(block_bytes: u64) -> Scale {
         Scale {
-            style: Style {
-                autoscale: false,
-                si: false,
-                base_1024: false,
-                b_suffix: false,
-                group_digits: false,
-            },
+            style: Style { autoscale: false, si: false, base_1024: false, b_suffix: false, group_digits: false },
             block_bytes,
         }
     }
     pub fn human(base_1024: bool) -> Scale {
-        Scale {
-            style: Style {
-                autoscale: true,
-                si: true,
-                base_1024,
-                ..Style::default()
-            },
-            block_bytes: 1,
-        }
+        Scale { style: Style { autoscale: true, si: true, base_1024, ..Style::default() }, block_bytes: 1 }
     }
 }
 
@@ -69,10 +55,7 @@ fn parse_c_uint(s: &[u8]) -> Result<(u64, usize), (NumError, usize)> {
     if i < s.len() && s[i] == b'+' {
         i += 1;
     }
-    let (radix, mut j) = if s.len() > i + 2
-        && s[i] == b'0'
-        && (s[i + 1] | 0x20) == b'x'
-        && s[i + 2].is_ascii_hexdigit()
+    let (radix, mut j) = if s.len() > i + 2 && s[i] == b'0' && (s[i + 1] | 0x20) == b'x' && s[i + 2].is_ascii_hexdigit()
     {
         (16, i + 2)
     } else if s.len() > i && s[i] == b'0' {
@@ -198,10 +181,7 @@ fn scale_checked(
     if let Some(e) = err {
         return Err(e);
     }
-    value
-        .checked_mul(by)
-        .map(|v| (v, 0))
-        .ok_or(NumError::Overflow)
+    value.checked_mul(by).map(|v| (v, 0)).ok_or(NumError::Overflow)
 }
 
 /// Suffixes `-B` and the block-size variables accept.
@@ -211,10 +191,7 @@ pub const THRESHOLD_SUFFIXES: &[u8] = b"kKmMGTPEZY0";
 
 /// gnulib `humblock`: a block-size spec to a scale. `None` spec means "look at
 /// BLOCK_SIZE, then BLOCKSIZE, then the default" (512 under POSIXLY_CORRECT, else 1024).
-pub fn parse_block_spec(
-    spec: Option<&[u8]>,
-    env: &dyn Fn(&str) -> Option<Vec<u8>>,
-) -> Result<Scale, NumError> {
+pub fn parse_block_spec(spec: Option<&[u8]>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<Scale, NumError> {
     let default = || {
         if env("POSIXLY_CORRECT").is_some() {
             512
@@ -237,25 +214,10 @@ pub fn parse_block_spec(
     }
     let word = std::str::from_utf8(s).unwrap_or("");
     if !word.is_empty() && "human-readable".starts_with(word) && !"si".starts_with(word) {
-        return Ok(Scale {
-            style: Style {
-                autoscale: true,
-                si: true,
-                base_1024: true,
-                ..style
-            },
-            block_bytes: 1,
-        });
+        return Ok(Scale { style: Style { autoscale: true, si: true, base_1024: true, ..style }, block_bytes: 1 });
     }
     if !word.is_empty() && "si".starts_with(word) && !"human-readable".starts_with(word) {
-        return Ok(Scale {
-            style: Style {
-                autoscale: true,
-                si: true,
-                ..style
-            },
-            block_bytes: 1,
-        });
+        return Ok(Scale { style: Style { autoscale: true, si: true, ..style }, block_bytes: 1 });
     }
     let (bytes, digits_end) = parse_with_suffix(s, BLOCK_SUFFIXES)?;
     if bytes == 0 {
@@ -274,10 +236,7 @@ pub fn parse_block_spec(
         }
     }
     let _ = digits_end;
-    Ok(Scale {
-        style,
-        block_bytes: bytes,
-    })
+    Ok(Scale { style, block_bytes: bytes })
 }
 
 const POWER_LETTERS: &[u8] = b"\0KMGTPEZYRQ";
@@ -292,11 +251,7 @@ pub fn format_size(n: u64, scale: Scale) -> String {
     let r10 = (n % to) as u128 * 10;
     let r2 = (r10 % to as u128) * 2;
     let mut tenths = (r10 / to as u128) as u64;
-    let mut rounding: u64 = if r2 < to as u128 {
-        u64::from(r2 > 0)
-    } else {
-        2 + u64::from((to as u128) < r2)
-    };
+    let mut rounding: u64 = if r2 < to as u128 { u64::from(r2 > 0) } else { 2 + u64::from((to as u128) < r2) };
     let mut exponent: i32 = -1;
     let mut fraction = String::new();
     if st.autoscale {
@@ -307,11 +262,7 @@ pub fn format_size(n: u64, scale: Scale) -> String {
                 let r2 = (r10 % base) * 2 + (rounding >> 1);
                 amt /= base;
                 tenths = r10 / base;
-                rounding = if r2 < base {
-                    u64::from(r2 + rounding != 0)
-                } else {
-                    2 + u64::from(base < r2 + rounding)
-                };
+                rounding = if r2 < base { u64::from(r2 + rounding != 0) } else { 2 + u64::from(base < r2 + rounding) };
                 exponent += 1;
                 if !(base <= amt && exponent < exponent_max) {
                     break;
@@ -357,11 +308,7 @@ pub fn format_size(n: u64, scale: Scale) -> String {
             }
         }
         if exponent > 0 {
-            out.push(if !st.base_1024 && exponent == 1 {
-                'k'
-            } else {
-                POWER_LETTERS[exponent as usize] as char
-            });
+            out.push(if !st.base_1024 && exponent == 1 { 'k' } else { POWER_LETTERS[exponent as usize] as char });
         }
         if st.b_suffix {
             if st.base_1024 && exponent > 0 {
@@ -385,11 +332,7 @@ mod tests {
     fn block_specs_parse_like_gnu() {
         assert_eq!(spec("1K").unwrap(), Scale::plain(1024));
         assert_eq!(spec("1kB").unwrap().block_bytes, 1000);
-        assert_eq!(
-            spec("010").unwrap().block_bytes,
-            8,
-            "base 0: leading zero is octal"
-        );
+        assert_eq!(spec("010").unwrap().block_bytes, 8, "base 0: leading zero is octal");
         assert_eq!(spec("0x10").unwrap().block_bytes, 16);
         let k = spec("K").unwrap();
         assert!(k.style.si && k.style.base_1024 && !k.style.b_suffix);
@@ -449,17 +392,8 @@ mod tests {
 
     #[test]
     fn thresholds_take_suffixes() {
-        assert_eq!(
-            parse_with_suffix(b"10k", THRESHOLD_SUFFIXES).unwrap().0,
-            10240
-        );
-        assert_eq!(
-            parse_with_suffix(b"1MB", THRESHOLD_SUFFIXES).unwrap().0,
-            1_000_000
-        );
-        assert_eq!(
-            parse_with_suffix(b"1g", THRESHOLD_SUFFIXES),
-            Err(NumError::InvalidSuffix)
-        );
+        assert_eq!(parse_with_suffix(b"10k", THRESHOLD_SUFFIXES).unwrap().0, 10240);
+        assert_eq!(parse_with_suffix(b"1MB", THRESHOLD_SUFFIXES).unwrap().0, 1_000_000);
+        assert_eq!(parse_with_suffix(b"1g", THRESHOLD_SUFFIXES), Err(NumError::InvalidSuffix));
     }
 }

@@ -20,12 +20,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Builds trees with Python's `*at` calls, since std cannot create paths this deep.
 fn python(script: &str, cwd: &Path) {
-    let st = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .current_dir(cwd)
-        .status()
-        .expect("python3 runs");
+    let st = Command::new("python3").arg("-c").arg(script).current_dir(cwd).status().expect("python3 runs");
     assert!(st.success(), "tree builder failed");
 }
 
@@ -43,12 +38,7 @@ fn run(prog: &Path, args: &[&str], cwd: &Path, wrap: Option<&[&str]>, threads: &
             c
         }
     };
-    cmd.args(args)
-        .current_dir(cwd)
-        .env("LC_ALL", "C")
-        .env("DFDU_THREADS", threads)
-        .output()
-        .unwrap()
+    cmd.args(args).current_dir(cwd).env("LC_ALL", "C").env("DFDU_THREADS", threads).output().unwrap()
 }
 
 fn same_as_du(args: &[&str], cwd: &Path, wrap: Option<&[&str]>) {
@@ -127,27 +117,14 @@ fn portable_reader_agrees_with_native() {
         "import os\nfor d in ['a/b/c','a/x','e']:\n os.makedirs(d)\nfor i,p in enumerate(['a/f','a/b/g','a/b/c/h','a/x/i','e/j']):\n open(p,'wb').write(b'z'*(i*5000))\nos.link('a/f','e/hl')\nos.symlink('../a','e/ln')\nos.symlink('nowhere','e/dangling')\nopen('a/sparse','wb').truncate(1<<20)\n",
         &dir,
     );
-    for args in [
-        &["-a", "."][..],
-        &["-ab", "."],
-        &["--inodes", "-a", "."],
-        &["-aL", "."],
-        &["-s", "a", "e"],
-        &["-S", "."],
-    ] {
+    for args in
+        [&["-a", "."][..], &["-ab", "."], &["--inodes", "-a", "."], &["-aL", "."], &["-s", "a", "e"], &["-S", "."]]
+    {
         let native = run(&dfdu(), args, &dir, None, "2");
         let mut cmd = Command::new(dfdu());
-        let portable = cmd
-            .args(args)
-            .current_dir(&dir)
-            .env("LC_ALL", "C")
-            .env("DFDU_READER", "portable")
-            .output()
-            .unwrap();
-        assert_eq!(
-            native.stdout, portable.stdout,
-            "readers disagree for {args:?}"
-        );
+        let portable =
+            cmd.args(args).current_dir(&dir).env("LC_ALL", "C").env("DFDU_READER", "portable").output().unwrap();
+        assert_eq!(native.stdout, portable.stdout, "readers disagree for {args:?}");
         assert_eq!(native.status.code(), portable.status.code());
         assert!(!native.stdout.is_empty());
     }

@@ -38,10 +38,7 @@ fn every_file_has_a_module_doc() {
             missing.push(f);
         }
     }
-    assert!(
-        missing.is_empty(),
-        "files without a leading //! module doc: {missing:?}"
-    );
+    assert!(missing.is_empty(), "files without a leading //! module doc: {missing:?}");
 }
 
 /// Lines that use `unsafe` as code (not in comments or strings about it).
@@ -70,11 +67,7 @@ fn unsafe_only_in_platform_and_always_justified() {
                 continue;
             }
             if !in_platform {
-                problems.push(format!(
-                    "{}:{}: unsafe outside platform/: {l}",
-                    f.display(),
-                    i + 1
-                ));
+                problems.push(format!("{}:{}: unsafe outside platform/: {l}", f.display(), i + 1));
                 continue;
             }
             if l.trim_start().starts_with("unsafe extern") || l.contains("unsafe fn") {
@@ -93,11 +86,7 @@ fn unsafe_only_in_platform_and_always_justified() {
                 })
                 .any(|p| p.contains("// SAFETY:"));
             if !justified {
-                problems.push(format!(
-                    "{}:{}: unsafe without a // SAFETY: comment: {l}",
-                    f.display(),
-                    i + 1
-                ));
+                problems.push(format!("{}:{}: unsafe without a // SAFETY: comment: {l}", f.display(), i + 1));
             }
         }
     }

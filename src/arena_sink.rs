@@ -1,0 +1,215 @@
+//! The arena's sink: keeps every scanned entry in the `Arena`, so that `dfdu scan`,
+//! the export and the browser see the whole tree — while the scan is still running.
+//!
+//! A listing gets one contiguous id range (`listed` reserves it before any chunk of the
+//! directory is stat'ed); each commit writes its entries into that range, adds their
+//! sizes to the directory and every ancestor, and creates records for subdirectories.
+//! `written` publishes the children and finishes the directory's own unit of work.
+//! Multiply-linked files count once per (dev, ino): the first name committed is counted,
+//! later names carry `F_DUP_LINK` (which name wins depends on thread timing; totals do not).
+
+use crate::arena::{self, Arena, NameCursor, NewEntry, NO_DIR};
+use crate::meta::{Errno, Kind, Meta};
+use crate::scan::{Child, Listed, Pos, Seen, Sink};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+/// The arena sink.
+pub struct ArenaSink<'a> {
+    arena: &'a Arena,
+    /// First name seen of each multiply-linked inode.
+    links: Mutex<HashMap<(u64, u64), u32>>,
+    /// (first id, count) reserved for a directory's children, until they are published.
+    reserved: Mutex<HashMap<u32, (u32, u32)>>,
+    /// Device of each directory being listed, to record where it changes.
+    devs: Mutex<HashMap<u32, u64>>,
+    /// The directory most recently committed (for progress displays).
+    pub last_dir: AtomicU32,
+}
+
+/// One entry waiting for its commit.
+#[derive(Clone, Copy)]
+struct Pending {
+    idx: u32,
+    name_off: u32,
+    name_len: u32,
+    flags: u8,
+    descend: bool,
+    disk: u64,
+    apparent: u64,
+    dev: u64,
+    ino: u64,
+    nlink: u64,
+}
+
+/// A worker's findings before they are committed.
+#[derive(Default)]
+pub struct Local {
+    entries: Vec<Pending>,
+    names: Vec<u8>,
+    cursor: NameCursor,
+}
+
+fn kind_bits(kind: Kind) -> u8 {
+    match kind {
+        Kind::File => arena::KIND_FILE,
+        Kind::Dir => arena::KIND_DIR,
+        Kind::Symlink => arena::KIND_SYMLINK,
+        Kind::Other => arena::KIND_OTHER,
+    }
+}
+
+impl<'a> ArenaSink<'a> {
+    pub fn new(arena: &'a Arena) -> Self {
+        ArenaSink {
+            arena,
+            links: Mutex::new(HashMap::new()),
+            reserved: Mutex::new(HashMap::new()),
+            devs: Mutex::new(HashMap::new()),
+            last_dir: AtomicU32::new(0),
+        }
+    }
+
+    /// Writes the root entry (named by its path) and its directory record; returns the
+    /// directory index, which is the scan's token for it.
+    pub fn add_root(&self, path: &[u8], meta: &Meta) -> Result<u32, arena::Full> {
+        let id = self.arena.reserve_entries(1)?;
+        let mut cursor = NameCursor::default();
+        let e =
+            NewEntry { name: path, flags: arena::KIND_DIR, disk_bytes: meta.disk_bytes(), apparent_bytes: meta.size };
+        self.arena.write_entry(id, &e, &mut cursor)?;
+        let dir = self.arena.new_dir(id, NO_DIR, meta.disk_bytes(), meta.size)?;
+        self.arena.set_dev(dir, meta.dev);
+        self.devs.lock().unwrap().insert(dir, meta.dev);
+        Ok(dir)
+    }
+
+    fn pending(&self, l: &mut Local, pos: Pos, name: &[u8], flags: u8, meta: Option<&Meta>, descend: bool) {
+        let name_off = l.names.len() as u32;
+        l.names.extend_from_slice(name);
+        let (disk, apparent, dev, ino, nlink) =
+            meta.map_or((0, 0, 0, 0, 0), |m| (m.disk_bytes(), m.size, m.dev, m.ino, m.nlink));
+        l.entries.push(Pending {
+            idx: pos.idx,
+            name_off,
+            name_len: name.len() as u32,
+            flags,
+            descend,
+            disk,
+            apparent,
+            dev,
+            ino,
+            nlink,
+        });
+    }
+}
+
+impl Sink for ArenaSink<'_> {
+    type Local = Local;
+    const CONTIGUOUS: bool = true;
+
+    fn entry(&self, l: &mut Local, pos: Pos, name: &[u8], seen: Seen) {
+        match seen {
+            Seen::Ok(m) => {
+                let mut flags = kind_bits(m.kind);
+                if m.kind != Kind::Dir && m.nlink > 1 {
+                    flags |= arena::F_HARDLINK;
+                }
+                self.pending(l, pos, name, flags, Some(m), m.kind == Kind::Dir);
+            }
+            Seen::Error(_) => self.pending(l, pos, name, arena::KIND_FILE | arena::F_ERROR, None, false),
+            Seen::Excluded => self.pending(l, pos, name, arena::KIND_OTHER | arena::F_EXCLUDED, None, false),
+            Seen::OtherFs(m) => self.pending(l, pos, name, kind_bits(m.kind) | arena::F_OTHER_FS, Some(m), false),
+            Seen::Repeat(m) => self.pending(l, pos, name, arena::KIND_SYMLINK, Some(m), false),
+            Seen::Before => {}
+        }
+    }
+
+    fn listed(&self, dir: u32, entries: u32) {
+        let first = self.arena.reserve_entries(entries).unwrap_or(u32::MAX);
+        self.reserved.lock().unwrap().insert(dir, (first, entries));
+    }
+
+    fn commit(&self, l: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
+        let a = self.arena;
+        let (first, _) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((u32::MAX, 0));
+        let dir_dev = self.devs.lock().unwrap().get(&dir).copied().unwrap_or(0);
+        let (mut disk, mut apparent, mut items, mut errors) = (0u64, 0u64, 0u64, false);
+        let mut new_devs = Vec::new();
+        if first != u32::MAX {
+            for p in &l.entries {
+                let id = first + p.idx;
+                let name = &l.names[p.name_off as usize..(p.name_off + p.name_len) as usize];
+                let mut flags = p.flags;
+                if flags & arena::F_HARDLINK != 0 {
+                    if let std::collections::hash_map::Entry::Vacant(v) = self.links.lock().unwrap().entry((p.dev, p.ino)) {
+                        v.insert(id);
+                    } else {
+                        flags |= arena::F_DUP_LINK;
+                    }
+                }
+                let e = NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
+                if a.write_entry(id, &e, &mut l.cursor).is_err() {
+                    break;
+                }
+                if flags & arena::F_HARDLINK != 0 {
+                    a.note_link(id, p.dev, p.ino, p.nlink.min(u32::MAX as u64) as u32);
+                }
+                items += 1;
+                errors |= flags & arena::F_ERROR != 0;
+                if flags & 3 == arena::KIND_DIR {
+                    let Ok(sub) = a.new_dir(id, dir, p.disk, p.apparent) else { break };
+                    if p.dev != dir_dev {
+                        a.set_dev(sub, p.dev);
+                    }
+                    disk += p.disk;
+                    apparent += p.apparent;
+                    if p.descend {
+                        new_devs.push((sub, p.dev));
+                        a.add_pending(dir, 1);
+                        let name = CString::new(name).expect("names hold no NUL");
+                        children.push(Child { name, dir: sub, dev: p.dev, ino: p.ino });
+                    } else {
+                        a.publish_children(sub, id, 0);
+                        a.set_dir_flags(sub, arena::D_DONE);
+                    }
+                } else if flags & arena::F_DUP_LINK == 0 {
+                    disk += p.disk;
+                    apparent += p.apparent;
+                }
+            }
+        }
+        if !new_devs.is_empty() {
+            self.devs.lock().unwrap().extend(new_devs);
+        }
+        a.add_up(dir, disk, apparent, items);
+        if errors {
+            a.mark_error_below(dir);
+        }
+        if let Some(Listed { error: Some(_), .. }) = listed {
+            a.set_dir_flags(dir, arena::D_READ_ERROR);
+            a.mark_error_below(a.dir_parent(dir));
+        }
+        self.last_dir.store(dir, Ordering::Relaxed);
+        l.entries.clear();
+        l.names.clear();
+    }
+
+    fn written(&self, dir: u32) {
+        let (first, n) = self.reserved.lock().unwrap().remove(&dir).unwrap_or((0, 0));
+        self.devs.lock().unwrap().remove(&dir);
+        self.arena.publish_children(dir, first, if first == u32::MAX { 0 } else { n });
+        self.arena.finish(dir);
+    }
+
+    fn unreadable(&self, dir: u32, _err: Errno) {
+        let a = self.arena;
+        a.set_dir_flags(dir, arena::D_READ_ERROR);
+        a.mark_error_below(a.dir_parent(dir));
+        a.publish_children(dir, a.dir_entry(dir), 0);
+        self.devs.lock().unwrap().remove(&dir);
+        a.finish(dir);
+    }
+}

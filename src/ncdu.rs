@@ -1,0 +1,736 @@
+//! ncdu's JSON export format (version 1.2), both ways: `export` streams the arena out
+//! depth-first as ncdu 2 writes it; `import` reads files written by ncdu 1.x, ncdu 2.x,
+//! gdu (whose newer exports carry cumulative directory sizes) and dfdu into an arena.
+//!
+//! The reader is a hand-written streaming parser with a limit on everything: names of at
+//! most 32 KiB, nesting at most `MAX_DEPTH`, sizes at most `MAX_SIZE`, integers that
+//! must fit their field. Bad input gets an error naming the byte offset, never a panic.
+
+use crate::arena::{self, Arena, NameCursor, NewEntry, NO_DIR};
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+
+/// Deepest directory nesting accepted on import.
+pub const MAX_DEPTH: usize = 65_536;
+/// Longest name accepted (ncdu's own limit).
+const MAX_NAME: usize = 32 * 1024;
+/// Largest size accepted for one entry: 1 EiB.
+const MAX_SIZE: u64 = 1 << 60;
+
+// ---------------------------------------------------------------- export
+
+fn write_name(out: &mut Vec<u8>, name: &[u8]) {
+    out.push(b'"');
+    for &b in name {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0..=0x1f | 0x7f => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out.push(b'"');
+}
+
+/// One entry's info object (without the surrounding `[` for directories).
+fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, out: &mut Vec<u8>) {
+    let flags = a.flags(id);
+    let kind = flags & 3;
+    out.extend_from_slice(b"{\"name\":");
+    write_name(out, name);
+    if flags & arena::F_EXCLUDED != 0 {
+        out.extend_from_slice(b",\"excluded\":\"pattern\"}");
+        return;
+    }
+    if flags & arena::F_OTHER_FS != 0 {
+        out.extend_from_slice(b",\"excluded\":\"otherfs\"}");
+        return;
+    }
+    if flags & arena::F_ERROR != 0 {
+        out.extend_from_slice(b",\"read_error\":true}");
+        return;
+    }
+    let (disk, apparent) = a.own_sizes(id);
+    if apparent > 0 {
+        out.extend_from_slice(format!(",\"asize\":{apparent}").as_bytes());
+    }
+    if disk > 0 {
+        out.extend_from_slice(format!(",\"dsize\":{disk}").as_bytes());
+    }
+    if let Some(dev) = dev {
+        out.extend_from_slice(format!(",\"dev\":{dev}").as_bytes());
+    }
+    if flags & arena::F_HARDLINK != 0 {
+        if let Some((_, ino, nlink)) = a.link_of(id) {
+            out.extend_from_slice(format!(",\"ino\":{ino},\"hlnkc\":true,\"nlink\":{nlink}").as_bytes());
+        }
+    }
+    if kind == arena::KIND_DIR && a.dir_flags(a.dir_of(id)) & arena::D_READ_ERROR != 0 {
+        out.extend_from_slice(b",\"read_error\":true");
+    }
+    if kind == arena::KIND_SYMLINK || kind == arena::KIND_OTHER {
+        out.extend_from_slice(b",\"notreg\":true");
+    }
+    out.push(b'}');
+}
+
+/// Writes the tree under root directory `root` (its entry is named by its full path).
+pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Result<()> {
+    let mut out = Vec::with_capacity(64 * 1024);
+    out.extend_from_slice(
+        format!(
+            "[1,2,{{\"progname\":\"dfdu\",\"progver\":\"{}\",\"timestamp\":{timestamp}}},\n",
+            env!("CARGO_PKG_VERSION")
+        )
+        .as_bytes(),
+    );
+    let mut name = Vec::new();
+    let root_entry = a.dir_entry(root);
+    a.name_into(root_entry, &mut name);
+    out.push(b'[');
+    info(a, root_entry, &name, Some(a.dev_of(root).unwrap_or(0)), &mut out);
+    // (children still to write, end) per open directory.
+    let mut stack: Vec<(u32, u32)> = Vec::new();
+    let range = a.children(root).unwrap_or(0..0);
+    stack.push((range.start, range.end));
+    while let Some(top) = stack.last_mut() {
+        if top.0 == top.1 {
+            stack.pop();
+            out.push(b']');
+            continue;
+        }
+        let id = top.0;
+        top.0 += 1;
+        out.extend_from_slice(b",\n");
+        a.name_into(id, &mut name);
+        let flags = a.flags(id);
+        if flags & 3 == arena::KIND_DIR && flags & (arena::F_EXCLUDED | arena::F_ERROR) == 0 {
+            let dir = a.dir_of(id);
+            out.push(b'[');
+            info(a, id, &name, a.dev_of(dir), &mut out);
+            if flags & arena::F_OTHER_FS == 0 {
+                let r = a.children(dir).unwrap_or(0..0);
+                stack.push((r.start, r.end));
+            } else {
+                out.push(b']');
+            }
+        } else {
+            info(a, id, &name, None, &mut out);
+        }
+        if out.len() > 60 * 1024 {
+            w.write_all(&out)?;
+            out.clear();
+        }
+    }
+    out.extend_from_slice(b"]\n");
+    w.write_all(&out)?;
+    w.flush()
+}
+
+// ---------------------------------------------------------------- import
+
+/// What went wrong, and where.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ImportError {
+    pub offset: u64,
+    pub msg: String,
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "byte {}: {}", self.offset, self.msg)
+    }
+}
+
+/// A byte reader with position and one byte of lookahead.
+struct Input<R: BufRead> {
+    r: R,
+    offset: u64,
+}
+
+impl<R: BufRead> Input<R> {
+    fn fail<T>(&self, msg: impl Into<String>) -> Result<T, ImportError> {
+        Err(ImportError { offset: self.offset, msg: msg.into() })
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, ImportError> {
+        match self.r.fill_buf() {
+            Ok(buf) => Ok(buf.first().copied()),
+            Err(e) => self.fail(format!("read error: {e}")),
+        }
+    }
+
+    fn next(&mut self) -> Result<u8, ImportError> {
+        match self.peek()? {
+            Some(b) => {
+                self.r.consume(1);
+                self.offset += 1;
+                Ok(b)
+            }
+            None => self.fail("unexpected end of input"),
+        }
+    }
+
+    fn skip_ws(&mut self) -> Result<(), ImportError> {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek()? {
+            self.next()?;
+        }
+        Ok(())
+    }
+
+    /// The next non-blank byte, consumed.
+    fn token(&mut self) -> Result<u8, ImportError> {
+        self.skip_ws()?;
+        self.next()
+    }
+
+    fn expect(&mut self, want: u8) -> Result<(), ImportError> {
+        let got = self.token()?;
+        if got != want {
+            self.offset -= 1;
+            return self.fail(format!("expected '{}', found '{}'", want as char, got.escape_ascii()));
+        }
+        Ok(())
+    }
+
+    fn literal(&mut self, rest: &[u8]) -> Result<(), ImportError> {
+        for &want in rest {
+            if self.next()? != want {
+                return self.fail("invalid literal");
+            }
+        }
+        Ok(())
+    }
+
+    /// A string (the opening quote already consumed) into `out`, escapes decoded.
+    fn string(&mut self, out: &mut Vec<u8>) -> Result<(), ImportError> {
+        out.clear();
+        loop {
+            if out.len() > MAX_NAME {
+                return self.fail("string longer than 32 KiB");
+            }
+            match self.next()? {
+                b'"' => return Ok(()),
+                b'\\' => match self.next()? {
+                    b'"' => out.push(b'"'),
+                    b'\\' => out.push(b'\\'),
+                    b'/' => out.push(b'/'),
+                    b'b' => out.push(8),
+                    b'f' => out.push(12),
+                    b'n' => out.push(b'\n'),
+                    b'r' => out.push(b'\r'),
+                    b't' => out.push(b'\t'),
+                    b'u' => self.unicode_escape(out)?,
+                    _ => return self.fail("invalid escape in string"),
+                },
+                c if c < 0x20 => return self.fail("control character in string"),
+                c => out.push(c),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, ImportError> {
+        let mut v = 0;
+        for _ in 0..4 {
+            let c = self.next()?;
+            let d = (c as char).to_digit(16);
+            match d {
+                Some(d) => v = v * 16 + d,
+                None => return self.fail("invalid \\u escape"),
+            }
+        }
+        Ok(v)
+    }
+
+    fn unicode_escape(&mut self, out: &mut Vec<u8>) -> Result<(), ImportError> {
+        let mut cp = self.hex4()?;
+        if (0xD800..0xDC00).contains(&cp) && self.peek()? == Some(b'\\') {
+            // A high surrogate: take a following low surrogate if there is one.
+            self.next()?;
+            if self.next()? != b'u' {
+                return self.fail("invalid escape in string");
+            }
+            let lo = self.hex4()?;
+            if (0xDC00..0xE000).contains(&lo) {
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            } else {
+                push_wtf8(out, cp);
+                cp = lo;
+            }
+        }
+        push_wtf8(out, cp);
+        Ok(())
+    }
+
+    /// An unsigned integer; `allow_fraction` accepts and drops a fractional part (mtime).
+    fn number(&mut self, first: u8, allow_fraction: bool) -> Result<u64, ImportError> {
+        if first == b'-' {
+            return self.fail("expected an unsigned number");
+        }
+        if !first.is_ascii_digit() {
+            return self.fail("expected a number");
+        }
+        let mut v: u64 = (first - b'0') as u64;
+        while let Some(c @ b'0'..=b'9') = self.peek()? {
+            self.next()?;
+            v = match v.checked_mul(10).and_then(|v| v.checked_add((c - b'0') as u64)) {
+                Some(v) => v,
+                None => return self.fail("integer out of range"),
+            };
+        }
+        if let Some(b'.' | b'e' | b'E') = self.peek()? {
+            if !allow_fraction {
+                return self.fail("expected an integer");
+            }
+            while let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = self.peek()? {
+                self.next()?;
+            }
+        }
+        Ok(v)
+    }
+
+    /// Skips any JSON value whose first byte was `first`, to a bounded depth.
+    fn skip_value(&mut self, first: u8, depth: usize) -> Result<(), ImportError> {
+        if depth > 64 {
+            return self.fail("unknown value nested too deeply");
+        }
+        let mut scratch = Vec::new();
+        match first {
+            b'"' => self.string(&mut scratch),
+            b't' => self.literal(b"rue"),
+            b'f' => self.literal(b"alse"),
+            b'n' => self.literal(b"ull"),
+            b'-' | b'0'..=b'9' => {
+                while let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = self.peek()? {
+                    self.next()?;
+                }
+                Ok(())
+            }
+            b'[' | b'{' => {
+                let close = if first == b'[' { b']' } else { b'}' };
+                self.skip_ws()?;
+                if self.peek()? == Some(close) {
+                    self.next()?;
+                    return Ok(());
+                }
+                loop {
+                    if first == b'{' {
+                        self.expect(b'"')?;
+                        self.string(&mut scratch)?;
+                        self.expect(b':')?;
+                    }
+                    let t = self.token()?;
+                    self.skip_value(t, depth + 1)?;
+                    match self.token()? {
+                        b',' => continue,
+                        c if c == close => return Ok(()),
+                        _ => return self.fail("expected ',' or a closing bracket"),
+                    }
+                }
+            }
+            _ => self.fail("invalid JSON value"),
+        }
+    }
+
+    fn bool_value(&mut self) -> Result<bool, ImportError> {
+        match self.token()? {
+            b't' => self.literal(b"rue").map(|_| true),
+            b'f' => self.literal(b"alse").map(|_| false),
+            _ => self.fail("expected true or false"),
+        }
+    }
+}
+
+/// Encodes a code point as UTF-8, or a lone surrogate as WTF-8 (lossless).
+fn push_wtf8(out: &mut Vec<u8>, cp: u32) {
+    if cp < 0x80 {
+        out.push(cp as u8);
+    } else if cp < 0x800 {
+        out.extend_from_slice(&[0xC0 | (cp >> 6) as u8, 0x80 | (cp & 0x3F) as u8]);
+    } else if cp < 0x10000 {
+        out.extend_from_slice(&[0xE0 | (cp >> 12) as u8, 0x80 | ((cp >> 6) & 0x3F) as u8, 0x80 | (cp & 0x3F) as u8]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (cp >> 18) as u8,
+            0x80 | ((cp >> 12) & 0x3F) as u8,
+            0x80 | ((cp >> 6) & 0x3F) as u8,
+            0x80 | (cp & 0x3F) as u8,
+        ]);
+    }
+}
+
+/// One info object as read.
+#[derive(Default, Clone)]
+struct Info {
+    name: Vec<u8>,
+    has_name: bool,
+    asize: u64,
+    dsize: u64,
+    dev: Option<u64>,
+    ino: u64,
+    nlink: u64,
+    hlnkc: bool,
+    read_error: bool,
+    excluded: Option<u8>,
+    notreg: bool,
+}
+
+/// A directory being read: its record and its direct children so far.
+struct Open {
+    dir: u32,
+    dev: u64,
+    /// gdu: the directory's cumulative sizes as written.
+    cumulative: Option<(u64, u64)>,
+    children: Vec<Child>,
+    names: Vec<u8>,
+}
+
+struct Child {
+    name: (usize, usize),
+    flags: u8,
+    disk: u64,
+    apparent: u64,
+    dir: Option<u32>,
+    dev: u64,
+    ino: u64,
+    nlink: u32,
+}
+
+/// What an import produced.
+pub struct Imported {
+    pub root: u32,
+    pub progname: String,
+}
+
+struct Importer<'a, R: BufRead> {
+    input: Input<R>,
+    arena: &'a Arena,
+    cursor: NameCursor,
+    links: HashMap<(u64, u64), u32>,
+    cumulative_dirs: bool,
+}
+
+/// Reads an ncdu JSON export into `arena`; the root directory is returned.
+pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> {
+    let mut im = Importer {
+        input: Input { r, offset: 0 },
+        arena,
+        cursor: NameCursor::default(),
+        links: HashMap::new(),
+        cumulative_dirs: false,
+    };
+    let i = &mut im.input;
+    i.expect(b'[')?;
+    let t = i.token()?;
+    let major = i.number(t, false)?;
+    if major != 1 {
+        return i.fail(format!("unsupported format version {major} (only 1 is known)"));
+    }
+    i.expect(b',')?;
+    let t = i.token()?;
+    let minor = i.number(t, false)?;
+    if minor > 10_000 {
+        return i.fail("invalid minor version");
+    }
+    i.expect(b',')?;
+    let progname = im.metadata()?;
+    // gdu (since its #603) writes cumulative directory sizes and an `items` count.
+    im.cumulative_dirs = progname == "gdu";
+    im.input.expect(b',')?;
+    im.input.expect(b'[')?;
+    let root = im.tree()?;
+    loop {
+        match im.input.token()? {
+            b',' => {
+                let t = im.input.token()?;
+                im.input.skip_value(t, 0)?;
+            }
+            b']' => break,
+            _ => return im.input.fail("expected ',' or ']'"),
+        }
+    }
+    im.input.skip_ws()?;
+    if im.input.peek()?.is_some() {
+        return im.input.fail("trailing data after the export");
+    }
+    Ok(Imported { root, progname })
+}
+
+impl<R: BufRead> Importer<'_, R> {
+    fn metadata(&mut self) -> Result<String, ImportError> {
+        let i = &mut self.input;
+        i.expect(b'{')?;
+        let mut progname = String::new();
+        let mut key = Vec::new();
+        i.skip_ws()?;
+        if i.peek()? == Some(b'}') {
+            i.next()?;
+            return Ok(progname);
+        }
+        loop {
+            i.expect(b'"')?;
+            i.string(&mut key)?;
+            i.expect(b':')?;
+            let t = i.token()?;
+            if key == b"progname" && t == b'"' {
+                let mut v = Vec::new();
+                i.string(&mut v)?;
+                progname = String::from_utf8_lossy(&v).into_owned();
+            } else {
+                i.skip_value(t, 1)?;
+            }
+            match i.token()? {
+                b',' => continue,
+                b'}' => return Ok(progname),
+                _ => return i.fail("expected ',' or '}'"),
+            }
+        }
+    }
+
+    /// An info object (the `{` consumed).
+    fn info(&mut self) -> Result<Info, ImportError> {
+        let mut info = Info::default();
+        let mut key = Vec::new();
+        let i = &mut self.input;
+        i.skip_ws()?;
+        if i.peek()? == Some(b'}') {
+            return i.fail("entry without a name");
+        }
+        loop {
+            i.expect(b'"')?;
+            i.string(&mut key)?;
+            i.expect(b':')?;
+            match key.as_slice() {
+                b"name" => {
+                    if info.has_name {
+                        return i.fail("duplicate name key");
+                    }
+                    i.expect(b'"')?;
+                    i.string(&mut info.name)?;
+                    info.has_name = true;
+                }
+                b"asize" | b"dsize" | b"dev" | b"ino" | b"nlink" => {
+                    let t = i.token()?;
+                    let v = i.number(t, false)?;
+                    match key.as_slice() {
+                        b"asize" | b"dsize" if v > MAX_SIZE => return i.fail("size out of range"),
+                        b"asize" => info.asize = v,
+                        b"dsize" => info.dsize = v,
+                        b"dev" => info.dev = Some(v),
+                        b"ino" => info.ino = v,
+                        _ if v > u32::MAX as u64 => return i.fail("integer out of range"),
+                        _ => info.nlink = v,
+                    }
+                }
+                b"hlnkc" => info.hlnkc = i.bool_value()?,
+                b"read_error" => info.read_error = i.bool_value()?,
+                b"notreg" => info.notreg = i.bool_value()?,
+                b"excluded" => {
+                    i.expect(b'"')?;
+                    let mut v = Vec::new();
+                    i.string(&mut v)?;
+                    info.excluded =
+                        Some(if v == b"otherfs" || v == b"othfs" { arena::F_OTHER_FS } else { arena::F_EXCLUDED });
+                }
+                _ => {
+                    let t = i.token()?;
+                    i.skip_value(t, 1)?;
+                }
+            }
+            match i.token()? {
+                b',' => continue,
+                b'}' => break,
+                _ => return i.fail("expected ',' or '}'"),
+            }
+        }
+        if !info.has_name {
+            return i.fail("entry without a name");
+        }
+        Ok(info)
+    }
+
+    fn open_dir(&mut self, info: &Info, parent: Option<&Open>) -> Result<Open, ImportError> {
+        let (parent_dir, parent_dev) = parent.map_or((NO_DIR, 0), |p| (p.dir, p.dev));
+        let own = if self.cumulative_dirs { (0, 0) } else { (info.dsize, info.asize) };
+        let dir = self.arena.new_dir_detached(parent_dir, own.0, own.1).map_err(|_| self.too_big())?;
+        let dev = info.dev.unwrap_or(parent_dev);
+        if parent.is_none() || dev != parent_dev {
+            self.arena.set_dev(dir, dev);
+        }
+        let cumulative = self.cumulative_dirs.then_some((info.dsize, info.asize));
+        if info.read_error {
+            self.arena.set_dir_flags(dir, arena::D_READ_ERROR);
+            self.arena.mark_error_below(parent_dir);
+        }
+        Ok(Open { dir, dev, cumulative, children: Vec::new(), names: Vec::new() })
+    }
+
+    fn too_big(&self) -> ImportError {
+        ImportError { offset: self.input.offset, msg: "too many entries for the arena".into() }
+    }
+
+    /// Reads a directory array (its `[` consumed) and everything below it, with an
+    /// explicit stack rather than recursion.
+    fn tree(&mut self) -> Result<u32, ImportError> {
+        self.input.expect(b'{')?;
+        let root_info = self.info()?;
+        if root_info.excluded.is_some() {
+            return self.input.fail("the root must be a readable directory");
+        }
+        let mut stack = vec![self.open_dir(&root_info, None)?];
+        let root_dir = stack[0].dir;
+        let mut root_pending = Some(root_info);
+        loop {
+            match self.input.token()? {
+                b']' => {
+                    let done = stack.pop().expect("stack holds the open directory");
+                    let is_root = stack.is_empty();
+                    let entry_info = if is_root { root_pending.take() } else { None };
+                    self.close_dir(done, stack.last_mut(), entry_info)?;
+                    if is_root {
+                        return Ok(root_dir);
+                    }
+                    continue;
+                }
+                b',' => {}
+                _ => return self.input.fail("expected ',' or ']'"),
+            }
+            match self.input.token()? {
+                b'{' => {
+                    let info = self.info()?;
+                    let top = stack.last_mut().expect("stack holds the open directory");
+                    let child = self.child_of(&info, top, None);
+                    top.children.push(child);
+                }
+                b'[' => {
+                    if stack.len() >= MAX_DEPTH {
+                        return self.input.fail("directories nested too deeply");
+                    }
+                    self.input.expect(b'{')?;
+                    let info = self.info()?;
+                    if info.excluded.is_some() {
+                        // An excluded directory is a one-element array.
+                        let top = stack.last_mut().expect("stack holds the open directory");
+                        let mut child = self.child_of(&info, top, None);
+                        child.flags = (child.flags & !3) | arena::KIND_DIR;
+                        top.children.push(child);
+                        if self.input.token()? != b']' {
+                            return self.input.fail("unexpected contents in an excluded directory");
+                        }
+                        continue;
+                    }
+                    let open = self.open_dir(&info, stack.last())?;
+                    let top = stack.last_mut().expect("stack holds the open directory");
+                    let child = self.child_of(&info, top, Some(open.dir));
+                    top.children.push(child);
+                    stack.push(open);
+                }
+                _ => return self.input.fail("expected an entry ('{' or '[')"),
+            }
+        }
+    }
+
+    fn child_of(&self, info: &Info, top: &mut Open, dir: Option<u32>) -> Child {
+        let start = top.names.len();
+        top.names.extend_from_slice(&info.name);
+        let mut flags = match (dir, info.notreg) {
+            (Some(_), _) => arena::KIND_DIR,
+            (None, true) => arena::KIND_OTHER,
+            (None, false) => arena::KIND_FILE,
+        };
+        if let Some(x) = info.excluded {
+            flags = arena::KIND_OTHER | x;
+        } else if info.read_error && dir.is_none() {
+            flags = arena::KIND_FILE | arena::F_ERROR;
+        } else if dir.is_none() && (info.hlnkc || info.nlink > 1) {
+            flags |= arena::F_HARDLINK;
+        }
+        let bad = info.excluded.is_some() || (info.read_error && dir.is_none());
+        Child {
+            name: (start, top.names.len()),
+            flags,
+            disk: if bad || self.cumulative_dirs && dir.is_some() { 0 } else { info.dsize },
+            apparent: if bad || self.cumulative_dirs && dir.is_some() { 0 } else { info.asize },
+            dir,
+            dev: info.dev.unwrap_or(top.dev),
+            ino: info.ino,
+            nlink: info.nlink.max(u64::from(info.hlnkc) * 2) as u32,
+        }
+    }
+
+    /// Writes a finished directory's children under contiguous ids and adds them up.
+    fn close_dir(&mut self, d: Open, parent: Option<&mut Open>, root_info: Option<Info>) -> Result<(), ImportError> {
+        let a = self.arena;
+        let n = d.children.len() as u32;
+        let first = a.reserve_entries(n).map_err(|_| self.too_big())?;
+        let (mut disk, mut apparent) = (0u64, 0u64);
+        let mut errors = false;
+        for (k, c) in d.children.iter().enumerate() {
+            let id = first + k as u32;
+            let mut flags = c.flags;
+            if flags & arena::F_HARDLINK != 0 {
+                if let std::collections::hash_map::Entry::Vacant(v) = self.links.entry((c.dev, c.ino)) {
+                    v.insert(id);
+                } else {
+                    flags |= arena::F_DUP_LINK;
+                }
+            }
+            let e =
+                NewEntry { name: &d.names[c.name.0..c.name.1], flags, disk_bytes: c.disk, apparent_bytes: c.apparent };
+            a.write_entry(id, &e, &mut self.cursor).map_err(|_| self.too_big())?;
+            if flags & arena::F_HARDLINK != 0 {
+                a.note_link(id, c.dev, c.ino, c.nlink);
+            }
+            errors |= flags & arena::F_ERROR != 0;
+            match c.dir {
+                Some(sub) => {
+                    a.attach_dir(sub, id);
+                    disk += c.disk;
+                    apparent += c.apparent;
+                }
+                None if flags & 3 == arena::KIND_DIR => {
+                    // An excluded directory: a record with no children.
+                    let sub = a.new_dir(id, d.dir, 0, 0).map_err(|_| self.too_big())?;
+                    a.publish_children(sub, id, 0);
+                    a.set_dir_flags(sub, arena::D_DONE);
+                }
+                None if flags & arena::F_DUP_LINK == 0 => {
+                    disk += c.disk;
+                    apparent += c.apparent;
+                }
+                None => {}
+            }
+        }
+        a.add_up(d.dir, disk, apparent, n as u64);
+        if let Some((cum_disk, cum_apparent)) = d.cumulative {
+            let (td, ta, _) = a.dir_totals(d.dir);
+            let own = (cum_disk.saturating_sub(td), cum_apparent.saturating_sub(ta));
+            a.set_own(d.dir, own.0, own.1);
+            // The parent adds this directory's own size when it closes.
+            if let Some(p) = parent {
+                if let Some(c) = p.children.iter_mut().rev().find(|c| c.dir == Some(d.dir)) {
+                    c.disk = own.0;
+                    c.apparent = own.1;
+                }
+            }
+        }
+        if errors {
+            a.mark_error_below(d.dir);
+        }
+        a.publish_children(d.dir, first, n);
+        a.set_dir_flags(d.dir, arena::D_DONE);
+        if let Some(info) = root_info {
+            let id = a.reserve_entries(1).map_err(|_| self.too_big())?;
+            let own = a.dir_own(d.dir);
+            let e = NewEntry { name: &info.name, flags: arena::KIND_DIR, disk_bytes: own.0, apparent_bytes: own.1 };
+            a.write_entry(id, &e, &mut self.cursor).map_err(|_| self.too_big())?;
+            a.attach_dir(d.dir, id);
+        }
+        Ok(())
+    }
+}
