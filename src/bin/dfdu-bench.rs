@@ -28,6 +28,14 @@
 
 #![forbid(unsafe_code)]
 
+/// `println!` that ignores a closed stdout: `dfdu-bench run … | head` is not an error.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[path = "dfdu_bench/cli.rs"]
 mod cli;
 #[path = "dfdu_bench/gen.rs"]
@@ -78,10 +86,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let subcommand = args.remove(0).to_string_lossy().into_owned();
-    let wants_help = args
-        .iter()
-        .take_while(|a| *a != "--")
-        .any(|a| a == "-h" || a == "--help");
+    let wants_help = args.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help");
     let help = match subcommand.as_str() {
         "gen" => gen::HELP,
         "run" => run::HELP,
@@ -91,7 +96,7 @@ fn main() -> ExitCode {
         "gen" | "run" | "-h" | "--help" | "help"
             if wants_help || subcommand.starts_with('-') || subcommand == "help" =>
         {
-            println!("{help}");
+            say!("{help}");
             Ok(())
         }
         "gen" => gen::main(args),

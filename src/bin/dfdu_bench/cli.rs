@@ -20,11 +20,7 @@ pub struct Args {
 
 impl Args {
     pub fn new(items: Vec<OsString>) -> Args {
-        Args {
-            items: items.into(),
-            inline_value: None,
-            positional_only: false,
-        }
+        Args { items: items.into(), inline_value: None, positional_only: false }
     }
 
     pub fn next(&mut self) -> Result<Option<Arg>, String> {
@@ -55,18 +51,13 @@ impl Args {
     }
 
     pub fn value(&mut self, name: &str) -> Result<OsString, String> {
-        self.inline_value
-            .take()
-            .or_else(|| self.items.pop_front())
-            .ok_or_else(|| format!("{name} needs a value"))
+        self.inline_value.take().or_else(|| self.items.pop_front()).ok_or_else(|| format!("{name} needs a value"))
     }
 
     pub fn value_u64(&mut self, name: &str) -> Result<u64, String> {
         let value = self.value(name)?;
         let text = value.to_string_lossy();
-        text.replace('_', "")
-            .parse()
-            .map_err(|_| format!("{name}: not a number: {text}"))
+        text.replace('_', "").parse().map_err(|_| format!("{name}: not a number: {text}"))
     }
 
     /// Errors if an option that takes no value was written as `--name=value`.

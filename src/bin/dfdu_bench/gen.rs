@@ -62,7 +62,7 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
         let started = Instant::now();
         let tree = plan::plan(counts_for(args.id), args.id.seed);
         print_summary(&args.dir, &tree, started.elapsed().as_secs_f64());
-        println!("  (dry run: planned only, nothing created)");
+        say!("  (dry run: planned only, nothing created)");
         return Ok(());
     }
     let marker_path = marker_path(&args.dir);
@@ -77,11 +77,7 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let tree = plan::plan(counts, args.id.seed);
     let plan_s = started.elapsed().as_secs_f64();
     write_marker(&marker_path, &args, &tree, None)?;
-    eprintln!(
-        "dfdu-bench gen: planned {} entries in {plan_s:.1} s; creating {}",
-        counts.entries(),
-        args.dir.display()
-    );
+    eprintln!("dfdu-bench gen: planned {} entries in {plan_s:.1} s; creating {}", counts.entries(), args.dir.display());
     let phases = make::make(&args.dir, &tree, args.threads)?;
     let sync_started = Instant::now();
     let _ = Command::new("sync").status();
@@ -89,19 +85,21 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let elapsed_s = started.elapsed().as_secs_f64();
     write_marker(&marker_path, &args, &tree, Some(elapsed_s))?;
     print_summary(&args.dir, &tree, elapsed_s);
-    println!(
+    say!(
         "  phases         plan {plan_s:.1} s, directories {:.1} s, files and symlinks {:.1} s \
          ({} threads), hard links {:.1} s, sync {sync_s:.1} s",
-        phases.dirs_s, phases.files_s, args.threads, phases.links_s
+        phases.dirs_s,
+        phases.files_s,
+        args.threads,
+        phases.links_s
     );
-    println!("  marker         {}", marker_path.display());
+    say!("  marker         {}", marker_path.display());
     Ok(())
 }
 
 fn parse(args: Vec<OsString>) -> Result<GenArgs, String> {
     let mut args = Args::new(args);
-    let (mut entries, mut wide, mut seed, mut force, mut dry_run) =
-        (1_000_000u64, 0u64, 1u64, false, false);
+    let (mut entries, mut wide, mut seed, mut force, mut dry_run) = (1_000_000u64, 0u64, 1u64, false, false);
     let mut threads = cli::available_cores() * 2;
     let mut dir: Option<PathBuf> = None;
     while let Some(arg) = args.next()? {
@@ -128,28 +126,13 @@ fn parse(args: Vec<OsString>) -> Result<GenArgs, String> {
     let dir = dir.ok_or_else(|| format!("gen: DIR is missing\n\n{HELP}"))?;
     let entries = if wide > 0 { wide + 1 } else { entries };
     if !(plan::MIN_ENTRIES..=plan::MAX_ENTRIES).contains(&entries) && wide == 0 {
-        return Err(format!(
-            "gen: --entries must be {}..={}",
-            plan::MIN_ENTRIES,
-            plan::MAX_ENTRIES
-        ));
+        return Err(format!("gen: --entries must be {}..={}", plan::MIN_ENTRIES, plan::MAX_ENTRIES));
     }
     if wide > plan::MAX_ENTRIES {
         return Err(format!("gen: --wide must be at most {}", plan::MAX_ENTRIES));
     }
     let dir = strip_trailing_slashes(dir);
-    Ok(GenArgs {
-        id: TreeId {
-            plan_format: PLAN_FORMAT,
-            entries,
-            wide,
-            seed,
-        },
-        threads,
-        force,
-        dry_run,
-        dir,
-    })
+    Ok(GenArgs { id: TreeId { plan_format: PLAN_FORMAT, entries, wide, seed }, threads, force, dry_run, dir })
 }
 
 fn counts_for(id: TreeId) -> Counts {
@@ -167,10 +150,7 @@ fn strip_trailing_slashes(dir: PathBuf) -> PathBuf {
 
 /// `DIR.gentree.json`, next to DIR.
 pub fn marker_path(dir: &Path) -> PathBuf {
-    let mut name = dir
-        .file_name()
-        .map(OsString::from)
-        .unwrap_or_else(|| OsString::from("tree"));
+    let mut name = dir.file_name().map(OsString::from).unwrap_or_else(|| OsString::from("tree"));
     name.push(".gentree.json");
     dir.with_file_name(name)
 }
@@ -195,10 +175,7 @@ fn reuse_or_clear(args: &GenArgs, marker_path: &Path) -> Result<bool, String> {
     let old_id = marker_id(&marker);
     let complete = json::string(&marker, "state").as_deref() == Some("complete");
     if old_id == Some(args.id) && complete && dir_exists && !args.force {
-        println!(
-            "dfdu-bench gen: reusing {} (same arguments as its marker)",
-            args.dir.display()
-        );
+        say!("dfdu-bench gen: reusing {} (same arguments as its marker)", args.dir.display());
         print_marker_summary(&args.dir, &marker);
         return Ok(true);
     }
@@ -227,25 +204,13 @@ fn marker_id(marker: &str) -> Option<TreeId> {
 
 /// The command line that makes this tree, as recorded in the marker.
 fn command_line(args: &GenArgs) -> String {
-    let size = if args.id.wide > 0 {
-        format!("--wide {}", args.id.wide)
-    } else {
-        format!("--entries {}", args.id.entries)
-    };
-    format!(
-        "dfdu-bench gen {size} --seed {} {}",
-        args.id.seed,
-        args.dir.display()
-    )
+    let size =
+        if args.id.wide > 0 { format!("--wide {}", args.id.wide) } else { format!("--entries {}", args.id.entries) };
+    format!("dfdu-bench gen {size} --seed {} {}", args.id.seed, args.dir.display())
 }
 
 /// Writes the marker: `elapsed_s` None means "generating", Some means complete.
-fn write_marker(
-    path: &Path,
-    args: &GenArgs,
-    tree: &Plan,
-    elapsed_s: Option<f64>,
-) -> Result<(), String> {
+fn write_marker(path: &Path, args: &GenArgs, tree: &Plan, elapsed_s: Option<f64>) -> Result<(), String> {
     let counts = tree.counts;
     let fields: Vec<(&str, String)> = vec![
         ("generator", json::quote("dfdu-bench gen")),
@@ -253,14 +218,7 @@ fn write_marker(
         ("entries", args.id.entries.to_string()),
         ("wide", args.id.wide.to_string()),
         ("seed", args.id.seed.to_string()),
-        (
-            "state",
-            json::quote(if elapsed_s.is_some() {
-                "complete"
-            } else {
-                "generating"
-            }),
-        ),
+        ("state", json::quote(if elapsed_s.is_some() { "complete" } else { "generating" })),
         ("command", json::quote(&command_line(args))),
         ("dirs", counts.dirs.to_string()),
         ("files", counts.files.to_string()),
@@ -277,57 +235,25 @@ fn write_marker(
 
 fn print_summary(dir: &Path, tree: &Plan, elapsed_s: f64) {
     let c = tree.counts;
-    println!("dfdu-bench gen: {}", dir.display());
-    println!(
-        "  directories    {:>12} (incl. root; max depth {})",
-        cli::group(c.dirs),
-        tree.max_depth()
-    );
-    println!(
-        "  regular files  {:>12} (inodes; biggest directory holds {})",
-        cli::group(c.files),
-        tree.max_files_in_dir()
-    );
-    println!(
-        "  hard links     {:>12} extra names on {} inodes",
-        cli::group(c.link_names),
-        cli::group(c.link_inodes)
-    );
-    println!("  symlinks       {:>12}", cli::group(c.symlinks));
-    println!(
-        "  entries        {:>12} (find DIR | wc -l gives one more: a name has a newline)",
-        cli::group(c.entries())
-    );
-    println!(
-        "  file bytes     {:>12} (apparent, each inode once)",
-        cli::group(tree.file_bytes())
-    );
-    println!(
-        "  disk estimate  {:>12} (du -s -B1 should be close)",
-        cli::group(tree.estimated_disk_bytes())
-    );
-    println!("  elapsed        {elapsed_s:>12.1} s");
+    say!("dfdu-bench gen: {}", dir.display());
+    say!("  directories    {:>12} (incl. root; max depth {})", cli::group(c.dirs), tree.max_depth());
+    say!("  regular files  {:>12} (inodes; biggest directory holds {})", cli::group(c.files), tree.max_files_in_dir());
+    say!("  hard links     {:>12} extra names on {} inodes", cli::group(c.link_names), cli::group(c.link_inodes));
+    say!("  symlinks       {:>12}", cli::group(c.symlinks));
+    say!("  entries        {:>12} (find DIR | wc -l gives one more: a name has a newline)", cli::group(c.entries()));
+    say!("  file bytes     {:>12} (apparent, each inode once)", cli::group(tree.file_bytes()));
+    say!("  disk estimate  {:>12} (du -s -B1 should be close)", cli::group(tree.estimated_disk_bytes()));
+    say!("  elapsed        {elapsed_s:>12.1} s");
 }
 
 fn print_marker_summary(dir: &Path, marker: &str) {
-    let field = |key: &str| {
-        json::u64(marker, key)
-            .map(cli::group)
-            .unwrap_or_else(|| "?".into())
-    };
-    println!("  tree           {}", dir.display());
-    println!("  directories    {:>12} (incl. root)", field("dirs"));
-    println!("  regular files  {:>12}", field("files"));
-    println!(
-        "  hard links     {:>12} extra names on {} inodes",
-        field("hardlink_names"),
-        field("hardlink_inodes")
-    );
-    println!("  symlinks       {:>12}", field("symlinks"));
-    println!("  entries        {:>12}", field("entries"));
-    println!("  file bytes     {:>12} (apparent)", field("file_bytes"));
-    println!(
-        "  generated in   {:>12} s",
-        json::raw(marker, "elapsed_s").unwrap_or_default()
-    );
+    let field = |key: &str| json::u64(marker, key).map(cli::group).unwrap_or_else(|| "?".into());
+    say!("  tree           {}", dir.display());
+    say!("  directories    {:>12} (incl. root)", field("dirs"));
+    say!("  regular files  {:>12}", field("files"));
+    say!("  hard links     {:>12} extra names on {} inodes", field("hardlink_names"), field("hardlink_inodes"));
+    say!("  symlinks       {:>12}", field("symlinks"));
+    say!("  entries        {:>12}", field("entries"));
+    say!("  file bytes     {:>12} (apparent)", field("file_bytes"));
+    say!("  generated in   {:>12} s", json::raw(marker, "elapsed_s").unwrap_or_default());
 }

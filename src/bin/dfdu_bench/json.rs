@@ -22,10 +22,7 @@ pub fn quote(text: &str) -> String {
 
 /// A flat object, one field per line; values must already be JSON (numbers or `quote`d).
 pub fn object(fields: &[(&str, String)]) -> String {
-    let body: Vec<String> = fields
-        .iter()
-        .map(|(key, value)| format!("  {}: {value}", quote(key)))
-        .collect();
+    let body: Vec<String> = fields.iter().map(|(key, value)| format!("  {}: {value}", quote(key))).collect();
     format!("{{\n{}\n}}\n", body.join(",\n"))
 }
 

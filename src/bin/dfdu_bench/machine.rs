@@ -19,14 +19,8 @@ pub fn machine() -> Machine {
         .lines()
         .find(|line| line.starts_with("model name"))
         .and_then(|line| line.split_once(':'))
-        .map_or_else(
-            || "unknown".to_string(),
-            |(_, model)| model.trim().to_string(),
-        );
-    let n_cpus_online = cpuinfo
-        .lines()
-        .filter(|line| line.starts_with("processor"))
-        .count();
+        .map_or_else(|| "unknown".to_string(), |(_, model)| model.trim().to_string());
+    let n_cpus_online = cpuinfo.lines().filter(|line| line.starts_with("processor")).count();
     let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let memory_kib: u64 = meminfo
         .lines()
@@ -34,8 +28,8 @@ pub fn machine() -> Machine {
         .and_then(|line| line.split_whitespace().nth(1))
         .and_then(|kib| kib.parse().ok())
         .unwrap_or(0);
-    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map_or_else(|_| "unknown".into(), |k| k.trim().into());
+    let kernel =
+        fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(|_| "unknown".into(), |k| k.trim().into());
     Machine {
         cpu_model,
         n_cpus_online,
@@ -61,15 +55,8 @@ pub fn filesystem_of(dir: &Path) -> String {
         }
         let mount_point = unescape_octal(left[4]);
         let covers = dir.starts_with(&mount_point);
-        if covers
-            && best
-                .as_ref()
-                .is_none_or(|(len, _)| mount_point.len() >= *len)
-        {
-            let description = format!(
-                "{} on {}, mounted at {mount_point} ({})",
-                right[0], right[1], left[5]
-            );
+        if covers && best.as_ref().is_none_or(|(len, _)| mount_point.len() >= *len) {
+            let description = format!("{} on {}, mounted at {mount_point} ({})", right[0], right[1], left[5]);
             best = Some((mount_point.len(), description));
         }
     }
@@ -82,13 +69,8 @@ fn unescape_octal(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut pos = 0;
     while pos < bytes.len() {
-        let octal = bytes
-            .get(pos + 1..pos + 4)
-            .and_then(|digits| std::str::from_utf8(digits).ok());
-        match (
-            bytes[pos],
-            octal.and_then(|digits| u8::from_str_radix(digits, 8).ok()),
-        ) {
+        let octal = bytes.get(pos + 1..pos + 4).and_then(|digits| std::str::from_utf8(digits).ok());
+        match (bytes[pos], octal.and_then(|digits| u8::from_str_radix(digits, 8).ok())) {
             (b'\\', Some(byte)) => {
                 out.push(byte);
                 pos += 4;
@@ -105,23 +87,15 @@ fn unescape_octal(field: &str) -> String {
 /// The 1, 5 and 15 minute load averages, as /proc/loadavg gives them.
 pub fn load_average() -> String {
     let text = fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    text.split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
+    text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 /// (UTC date "YYYY-MM-DD", UTC time "HH:MM") now.
 pub fn utc_now() -> (String, String) {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, secs_of_day) = (secs / 86_400, secs % 86_400);
     let (year, month, day) = civil_from_days(days as i64);
-    (
-        format!("{year:04}-{month:02}-{day:02}"),
-        format!("{:02}:{:02}", secs_of_day / 3600, secs_of_day % 3600 / 60),
-    )
+    (format!("{year:04}-{month:02}-{day:02}"), format!("{:02}:{:02}", secs_of_day / 3600, secs_of_day % 3600 / 60))
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day); Howard Hinnant's
@@ -130,16 +104,11 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    } as u32;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }

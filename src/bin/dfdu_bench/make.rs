@@ -71,11 +71,7 @@ pub fn make(root: &Path, plan: &Plan, threads: usize) -> Result<PhaseTimes, Stri
         fs::hard_link(&target, &path).map_err(|e| format!("link {}: {e}", path.display()))?;
     }
     let links_s = started.elapsed().as_secs_f64();
-    Ok(PhaseTimes {
-        dirs_s,
-        files_s,
-        links_s,
-    })
+    Ok(PhaseTimes { dirs_s, files_s, links_s })
 }
 
 /// The full path of every planned directory; the plan puts parents before children.
@@ -131,19 +127,9 @@ fn fill_dirs(plan: &Plan, dir_paths: &[PathBuf], threads: usize) -> Result<(), S
 
 /// Prints "done/total" to stderr every few seconds until all directories are taken (or a
 /// worker failed).
-fn report_progress(
-    entries_done: &AtomicU64,
-    total: u64,
-    cursor: &AtomicUsize,
-    n_dirs: usize,
-    failed: &AtomicBool,
-) {
+fn report_progress(entries_done: &AtomicU64, total: u64, cursor: &AtomicUsize, n_dirs: usize, failed: &AtomicBool) {
     let interactive = io::stderr().is_terminal();
-    let interval = if interactive {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_secs(15)
-    };
+    let interval = if interactive { Duration::from_secs(1) } else { Duration::from_secs(15) };
     let mut last = Instant::now();
     while cursor.load(Ordering::Relaxed) < n_dirs && !failed.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
@@ -169,20 +155,14 @@ fn fill_dir(dir_path: &Path, dir: &DirPlan, pattern: &[u8], threads: usize) -> R
     }
     for link in &dir.symlinks {
         let path = dir_path.join(OsStr::from_bytes(&link.name));
-        symlink(OsStr::from_bytes(&link.target), &path)
-            .map_err(|e| format!("symlink {}: {e}", path.display()))?;
+        symlink(OsStr::from_bytes(&link.target), &path).map_err(|e| format!("symlink {}: {e}", path.display()))?;
     }
     Ok(())
 }
 
 /// For one huge directory (`--wide`): this thread creates the files in plan order, so the
 /// directory is laid out the same on every run, and `helpers` threads write their data.
-fn fill_files_split(
-    dir_path: &Path,
-    dir: &DirPlan,
-    pattern: &[u8],
-    helpers: usize,
-) -> Result<(), String> {
+fn fill_files_split(dir_path: &Path, dir: &DirPlan, pattern: &[u8], helpers: usize) -> Result<(), String> {
     let (sender, receiver) = sync_channel::<(File, PathBuf, &FilePlan)>(QUEUE_FILES);
     let receiver = Mutex::new(receiver);
     let first_error: Mutex<Option<String>> = Mutex::new(None);
@@ -221,11 +201,7 @@ fn fill_files_split(
 }
 
 fn create(path: &Path) -> Result<File, String> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| format!("create {}: {e}", path.display()))
+    OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| format!("create {}: {e}", path.display()))
 }
 
 fn fill_file(file: &File, path: &Path, plan: &FilePlan, pattern: &[u8]) -> Result<(), String> {
@@ -270,10 +246,5 @@ fn allocate(path: &Path, size_bytes: u64) -> bool {
 
 /// Printable filler so that written files look like text; content does not matter.
 fn pattern_buffer() -> Vec<u8> {
-    b"dfdu-bench generated file contents.\n"
-        .iter()
-        .copied()
-        .cycle()
-        .take(CHUNK_BYTES)
-        .collect()
+    b"dfdu-bench generated file contents.\n".iter().copied().cycle().take(CHUNK_BYTES).collect()
 }

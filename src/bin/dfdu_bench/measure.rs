@@ -43,10 +43,7 @@ pub struct Timer {
 
 impl Timer {
     pub fn new() -> Timer {
-        let gnu_time = ["/usr/bin/time", "/bin/time"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|path| is_gnu_time(path));
+        let gnu_time = ["/usr/bin/time", "/bin/time"].iter().map(PathBuf::from).find(|path| is_gnu_time(path));
         let scratch = std::env::temp_dir().join(format!("dfdu-bench-{}.time", std::process::id()));
         Timer { gnu_time, scratch }
     }
@@ -59,50 +56,28 @@ impl Timer {
         let mut command = match &self.gnu_time {
             Some(time) => {
                 let mut command = Command::new(time);
-                command
-                    .args(["-f", "%U %S %M", "-o"])
-                    .arg(&self.scratch)
-                    .arg("--")
-                    .arg(program);
+                command.args(["-f", "%U %S %M", "-o"]).arg(&self.scratch).arg("--").arg(program);
                 command
             }
             None => Command::new(program),
         };
-        command
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // A stale line from the previous run must not be mistaken for this run's.
         let _ = fs::remove_file(&self.scratch);
         let started = Instant::now();
         let mut child = command.spawn()?;
         let mut stderr = child.stderr.take().expect("stderr was piped");
         let drain = std::thread::spawn(move || read_tail(&mut stderr));
-        io::copy(
-            &mut child.stdout.take().expect("stdout was piped"),
-            &mut io::sink(),
-        )?;
+        io::copy(&mut child.stdout.take().expect("stdout was piped"), &mut io::sink())?;
         let status = child.wait()?;
         let wall_s = started.elapsed().as_secs_f64();
         let stderr_tail = drain.join().unwrap_or_default();
-        let rusage = self
-            .gnu_time
-            .as_ref()
-            .and_then(|_| read_rusage(&self.scratch));
+        let rusage = self.gnu_time.as_ref().and_then(|_| read_rusage(&self.scratch));
         let failure = (!status.success()).then(|| {
-            let last = stderr_tail
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
+            let last = stderr_tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
             format!("{status}: {last}")
         });
-        Ok(Sample {
-            wall_s,
-            rusage,
-            failure,
-        })
+        Ok(Sample { wall_s, rusage, failure })
     }
 }
 
@@ -117,9 +92,7 @@ fn is_gnu_time(path: &Path) -> bool {
         .arg("--version")
         .stdin(Stdio::null())
         .output()
-        .is_ok_and(|out| {
-            String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).contains("GNU")
-        })
+        .is_ok_and(|out| String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).contains("GNU"))
 }
 
 /// Reads a stream to its end, keeping only its last `STDERR_TAIL_BYTES`.
@@ -147,11 +120,7 @@ fn read_rusage(path: &Path) -> Option<Rusage> {
     let user_s = fields.next()?.parse().ok()?;
     let sys_s = fields.next()?.parse().ok()?;
     let max_rss_kib = fields.next()?.parse().ok()?;
-    Some(Rusage {
-        user_s,
-        sys_s,
-        max_rss_kib,
-    })
+    Some(Rusage { user_s, sys_s, max_rss_kib })
 }
 
 /// `sync; echo 3 > /proc/sys/vm/drop_caches`: page cache, dentries and inodes (root only).

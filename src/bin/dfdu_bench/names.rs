@@ -104,9 +104,8 @@ const CAPITALISED: &[&str] = &[
 ];
 
 const EXTENSIONS: &[&str] = &[
-    "c", "h", "rs", "py", "js", "ts", "json", "md", "txt", "o", "go", "java", "html", "css", "yml",
-    "toml", "png", "jpg", "svg", "sh", "mk", "cpp", "hpp", "rb", "pl", "lock", "xml", "log", "gz",
-    "pdf",
+    "c", "h", "rs", "py", "js", "ts", "json", "md", "txt", "o", "go", "java", "html", "css", "yml", "toml", "png",
+    "jpg", "svg", "sh", "mk", "cpp", "hpp", "rb", "pl", "lock", "xml", "log", "gz", "pdf",
 ];
 
 /// Non-ASCII stems: NFC and NFD forms of the same word, stacked combining marks, RTL text
@@ -131,12 +130,7 @@ const UTF8_STEMS: &[&str] = &[
 
 /// Byte strings that are not UTF-8: Latin-1, stray continuation bytes, a truncated
 /// sequence and an overlong encoding of '/'.
-const INVALID_STEMS: &[&[u8]] = &[
-    b"latin1_caf\xe9",
-    b"bad\xff\xfe",
-    b"trunc\xe2\x82",
-    b"overlong\xc0\xaf",
-];
+const INVALID_STEMS: &[&[u8]] = &[b"latin1_caf\xe9", b"bad\xff\xfe", b"trunc\xe2\x82", b"overlong\xc0\xaf"];
 
 /// What kind of entry a name is for; only files carry an extension.
 #[derive(Clone, Copy, PartialEq)]
@@ -167,16 +161,9 @@ fn stem(rng: &mut Rng, kind: NameKind) -> (Vec<u8>, &'static str) {
     if roll < 0.0001 {
         (INVALID_STEMS[rng.index(INVALID_STEMS.len())].to_vec(), "_")
     } else if roll < 0.0051 {
-        (
-            UTF8_STEMS[rng.index(UTF8_STEMS.len())].as_bytes().to_vec(),
-            "_",
-        )
+        (UTF8_STEMS[rng.index(UTF8_STEMS.len())].as_bytes().to_vec(), "_")
     } else if roll < 0.0251 {
-        let phrase = format!(
-            "{} {}",
-            CAPITALISED[rng.index(CAPITALISED.len())],
-            word(rng)
-        );
+        let phrase = format!("{} {}", CAPITALISED[rng.index(CAPITALISED.len())], word(rng));
         (phrase.into_bytes(), " ")
     } else if roll < 0.0551 {
         (format!(".{}", word(rng)).into_bytes(), "_")

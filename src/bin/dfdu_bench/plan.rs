@@ -72,27 +72,15 @@ impl Counts {
         let dirs = (entries * DIRS_PER_MILLION / PER_MILLION).max(1);
         let link_names = entries * LINK_NAMES_PER_MILLION / PER_MILLION;
         let symlinks = entries * SYMLINKS_PER_MILLION / PER_MILLION;
-        let link_inodes = (link_names * LINK_INODES_PER_MILLION / LINK_NAMES_PER_MILLION)
-            .clamp(link_names.min(1), link_names);
+        let link_inodes =
+            (link_names * LINK_INODES_PER_MILLION / LINK_NAMES_PER_MILLION).clamp(link_names.min(1), link_names);
         let files = entries - dirs - link_names - symlinks;
-        Counts {
-            dirs,
-            files,
-            link_names,
-            link_inodes,
-            symlinks,
-        }
+        Counts { dirs, files, link_names, link_inodes, symlinks }
     }
 
     /// `files` regular files in the root and nothing else.
     pub fn for_wide(files: u64) -> Counts {
-        Counts {
-            dirs: 1,
-            files,
-            link_names: 0,
-            link_inodes: 0,
-            symlinks: 0,
-        }
+        Counts { dirs: 1, files, link_names: 0, link_inodes: 0, symlinks: 0 }
     }
 
     pub fn entries(&self) -> u64 {
@@ -151,11 +139,7 @@ pub struct Plan {
 impl Plan {
     /// Sum of the regular files' apparent sizes (each inode once).
     pub fn file_bytes(&self) -> u64 {
-        self.dirs
-            .iter()
-            .flat_map(|dir| &dir.files)
-            .map(|file| file.size_bytes)
-            .sum()
+        self.dirs.iter().flat_map(|dir| &dir.files).map(|file| file.size_bytes).sum()
     }
 
     /// A rough disk-use estimate: 4 KiB blocks for files, ext4 directory entries of
@@ -164,14 +148,8 @@ impl Plan {
         let block = |bytes: u64| bytes.div_ceil(4096) * 4096;
         let mut total = 0;
         for dir in &self.dirs {
-            let names = dir
-                .files
-                .iter()
-                .map(|f| &f.name)
-                .chain(dir.symlinks.iter().map(|s| &s.name));
-            let entry_bytes: u64 = names
-                .map(|name| 8 + (name.len() as u64).next_multiple_of(4))
-                .sum();
+            let names = dir.files.iter().map(|f| &f.name).chain(dir.symlinks.iter().map(|s| &s.name));
+            let entry_bytes: u64 = names.map(|name| 8 + (name.len() as u64).next_multiple_of(4)).sum();
             total += block(entry_bytes * 5 / 4).max(4096);
             for file in &dir.files {
                 total += match file.kind {
@@ -188,44 +166,25 @@ impl Plan {
     }
 
     pub fn max_files_in_dir(&self) -> usize {
-        self.dirs
-            .iter()
-            .map(|dir| dir.files.len())
-            .max()
-            .unwrap_or(0)
+        self.dirs.iter().map(|dir| dir.files.len()).max().unwrap_or(0)
     }
 }
 
 /// Plans the tree for `counts`. With one directory (`Counts::for_wide`) every file lands
 /// in the root.
 pub fn plan(counts: Counts, seed: u64) -> Plan {
-    let mut planner = Planner {
-        rng: Rng::new(seed),
-        dirs: vec![new_dir(0, 0, Vec::new(), false)],
-        taken: HashSet::new(),
-    };
+    let mut planner =
+        Planner { rng: Rng::new(seed), dirs: vec![new_dir(0, 0, Vec::new(), false)], taken: HashSet::new() };
     planner.plan_dirs(counts.dirs);
     let files_per_dir = planner.spread_files(counts.files);
     planner.plan_files(&files_per_dir, counts.files);
     planner.plan_symlinks(counts.symlinks);
     let links = planner.plan_links(counts.link_names, counts.link_inodes);
-    Plan {
-        dirs: planner.dirs,
-        links,
-        counts,
-    }
+    Plan { dirs: planner.dirs, links, counts }
 }
 
 fn new_dir(parent_idx: u32, depth: u32, name: Vec<u8>, in_chain: bool) -> DirPlan {
-    DirPlan {
-        parent_idx,
-        depth,
-        name,
-        files: Vec::new(),
-        symlinks: Vec::new(),
-        next_seq: 0,
-        in_chain,
-    }
+    DirPlan { parent_idx, depth, name, files: Vec::new(), symlinks: Vec::new(), next_seq: 0, in_chain }
 }
 
 struct Planner {
@@ -289,9 +248,8 @@ impl Planner {
     fn spread_files(&mut self, n_files: u64) -> Vec<u64> {
         let n_dirs = self.dirs.len();
         let mut per_dir = vec![0u64; n_dirs];
-        let candidates: Vec<usize> = (0..n_dirs)
-            .filter(|&idx| (3..=5).contains(&self.dirs[idx].depth) && !self.dirs[idx].in_chain)
-            .collect();
+        let candidates: Vec<usize> =
+            (0..n_dirs).filter(|&idx| (3..=5).contains(&self.dirs[idx].depth) && !self.dirs[idx].in_chain).collect();
         let mut assigned = 0;
         for share in BIG_DIR_SHARES_PER_MILLION {
             let count = n_files * share / PER_MILLION;
@@ -329,18 +287,14 @@ impl Planner {
             .collect();
         for _ in spread..rest {
             let point = self.rng.unit() * total_weight;
-            let idx = cumulative
-                .partition_point(|&sum| sum <= point)
-                .min(n_dirs - 1);
+            let idx = cumulative.partition_point(|&sum| sum <= point).min(n_dirs - 1);
             per_dir[idx] += 1;
         }
         per_dir
     }
 
     fn plan_files(&mut self, per_dir: &[u64], n_files: u64) {
-        let n_big = (n_files * BIG_FILES_PER_REFERENCE / REFERENCE_FILES)
-            .max(1)
-            .min(n_files);
+        let n_big = (n_files * BIG_FILES_PER_REFERENCE / REFERENCE_FILES).max(1).min(n_files);
         let n_sparse = (n_files * SPARSE_FILES_PER_REFERENCE / REFERENCE_FILES).max(1);
         let mut special: HashMap<u64, FileKind> = HashMap::new();
         for (kind, count) in [(FileKind::Allocated, n_big), (FileKind::Sparse, n_sparse)] {
@@ -366,11 +320,7 @@ impl Planner {
                 } else {
                     self.fresh_name(dir_idx as u32, NameKind::File)
                 };
-                self.dirs[dir_idx].files.push(FilePlan {
-                    name,
-                    size_bytes,
-                    kind,
-                });
+                self.dirs[dir_idx].files.push(FilePlan { name, size_bytes, kind });
                 ordinal += 1;
             }
         }
@@ -389,9 +339,7 @@ impl Planner {
             let dir_idx = self.rng.index(self.dirs.len()) as u32;
             let name = self.fresh_name(dir_idx, NameKind::Symlink);
             let target = self.symlink_target(dir_idx, &name);
-            self.dirs[dir_idx as usize]
-                .symlinks
-                .push(SymlinkPlan { name, target });
+            self.dirs[dir_idx as usize].symlinks.push(SymlinkPlan { name, target });
         }
     }
 
@@ -401,9 +349,7 @@ impl Planner {
         if roll < 0.30 {
             match self.random_file() {
                 Some((dir_idx, file_idx)) => {
-                    let name = self.dirs[dir_idx as usize].files[file_idx as usize]
-                        .name
-                        .clone();
+                    let name = self.dirs[dir_idx as usize].files[file_idx as usize].name.clone();
                     self.relative_path(from_idx, dir_idx, Some(&name))
                 }
                 None => b"no_such_file".to_vec(),
@@ -414,20 +360,10 @@ impl Planner {
         } else if roll < 0.65 {
             format!("missing_{}/{}", self.rng.below(1000), "gone.txt").into_bytes()
         } else if roll < 0.75 {
-            let loops: &[&[u8]] = if depth >= 2 {
-                &[b".", b"..", b"../.."]
-            } else {
-                &[b".", b".."]
-            };
+            let loops: &[&[u8]] = if depth >= 2 { &[b".", b"..", b"../.."] } else { &[b".", b".."] };
             loops[self.rng.index(loops.len())].to_vec()
         } else if roll < 0.87 {
-            const OUTSIDE: [&str; 5] = [
-                "/usr/share",
-                "/etc/hostname",
-                "/dev/null",
-                "/nonexistent/dfdu-bench",
-                "/tmp",
-            ];
+            const OUTSIDE: [&str; 5] = ["/usr/share", "/etc/hostname", "/dev/null", "/nonexistent/dfdu-bench", "/tmp"];
             OUTSIDE[self.rng.index(OUTSIDE.len())].as_bytes().to_vec()
         } else if roll < 0.94 {
             own_name.to_vec()
@@ -501,18 +437,10 @@ impl Planner {
         let mut links = Vec::with_capacity(n_names as usize);
         for (&(target_dir_idx, target_file_idx), &count) in targets.iter().zip(&names_per_target) {
             for _ in 0..count {
-                let dir_idx = if self.rng.chance(0.25) {
-                    target_dir_idx
-                } else {
-                    self.rng.index(self.dirs.len()) as u32
-                };
+                let dir_idx =
+                    if self.rng.chance(0.25) { target_dir_idx } else { self.rng.index(self.dirs.len()) as u32 };
                 let name = self.fresh_name(dir_idx, NameKind::File);
-                links.push(LinkPlan {
-                    dir_idx,
-                    name,
-                    target_dir_idx,
-                    target_file_idx,
-                });
+                links.push(LinkPlan { dir_idx, name, target_dir_idx, target_file_idx });
             }
         }
         links
@@ -540,23 +468,14 @@ fn chain_lengths(n_dirs: u64) -> Vec<u64> {
     let budget = (n_dirs - 1) / 3;
     CHAIN_LENGTHS
         .iter()
-        .map(|&length| {
-            if budget >= full {
-                length
-            } else {
-                length * budget / full
-            }
-        })
+        .map(|&length| if budget >= full { length } else { length * budget / full })
         .filter(|&length| length > 0)
         .collect()
 }
 
 /// Directories outside the chains per depth 1, 2, …; no depth is empty below a full one.
 fn shallow_depth_counts(n_shallow: u64) -> Vec<u64> {
-    let mut counts: Vec<u64> = DEPTH_PER_MILLE
-        .iter()
-        .map(|&pm| n_shallow * pm / 1000)
-        .collect();
+    let mut counts: Vec<u64> = DEPTH_PER_MILLE.iter().map(|&pm| n_shallow * pm / 1000).collect();
     let spread: u64 = counts.iter().sum();
     counts[3] += n_shallow - spread;
     for depth in 1..counts.len() {

@@ -75,34 +75,18 @@ pub struct Stats {
 
 pub fn stats(values: &[f64]) -> Stats {
     if values.is_empty() {
-        return Stats {
-            median: f64::NAN,
-            mean: f64::NAN,
-            sd: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-        };
+        return Stats { median: f64::NAN, mean: f64::NAN, sd: f64::NAN, min: f64::NAN, max: f64::NAN };
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
     let mean = sorted.iter().sum::<f64>() / n as f64;
     let variance = match n {
         1 => 0.0,
         _ => sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64,
     };
-    Stats {
-        median,
-        mean,
-        sd: variance.sqrt(),
-        min: sorted[0],
-        max: sorted[n - 1],
-    }
+    Stats { median, mean, sd: variance.sqrt(), min: sorted[0], max: sorted[n - 1] }
 }
 
 pub fn render(input: &Input) -> String {
@@ -117,11 +101,7 @@ pub fn render(input: &Input) -> String {
 fn header(out: &mut String, input: &Input) {
     let m = &input.machine;
     let dir_name = input.dir.file_name().unwrap_or_default().to_string_lossy();
-    let cache = if input.cold {
-        "cold cache"
-    } else {
-        "warm cache"
-    };
+    let cache = if input.cold { "cold cache" } else { "warm cache" };
     let _ = writeln!(out, "# dfdu benchmark: {dir_name}, {cache}\n");
     let _ = writeln!(out, "- date: {}", input.date);
     let _ = writeln!(
@@ -132,24 +112,14 @@ fn header(out: &mut String, input: &Input) {
     let _ = writeln!(out, "- filesystem: {}", input.filesystem);
     let _ = writeln!(out, "- tree: {}", input.tree);
     let method = match input.cold {
-        true => format!(
-            "{} runs per tool, page cache dropped before every run",
-            input.runs
-        ),
-        false => format!(
-            "{} warm-up + {} counted runs per tool",
-            input.warmup, input.runs
-        ),
+        true => format!("{} runs per tool, page cache dropped before every run", input.runs),
+        false => format!("{} warm-up + {} counted runs per tool", input.warmup, input.runs),
     };
-    let _ = writeln!(
-        out,
-        "- method: {method}, interleaved round-robin (one run of every tool per round)"
-    );
+    let _ = writeln!(out, "- method: {method}, interleaved round-robin (one run of every tool per round)");
     let rusage = match &input.gnu_time {
-        Some(path) => format!(
-            "CPU time and peak RSS from GNU time ({}; 10 ms and 1 MiB-ish resolution)",
-            path.display()
-        ),
+        Some(path) => {
+            format!("CPU time and peak RSS from GNU time ({}; 10 ms and 1 MiB-ish resolution)", path.display())
+        }
         None => "GNU time not installed: no CPU time or peak RSS".to_string(),
     };
     let _ = writeln!(
@@ -159,33 +129,18 @@ fn header(out: &mut String, input: &Input) {
          piped and discarded",
         input.overhead_s * 1000.0
     );
-    let _ = writeln!(
-        out,
-        "- load average (1/5/15 min): {} before, {} after",
-        input.load_before, input.load_after
-    );
+    let _ = writeln!(out, "- load average (1/5/15 min): {} before, {} after", input.load_before, input.load_after);
     if !input.skipped.is_empty() {
-        let _ = writeln!(
-            out,
-            "- skipped (not installed): {}",
-            input.skipped.join(", ")
-        );
+        let _ = writeln!(out, "- skipped (not installed): {}", input.skipped.join(", "));
     }
     out.push('\n');
 }
 
 fn time_table(out: &mut String, input: &Input) {
-    let walls: Vec<Vec<f64>> = input
-        .results
-        .iter()
-        .map(|result| result.samples.iter().map(|s| s.wall_s).collect())
-        .collect();
+    let walls: Vec<Vec<f64>> =
+        input.results.iter().map(|result| result.samples.iter().map(|s| s.wall_s).collect()).collect();
     let medians: Vec<f64> = walls.iter().map(|w| stats(w).median).collect();
-    let dfdu_median = input
-        .tools
-        .iter()
-        .position(|tool| tool.name == "dfdu")
-        .map(|idx| medians[idx]);
+    let dfdu_median = input.tools.iter().position(|tool| tool.name == "dfdu").map(|idx| medians[idx]);
     let mut order: Vec<usize> = (0..input.tools.len()).collect();
     order.sort_by(|&a, &b| medians[a].total_cmp(&medians[b]));
     let _ = writeln!(out, "## Wall time (fastest median first)\n");
@@ -196,16 +151,9 @@ fn time_table(out: &mut String, input: &Input) {
     let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
     for idx in order {
         let wall = stats(&walls[idx]);
-        let ratio = dfdu_median.map_or_else(
-            || "n/a".to_string(),
-            |base| format!("{:.2}", wall.median / base),
-        );
+        let ratio = dfdu_median.map_or_else(|| "n/a".to_string(), |base| format!("{:.2}", wall.median / base));
         let result = &input.results[idx];
-        let name = if input.tools[idx].name == "dfdu" {
-            "**dfdu**".to_string()
-        } else {
-            input.tools[idx].name.clone()
-        };
+        let name = if input.tools[idx].name == "dfdu" { "**dfdu**".to_string() } else { input.tools[idx].name.clone() };
         let _ = writeln!(
             out,
             "| {name} | {:.3} | {:.3} ± {:.3} | {:.3} | {:.3} | {ratio} | {} | {} | {} |",
@@ -229,23 +177,12 @@ fn cpu_cell(samples: &[Sample]) -> String {
     }
     let user = stats(&usages.iter().map(|u| u.user_s).collect::<Vec<_>>()).median;
     let sys = stats(&usages.iter().map(|u| u.sys_s).collect::<Vec<_>>()).median;
-    let total = stats(
-        &usages
-            .iter()
-            .map(|u| u.user_s + u.sys_s)
-            .collect::<Vec<_>>(),
-    )
-    .median;
+    let total = stats(&usages.iter().map(|u| u.user_s + u.sys_s).collect::<Vec<_>>()).median;
     format!("{total:.2} ({user:.2} / {sys:.2})")
 }
 
 fn rss_cell(samples: &[Sample]) -> String {
-    match samples
-        .iter()
-        .filter_map(|s| s.rusage.as_ref())
-        .map(|u| u.max_rss_kib)
-        .max()
-    {
+    match samples.iter().filter_map(|s| s.rusage.as_ref()).map(|u| u.max_rss_kib).max() {
         Some(kib) => format!("{:.1}", kib as f64 / 1024.0),
         None => "—".to_string(),
     }
@@ -260,10 +197,7 @@ fn failures_cell(result: &ToolResult) -> String {
 
 fn byte_table(out: &mut String, input: &Input) {
     let r = input.reference;
-    let _ = writeln!(
-        out,
-        "## Byte totals (untimed run with each tool's raw-bytes output)\n"
-    );
+    let _ = writeln!(out, "## Byte totals (untimed run with each tool's raw-bytes output)\n");
     let _ = writeln!(
         out,
         "Reference: `du -s -B1` = {} (disk use, hard links once); `du -sb` = {} (apparent); \
@@ -282,12 +216,7 @@ fn byte_table(out: &mut String, input: &Input) {
         let row = match &check.reported {
             Ok(bytes) => {
                 let diff = i128::from(*bytes) - i128::from(r.disk_bytes);
-                format!(
-                    "{} | {} | {}",
-                    cli::group(*bytes),
-                    cli::group_signed(diff),
-                    explain(*bytes, r)
-                )
+                format!("{} | {} | {}", cli::group(*bytes), cli::group_signed(diff), explain(*bytes, r))
             }
             Err(why) => format!("— | — | {}", why.replace('|', "\\|")),
         };
@@ -305,40 +234,21 @@ pub fn explain(reported: u64, r: &Reference) -> String {
     let known: [(i128, &str); 7] = [
         (disk, "equal"),
         (no_dedup, "hard links not deduplicated (= du -l)"),
-        (
-            i128::from(r.apparent_bytes),
-            "apparent size (= du -sb), not disk use",
-        ),
-        (
-            disk - dirs_as_4k,
-            "every directory counted as 4 KiB, whatever its real size",
-        ),
+        (i128::from(r.apparent_bytes), "apparent size (= du -sb), not disk use"),
+        (disk - dirs_as_4k, "every directory counted as 4 KiB, whatever its real size"),
         (disk - root, "the root directory's own blocks left out"),
-        (
-            no_dedup - root,
-            "root directory left out, hard links not deduplicated",
-        ),
-        (
-            no_dedup - dirs_as_4k,
-            "directories as 4 KiB, hard links not deduplicated",
-        ),
+        (no_dedup - root, "root directory left out, hard links not deduplicated"),
+        (no_dedup - dirs_as_4k, "directories as 4 KiB, hard links not deduplicated"),
     ];
     let reported = i128::from(reported);
     known
         .iter()
         .find(|(value, _)| *value == reported)
-        .map_or_else(
-            || "unexplained difference".to_string(),
-            |(_, why)| why.to_string(),
-        )
+        .map_or_else(|| "unexplained difference".to_string(), |(_, why)| why.to_string())
 }
 
 fn command_table(out: &mut String, input: &Input) {
-    let _ = writeln!(
-        out,
-        "## Commands and versions (DIR = {})\n",
-        input.dir.display()
-    );
+    let _ = writeln!(out, "## Commands and versions (DIR = {})\n", input.dir.display());
     let _ = writeln!(out, "| tool | timed command | version | binary |");
     let _ = writeln!(out, "|---|---|---|---|");
     for tool in input.tools {

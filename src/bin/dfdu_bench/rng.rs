@@ -13,9 +13,7 @@ pub struct Rng {
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         // Mix the seed once so that small seeds (0, 1, 2) do not start in similar states.
-        let mut rng = Rng {
-            state: seed ^ 0x6A09_E667_F3BC_C908,
-        };
+        let mut rng = Rng { state: seed ^ 0x6A09_E667_F3BC_C908 };
         rng.next_u64();
         rng
     }

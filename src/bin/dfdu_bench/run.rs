@@ -56,8 +56,7 @@ struct RunArgs {
 
 pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let args = parse(args)?;
-    let dir =
-        fs::canonicalize(&args.dir).map_err(|e| format!("run: {}: {e}", args.dir.display()))?;
+    let dir = fs::canonicalize(&args.dir).map_err(|e| format!("run: {}: {e}", args.dir.display()))?;
     if !dir.is_dir() {
         return Err(format!("run: {} is not a directory", dir.display()));
     }
@@ -102,32 +101,19 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
         gnu_time: timer.gnu_time().map(Path::to_path_buf),
     };
     let text = report::render(&input);
-    let out = args.out.unwrap_or_else(|| {
-        dir.parent()
-            .unwrap_or(&dir)
-            .join(format!("results-{date}.md"))
-    });
+    let out = args.out.unwrap_or_else(|| dir.parent().unwrap_or(&dir).join(format!("results-{date}.md")));
     fs::write(&out, &text).map_err(|e| format!("run: write {}: {e}", out.display()))?;
-    println!("{text}");
+    say!("{text}");
     eprintln!("dfdu-bench run: report written to {}", out.display());
     Ok(())
 }
 
 fn parse(args: Vec<OsString>) -> Result<RunArgs, String> {
     let mut args = Args::new(args);
-    let mut run = RunArgs {
-        dir: PathBuf::new(),
-        runs: 10,
-        warmup: None,
-        cold: false,
-        dfdu: None,
-        out: None,
-    };
+    let mut run = RunArgs { dir: PathBuf::new(), runs: 10, warmup: None, cold: false, dfdu: None, out: None };
     while let Some(arg) = args.next()? {
         let Arg::Opt(name) = arg else {
-            return Err(format!(
-                "run: unexpected argument (use --dir DIR)\n\n{HELP}"
-            ));
+            return Err(format!("run: unexpected argument (use --dir DIR)\n\n{HELP}"));
         };
         match name.as_str() {
             "--dir" => run.dir = PathBuf::from(args.value(&name)?),
@@ -165,24 +151,10 @@ fn reference_totals(dir: &Path) -> Result<Reference, String> {
         tools::parse_bytes(Parse::FirstNumber, &output.stdout)
             .ok_or_else(|| format!("run: du {}: no total in its output", flags.join(" ")))
     };
-    let (disk_bytes, apparent_bytes, no_dedup_bytes) = (
-        du(&["-s", "-B1"])?,
-        du(&["-sb"])?,
-        du(&["-s", "-B1", "-l"])?,
-    );
-    let root_dir_bytes = fs::symlink_metadata(dir)
-        .map_err(|e| format!("run: {}: {e}", dir.display()))?
-        .blocks()
-        * 512;
+    let (disk_bytes, apparent_bytes, no_dedup_bytes) = (du(&["-s", "-B1"])?, du(&["-sb"])?, du(&["-s", "-B1", "-l"])?);
+    let root_dir_bytes = fs::symlink_metadata(dir).map_err(|e| format!("run: {}: {e}", dir.display()))?.blocks() * 512;
     let (n_dirs, dir_bytes) = directory_bytes(dir)?;
-    Ok(Reference {
-        disk_bytes,
-        apparent_bytes,
-        no_dedup_bytes,
-        root_dir_bytes,
-        n_dirs,
-        dir_bytes,
-    })
+    Ok(Reference { disk_bytes, apparent_bytes, no_dedup_bytes, root_dir_bytes, n_dirs, dir_bytes })
 }
 
 /// (number of directories, their summed disk use) under `dir`, itself included. Iterative:
@@ -191,8 +163,7 @@ fn directory_bytes(dir: &Path) -> Result<(u64, u64), String> {
     let mut stack = vec![dir.to_path_buf()];
     let (mut n_dirs, mut bytes) = (0u64, 0u64);
     while let Some(path) = stack.pop() {
-        let meta =
-            fs::symlink_metadata(&path).map_err(|e| format!("run: {}: {e}", path.display()))?;
+        let meta = fs::symlink_metadata(&path).map_err(|e| format!("run: {}: {e}", path.display()))?;
         n_dirs += 1;
         bytes += meta.blocks() * 512;
         let entries = fs::read_dir(&path).map_err(|e| format!("run: {}: {e}", path.display()))?;
@@ -207,14 +178,10 @@ fn directory_bytes(dir: &Path) -> Result<(u64, u64), String> {
 
 fn byte_check(tool: &Tool) -> ByteCheck {
     if tool.bytes_args.is_none() {
-        return ByteCheck {
-            reported: Err("—".to_string()),
-        };
+        return ByteCheck { reported: Err("—".to_string()) };
     }
     eprintln!("  byte total (untimed): {}", tool.name);
-    ByteCheck {
-        reported: tools::reported_bytes(tool),
-    }
+    ByteCheck { reported: tools::reported_bytes(tool) }
 }
 
 fn harness_overhead(timer: &Timer) -> Result<f64, String> {
@@ -223,9 +190,7 @@ fn harness_overhead(timer: &Timer) -> Result<f64, String> {
     };
     let mut walls = Vec::with_capacity(OVERHEAD_RUNS);
     for _ in 0..OVERHEAD_RUNS {
-        let sample = timer
-            .run(&true_program, &[])
-            .map_err(|e| format!("run: true: {e}"))?;
+        let sample = timer.run(&true_program, &[]).map_err(|e| format!("run: true: {e}"))?;
         walls.push(sample.wall_s);
     }
     Ok(report::stats(&walls).median)
@@ -250,9 +215,8 @@ fn time_rounds(
             if cold {
                 measure::drop_caches()?;
             }
-            let sample: Sample = timer
-                .run(&tool.program, &tool.args)
-                .map_err(|e| format!("run: {}: {e}", tool.program.display()))?;
+            let sample: Sample =
+                timer.run(&tool.program, &tool.args).map_err(|e| format!("run: {}: {e}", tool.program.display()))?;
             line.push_str(&format!(" {} {:.3}", tool.name, sample.wall_s));
             if let Some(failure) = &sample.failure {
                 line.push_str(" (failed)");
@@ -270,10 +234,7 @@ fn time_rounds(
 /// How the tree was made, from its `gen` marker, or a note that it has none.
 fn tree_description(dir: &Path) -> String {
     let Ok(marker) = fs::read_to_string(gen::marker_path(dir)) else {
-        return format!(
-            "`{}` (no dfdu-bench marker: not a generated tree)",
-            dir.display()
-        );
+        return format!("`{}` (no dfdu-bench marker: not a generated tree)", dir.display());
     };
     let field = |key: &str| json::u64(&marker, key).map_or_else(|| "?".to_string(), cli::group);
     format!(

@@ -42,21 +42,11 @@ pub struct Tool {
 impl Tool {
     /// The timed command as one line for the report (program by its file name).
     pub fn command_line(&self, dir: &Path) -> String {
-        let program = self
-            .program
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy();
+        let program = self.program.file_name().unwrap_or_default().to_string_lossy();
         let args: Vec<String> = self
             .args
             .iter()
-            .map(|arg| {
-                if arg == dir.as_os_str() {
-                    "DIR".to_string()
-                } else {
-                    arg.to_string_lossy().into_owned()
-                }
-            })
+            .map(|arg| if arg == dir.as_os_str() { "DIR".to_string() } else { arg.to_string_lossy().into_owned() })
             .collect();
         format!("{program} {}", args.join(" "))
     }
@@ -101,15 +91,7 @@ const PEERS: &[Spec] = &[
         name: "pdu-t{NCPU}",
         program: "pdu",
         args: &["--max-depth", "1", "--threads", "{NCPU}", "{DIR}"],
-        bytes_args: Some(&[
-            "-b",
-            "plain",
-            "--max-depth",
-            "1",
-            "--threads",
-            "{NCPU}",
-            "{DIR}",
-        ]),
+        bytes_args: Some(&["-b", "plain", "--max-depth", "1", "--threads", "{NCPU}", "{DIR}"]),
         parse: Parse::LargestLeading,
         version_args: &["--version"],
     },
@@ -214,10 +196,7 @@ fn make_tool(spec: &Spec, program: PathBuf, dir: &Path, n_cpus: usize) -> Tool {
 pub fn find_program(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let cargo_bin = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo/bin"));
-    std::env::split_paths(&path)
-        .chain(cargo_bin)
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
+    std::env::split_paths(&path).chain(cargo_bin).map(|dir| dir.join(name)).find(|candidate| is_executable(candidate))
 }
 
 /// A `dfdu` next to this binary, as `cargo build --release --bin dfdu --bin dfdu-bench`
@@ -228,8 +207,7 @@ fn sibling_dfdu() -> Option<PathBuf> {
 }
 
 fn is_executable(path: &Path) -> bool {
-    path.metadata()
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    path.metadata().is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 fn quiet_success(program: &Path, args: &[&str]) -> bool {
@@ -245,23 +223,12 @@ fn quiet_success(program: &Path, args: &[&str]) -> bool {
 /// The first non-empty line of `program VERSION_ARGS` (stdout, else stderr), whitespace
 /// collapsed.
 fn version_of(program: &Path, version_args: &[&str]) -> String {
-    let Ok(output) = Command::new(program)
-        .args(version_args)
-        .stdin(Stdio::null())
-        .output()
-    else {
+    let Ok(output) = Command::new(program).args(version_args).stdin(Stdio::null()).output() else {
         return "unknown".to_string();
     };
-    let text = if output.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
-        output.stdout
-    } else {
-        output.stderr
-    };
+    let text = if output.stdout.iter().any(|b| !b.is_ascii_whitespace()) { output.stdout } else { output.stderr };
     let text = String::from_utf8_lossy(&text);
-    let line = text
-        .lines()
-        .find(|line| !line.trim().is_empty())
-        .unwrap_or("unknown");
+    let line = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("unknown");
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -278,14 +245,11 @@ pub fn reported_bytes(tool: &Tool) -> Result<u64, String> {
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let first = stderr.lines().next().unwrap_or("");
-        return Err(format!("exit status {}: {first}", output.status));
+        return Err(format!("{}: {first}", output.status));
     }
     parse_bytes(tool.parse, &output.stdout).ok_or_else(|| {
         let text = String::from_utf8_lossy(&output.stdout);
-        format!(
-            "could not read a total from: {}",
-            text.lines().next().unwrap_or("(no output)")
-        )
+        format!("could not read a total from: {}", text.lines().next().unwrap_or("(no output)"))
     })
 }
 
@@ -364,11 +328,7 @@ fn ncdu_disk_bytes(json: &[u8]) -> Option<u64> {
                 continue;
             }
             b'0'..=b'9' => {
-                let end = pos
-                    + json[pos..]
-                        .iter()
-                        .take_while(|b| b.is_ascii_digit())
-                        .count();
+                let end = pos + json[pos..].iter().take_while(|b| b.is_ascii_digit()).count();
                 let value: u64 = std::str::from_utf8(&json[pos..end]).ok()?.parse().ok()?;
                 entry.set(&key, value);
                 pos = end;
