@@ -1,7 +1,9 @@
 //! Just enough JSON for the tree marker: write a flat object, read one field back.
 //!
-//! The reader is not a parser: it finds `"key":` in a flat object that this tool wrote
-//! itself (keys are unique, values are numbers or strings), which is all the marker needs.
+//! The reader is not a parser: it finds the first `"key":` and reads the value after it.
+//! That is exact for the flat marker this tool writes itself (keys are unique, values are
+//! numbers or strings), and for the first root's total in `dfdu scan --json`. A string
+//! value can never fake a match: a quote inside a string is escaped as `\"`.
 
 /// A JSON string literal for `text`, with quotes, backslashes and control characters escaped.
 pub fn quote(text: &str) -> String {

@@ -25,6 +25,8 @@ pub enum Parse {
     Parenthesized,
     /// ncdu's JSON export, summing `dsize` and counting each hard-linked inode once.
     NcduJson,
+    /// `dfdu scan --json`: the first `"disk_bytes"` field, which is the first root's.
+    DfduScanJson,
 }
 
 pub struct Tool {
@@ -142,8 +144,8 @@ const DFDU_SCAN: Spec = Spec {
     name: "dfdu-scan",
     program: "dfdu",
     args: &["scan", "{DIR}"],
-    bytes_args: None,
-    parse: Parse::FirstNumber,
+    bytes_args: Some(&["scan", "--json", "{DIR}"]),
+    parse: Parse::DfduScanJson,
     version_args: &["--version"],
 };
 
@@ -272,6 +274,7 @@ pub fn parse_bytes(parse: Parse, output: &[u8]) -> Option<u64> {
             None => text.lines().next().and_then(leading_number),
         },
         Parse::NcduJson => ncdu_disk_bytes(output),
+        Parse::DfduScanJson => crate::json::u64(&text, "disk_bytes"),
     }
 }
 
