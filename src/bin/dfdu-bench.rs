@@ -68,7 +68,7 @@ const HELP: &str = "\
 dfdu-bench: test trees and timings for dfdu and its peers
 
 usage:
-  dfdu-bench gen [--entries N] [--wide N] [--seed N] [--threads N] [--force] DIR
+  dfdu-bench gen [--entries N] [--wide N] [--seed N] [--threads N] [--force] [--dry-run] DIR
   dfdu-bench run --dir DIR [--runs N] [--warmup N] [--cold] [--dfdu PATH] [--out FILE]
   dfdu-bench floor ...   (not provided; see `dfdu-bench floor`)
   dfdu-bench SUBCOMMAND --help";

@@ -21,7 +21,7 @@ use crate::plan::{self, Counts, Plan, PLAN_FORMAT};
 use crate::{json, make};
 
 pub const HELP: &str = "\
-dfdu-bench gen [--entries N] [--wide N] [--seed N] [--threads N] [--force] DIR
+dfdu-bench gen [--entries N] [--wide N] [--seed N] [--threads N] [--force] [--dry-run] DIR
 
 Generates a deterministic test tree at DIR (which must not exist, or be a tree made by an
 earlier run). The same seed gives the same names, sizes and link structure.

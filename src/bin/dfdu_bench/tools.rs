@@ -256,7 +256,7 @@ pub fn reported_bytes(tool: &Tool) -> Result<u64, String> {
 }
 
 pub fn parse_bytes(parse: Parse, output: &[u8]) -> Option<u64> {
-    let text = String::from_utf8_lossy(output);
+    let text = strip_ansi(&String::from_utf8_lossy(output));
     match parse {
         Parse::FirstNumber => text.lines().next().and_then(leading_number),
         Parse::LargestLeading => text.lines().filter_map(leading_number).max(),
@@ -276,6 +276,26 @@ pub fn parse_bytes(parse: Parse, output: &[u8]) -> Option<u64> {
         Parse::NcduJson => ncdu_disk_bytes(output),
         Parse::DfduScanJson => crate::json::u64(&text, "disk_bytes"),
     }
+}
+
+/// `text` without ANSI escape sequences (`ESC [ … final-byte`): some tools colour their
+/// output even into a pipe.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for code in chars.by_ref() {
+                if ('@'..='~').contains(&code) {
+                    break;
+                }
+            }
+        } else {
+            out.push(ch);
+        }
+    }
+    out
 }
 
 /// The integer at the start of `line` (after blanks), ignoring thousands separators.
