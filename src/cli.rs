@@ -202,7 +202,7 @@ fn parse_threshold(arg: &[u8]) -> Result<i128, NumError> {
     if neg && body.first().is_some_and(|c| c.is_ascii_whitespace() || *c == b'-' || *c == b'+') {
         return Err(NumError::Invalid);
     }
-    let (v, _) = units::parse_with_suffix(body, units::THRESHOLD_SUFFIXES)?;
+    let v = units::parse_with_suffix(body, units::THRESHOLD_SUFFIXES)?;
     let limit: u128 = if neg { 1 << 63 } else { (1 << 63) - 1 };
     if v as u128 > limit {
         return Err(NumError::Overflow);
@@ -210,32 +210,19 @@ fn parse_threshold(arg: &[u8]) -> Result<i128, NumError> {
     Ok(if neg { -(v as i128) } else { v as i128 })
 }
 
-/// `xstrtoul(arg, NULL, 0, ...)` for `--max-depth`: trailing text after the number is
-/// accepted, as GNU does; a sign, nothing or overflow is not.
+/// `--max-depth`: a whole number in C's base-0 syntax, nothing after it.
 fn parse_depth(arg: &[u8]) -> Option<u64> {
-    let t: Vec<u8> = arg.iter().copied().skip_while(|c| c.is_ascii_whitespace()).collect();
-    if t.first() == Some(&b'-') {
-        return None;
+    units::parse_with_suffix(arg, b"").ok()
+}
+
+/// Reads a whole file, or standard input for `-`.
+fn read_all(name: &std::ffi::OsStr) -> std::io::Result<Vec<u8>> {
+    if name == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
+        return Ok(buf);
     }
-    let digits_end = {
-        let body = t.strip_prefix(b"+").unwrap_or(&t);
-        let hex = body.len() > 2 && body[0] == b'0' && (body[1] | 0x20) == b'x' && body[2].is_ascii_hexdigit();
-        let skip = usize::from(t.first() == Some(&b'+')) + if hex { 2 } else { 0 };
-        let radix = if hex {
-            16
-        } else if body.first() == Some(&b'0') {
-            8
-        } else {
-            10
-        };
-        let n = t[skip..].iter().take_while(|c| (**c as char).is_digit(radix)).count();
-        if n == 0 {
-            return None;
-        }
-        (skip, skip + n, radix)
-    };
-    let (start, end, radix) = digits_end;
-    u64::from_str_radix(std::str::from_utf8(&t[start..end]).ok()?, radix).ok()
+    std::fs::read(name)
 }
 
 fn bytes_of(s: &std::ffi::OsStr) -> Vec<u8> {
@@ -259,8 +246,8 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
         null: false,
         all: false,
         apparent: false,
-        scale: units::parse_block_spec(env("DU_BLOCK_SIZE").as_deref(), env)
-            .unwrap_or_else(|_| Scale::plain(if posixly_correct { 512 } else { 1024 })),
+        // du ignores an invalid DU_BLOCK_SIZE, keeping whatever gnulib parsed of it.
+        scale: units::block_spec(env("DU_BLOCK_SIZE").as_deref(), env).0,
         total: false,
         deref: Deref::None,
         max_depth: u64::MAX,
@@ -329,9 +316,12 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
                         continue;
                     }
                     Err(choices) => {
-                        let _ = parser.optional_value();
+                        let typed = match parser.optional_value() {
+                            Some(v) => format!("{name}={}", v.to_string_lossy()),
+                            None => name,
+                        };
                         let list: String = choices.iter().map(|c| format!(" '--{c}'")).collect();
-                        eprintln!("{prog}: option '--{name}' is ambiguous; possibilities:{list}");
+                        eprintln!("{prog}: option '--{typed}' is ambiguous; possibilities:{list}");
                         ok = false;
                         continue;
                     }
@@ -405,7 +395,7 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
             'L' => o.deref = Deref::All,
             'P' => o.deref = Deref::None,
             'S' => o.separate_dirs = true,
-            'X' => match std::fs::read(value.as_deref().unwrap_or_default()) {
+            'X' => match read_all(value.as_deref().unwrap_or_default()) {
                 Ok(text) => o.exclude.add_lines(&text),
                 Err(e) => {
                     let errno = crate::meta::Errno(e.raw_os_error().unwrap_or(5));

@@ -116,31 +116,28 @@ fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
 
 /// Reads the NUL-separated names of `--files0-from`.
 fn read_files0(o: &DuOptions, f: &OsString) -> Result<Vec<Vec<u8>>, i32> {
-    let data = if f == "-" {
-        let mut buf = Vec::new();
-        io::Read::read_to_end(&mut io::stdin(), &mut buf).map(|_| buf)
+    let errno_of = |e: &io::Error| crate::platform::errno_text(Errno(e.raw_os_error().unwrap_or(5)));
+    let mut data = Vec::new();
+    let read = if f == "-" {
+        io::Read::read_to_end(&mut io::stdin(), &mut data)
     } else {
-        std::fs::read(f)
-    };
-    match data {
-        Ok(data) => {
-            let mut names: Vec<Vec<u8>> = data.split(|&b| b == 0).map(<[u8]>::to_vec).collect();
-            if data.last().is_none_or(|&b| b == 0) {
-                names.pop();
+        match std::fs::File::open(f) {
+            Ok(mut file) => io::Read::read_to_end(&mut file, &mut data),
+            Err(e) => {
+                eprintln!("{}: cannot open {} for reading: {}", o.prog, quoteaf(&os_bytes(f)), errno_of(&e));
+                return Err(1);
             }
-            Ok(names)
         }
-        Err(e) => {
-            let errno = Errno(e.raw_os_error().unwrap_or(5));
-            eprintln!(
-                "{}: cannot open {} for reading: {}",
-                o.prog,
-                quoteaf(&os_bytes(f)),
-                crate::platform::errno_text(errno)
-            );
-            Err(1)
-        }
+    };
+    if let Err(e) = read {
+        eprintln!("{}: {}: read error: {}", o.prog, quotef(&os_bytes(f)), errno_of(&e));
+        return Err(1);
     }
+    let mut names: Vec<Vec<u8>> = data.split(|&b| b == 0).map(<[u8]>::to_vec).collect();
+    if data.last().is_none_or(|&b| b == 0) {
+        names.pop();
+    }
+    Ok(names)
 }
 
 /// fts_open trims two or more trailing slashes down to one.
@@ -203,7 +200,9 @@ impl<W: Write> Run<'_, W> {
         let meta = match R::stat_path(&cpath, follow_root) {
             Ok(m) => m,
             Err(e) => {
-                self.error(format_args!("cannot access {}: {}", quoteaf(&path), Self::errno_text(e)));
+                let dangling = follow_root && e == Errno::NOENT && R::stat_path(&cpath, false).is_ok();
+                let msg = cannot_access(&path, if dangling { Errno(0) } else { e });
+                self.error(format_args!("{msg}"));
                 return;
             }
         };
@@ -326,8 +325,7 @@ impl<W: Write> Run<'_, W> {
                     }
                     ItemKind::NoAccess => {
                         push_name(&mut path, tree.name(it));
-                        let msg =
-                            format!("cannot access {}: {}", quoteaf(&path), Self::errno_text(Errno(it.target as i32)));
+                        let msg = cannot_access(&path, Errno(it.target as i32));
                         path.truncate(parent_len);
                         self.error(format_args!("{msg}"));
                     }
@@ -431,6 +429,16 @@ fn sort_items(tree: &mut Tree) {
             tree.items = order.iter().map(|&i| tree.items[i]).collect();
             times.items = order.iter().map(|&i| times.items[i]).collect();
         }
+    }
+}
+
+/// "cannot access 'x': reason"; errno 0 (a dangling symlink being followed) has no reason,
+/// as with GNU du.
+fn cannot_access(path: &[u8], e: Errno) -> String {
+    if e.0 == 0 {
+        format!("cannot access {}", quoteaf(path))
+    } else {
+        format!("cannot access {}: {}", quoteaf(path), crate::platform::errno_text(e))
     }
 }
 

@@ -5,6 +5,11 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Errno(pub i32);
 
+impl Errno {
+    pub const NOENT: Errno = Errno(2);
+    pub const NAMETOOLONG: Errno = Errno(36);
+}
+
 /// What kind of file an entry is, as far as disk usage cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

@@ -44,6 +44,8 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 const SPLIT_AFTER: u32 = 2048;
 /// Names per chunk job.
 const CHUNK_ENTRIES: usize = 2048;
+/// Path length (with its NUL) at which `stat` of a full path fails on Linux.
+const PATH_MAX: usize = 4096;
 /// Bound on the shared queue; beyond it jobs stay on the workers' own stacks.
 const SHARED_QUEUE_JOBS: usize = 256;
 
@@ -167,6 +169,15 @@ struct Node<D> {
     follow: bool,
     /// Path as du prints it, kept only when exclude patterns need it.
     path: Option<Vec<u8>>,
+    /// Length of that path (kept always: -L stops at PATH_MAX like GNU du).
+    path_len: usize,
+}
+
+impl<D> Node<D> {
+    /// Bytes `join_path` puts between this directory's path and a child's name.
+    fn separator(&self) -> usize {
+        usize::from(self.parent.is_some() || !self.name.to_bytes().ends_with(b"/"))
+    }
 }
 
 enum Job<D> {
@@ -225,6 +236,7 @@ pub fn scan<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta: &
         ino: root_meta.ino,
         follow: walk.follow_root,
         path: walk.exclude.map(|_| root.to_bytes().to_vec()),
+        path_len: root.to_bytes().len(),
     });
     let threads = walk.threads.max(1);
     std::thread::scope(|s| {
@@ -359,7 +371,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     join_path(&mut out, p, child.name.to_bytes());
                     out
                 });
+                let path_len = parent.path_len + parent.separator() + child.name.to_bytes().len();
                 let node = Arc::new(Node {
+                    path_len,
                     depth: parent.depth + 1,
                     parent: Some(parent),
                     name: child.name,
@@ -513,6 +527,12 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 return;
             }
         }
+        // Under -L, GNU du (fts with FTS_LOGICAL) stats full paths, so anything whose path
+        // reaches PATH_MAX is "File name too long" there; dfdu says the same.
+        if walk.follow_all && node.path_len + node.separator() + bytes.len() >= PATH_MAX {
+            sink.entry(&mut self.local, pos, bytes, Seen::Error(Errno::NAMETOOLONG));
+            return;
+        }
         let stat;
         let meta = match given {
             Some(m) if !(walk.follow_all && m.kind == Kind::Symlink) => m,
@@ -522,7 +542,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     &stat
                 }
                 Err(e) => {
-                    sink.entry(&mut self.local, pos, bytes, Seen::Error(e));
+                    // A dangling symlink under -L is reported without an error text, as
+                    // fts's FTS_SLNONE is: errno 0.
+                    let dangling = walk.follow_all && e == Errno::NOENT && R::stat_at(dir, name, false).is_ok();
+                    sink.entry(&mut self.local, pos, bytes, Seen::Error(if dangling { Errno(0) } else { e }));
                     return;
                 }
             },

@@ -66,6 +66,10 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             }
         }
         let width: Option<usize> = width.parse().ok();
+        // E and O modifiers select alternative forms; the C locale has none.
+        if let Some('E' | 'O') = chars.peek() {
+            chars.next();
+        }
         let Some(spec) = chars.next() else {
             out.push('%');
             break;
@@ -125,6 +129,16 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             'T' => format!("{:02}:{:02}:{:02}", lt.hour, lt.minute, lt.second),
             'R' => format!("{:02}:{:02}", lt.hour, lt.minute),
             'D' => format!("{:02}/{:02}/{:02}", lt.month, lt.day, lt.year.rem_euclid(100)),
+            'U' => num((lt.yearday as i64 + 7 - lt.weekday as i64) / 7, 2, '0'),
+            'W' => num((lt.yearday as i64 + 7 - (lt.weekday as i64 + 6) % 7) / 7, 2, '0'),
+            'V' => num(iso_week(lt).1, 2, '0'),
+            'G' => num(iso_week(lt).0, 1, '0'),
+            'g' => num(iso_week(lt).0.rem_euclid(100), 2, '0'),
+            'q' => num((lt.month as i64 - 1) / 3 + 1, 1, '0'),
+            'c' => format("%a %b %e %H:%M:%S %Y", t, lt),
+            'x' => format("%m/%d/%y", t, lt),
+            'X' => format("%H:%M:%S", t, lt),
+            'r' => format("%I:%M:%S %p", t, lt),
             'n' => "\n".to_string(),
             't' => "\t".to_string(),
             '%' => "%".to_string(),
@@ -137,6 +151,23 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
         }
     }
     out
+}
+
+/// (ISO 8601 week-based year, week number) of a date.
+fn iso_week(lt: &LocalTime) -> (i64, i64) {
+    // A year has 53 ISO weeks when it ends on a Thursday, or a Friday after a leap day
+    // (the usual p(y) formula: p(y) is the weekday of December 31, 0 = Sunday).
+    let p = |y: i64| (y + y.div_euclid(4) - y.div_euclid(100) + y.div_euclid(400)).rem_euclid(7);
+    let weeks_in = |y: i64| if p(y) == 4 || p(y - 1) == 3 { 53 } else { 52 };
+    let iso_wday = (lt.weekday as i64 + 6) % 7 + 1;
+    let week = (lt.yearday as i64 + 1 - iso_wday + 10) / 7;
+    if week < 1 {
+        (lt.year - 1, weeks_in(lt.year - 1))
+    } else if week > weeks_in(lt.year) {
+        (lt.year + 1, 1)
+    } else {
+        (lt.year, week)
+    }
 }
 
 #[cfg(test)]
@@ -155,5 +186,12 @@ mod tests {
         assert_eq!(format(&style_format("long-iso").unwrap(), t, &lt), "2023-11-14 22:13");
         assert_eq!(format(&style_format("iso").unwrap(), t, &lt), "2023-11-14");
         assert_eq!(format("%s %j %a %b %3N %%", t, &lt), "1700000000 318 Tue Nov 123 %");
+        assert_eq!(format("%c|%U|%W|%V|%G|%q", t, &lt), "Tue Nov 14 22:13:20 2023|46|46|46|2023|4");
+        // 2021-01-01 was a Friday in ISO week 53 of 2020.
+        let t = Timespec { sec: 1_609_459_200, nsec: 0 };
+        assert_eq!(format("%G-W%V %g", t, &utc(t.sec)), "2020-W53 20");
+        // 2024-12-30 (Monday) is in ISO week 1 of 2025.
+        let t = Timespec { sec: 1_735_516_800, nsec: 0 };
+        assert_eq!(format("%G-W%V", t, &utc(t.sec)), "2025-W01");
     }
 }

@@ -91,16 +91,27 @@ fn parse_c_uint(s: &[u8]) -> Result<(u64, usize), (NumError, usize)> {
     Ok((value, j))
 }
 
+/// The outcome of `xstrtoumax`: like gnulib, a value is left behind even on some errors
+/// (the number before a bad suffix, the scaled number before trailing junk, `u64::MAX`
+/// on overflow), and callers that ignore the error (the block-size variables) use it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub value: Option<u64>,
+    pub error: Option<NumError>,
+    /// Where the number's digits ended (the suffix starts here).
+    pub number_end: usize,
+}
+
 /// `xstrtoumax(s, &end, 0, &val, suffixes)`: a number, an optional unit suffix from
 /// `suffixes` (with `0` in `suffixes` allowing `KB`/`KiB` forms), and nothing after.
-/// Returns the value and where the suffix started (`None` = no digits were given).
-pub fn parse_with_suffix(s: &[u8], suffixes: &[u8]) -> Result<(u64, usize), NumError> {
+pub fn xstrtoumax(s: &[u8], suffixes: &[u8]) -> Parsed {
+    let fail = |error, value, number_end| Parsed { value, error: Some(error), number_end };
     let mut t = s;
     while let [b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r', rest @ ..] = t {
         t = rest;
     }
     if t.first() == Some(&b'-') {
-        return Err(NumError::Invalid);
+        return fail(NumError::Invalid, None, 0);
     }
     let (mut value, end, mut err) = match parse_c_uint(s) {
         Ok((v, end)) => (v, end, None),
@@ -109,19 +120,16 @@ pub fn parse_with_suffix(s: &[u8], suffixes: &[u8]) -> Result<(u64, usize), NumE
             if s.first().is_some_and(|c| suffixes.contains(c)) {
                 (1, 0, None)
             } else {
-                return Err(NumError::Invalid);
+                return fail(NumError::Invalid, None, 0);
             }
         }
     };
     let rest = &s[end..];
     if rest.is_empty() {
-        return match err {
-            Some(e) => Err(e),
-            None => Ok((value, end)),
-        };
+        return Parsed { value: Some(value), error: err, number_end: end };
     }
     if !suffixes.contains(&rest[0]) {
-        return Err(err.unwrap_or(NumError::InvalidSuffix));
+        return fail(err.unwrap_or(NumError::InvalidSuffix), Some(value), end);
     }
     let mut base: u64 = 1024;
     let mut used = 1;
@@ -133,22 +141,24 @@ pub fn parse_with_suffix(s: &[u8], suffixes: &[u8]) -> Result<(u64, usize), NumE
             used = 2;
         }
     }
+    // gnulib's switch knows these letters; lowercase e, p, z, y are "valid" in the
+    // suffix lists but have no case, so they are invalid suffixes.
     let power = match rest[0] {
-        b'b' => return scale_checked(value, 512, rest, 1, err),
-        b'B' => return scale_checked(value, 1024, rest, 1, err),
+        b'b' => return scaled(value.checked_mul(512), rest, 1, err, end),
+        b'B' => return scaled(value.checked_mul(1024), rest, 1, err, end),
+        b'w' => return scaled(value.checked_mul(2), rest, 1, err, end),
         b'c' => 0,
         b'k' | b'K' => 1,
         b'm' | b'M' => 2,
         b'g' | b'G' => 3,
         b't' | b'T' => 4,
-        b'p' | b'P' => 5,
-        b'e' | b'E' => 6,
-        b'z' | b'Z' => 7,
-        b'y' | b'Y' => 8,
+        b'P' => 5,
+        b'E' => 6,
+        b'Z' => 7,
+        b'Y' => 8,
         b'R' => 9,
         b'Q' => 10,
-        b'w' => return scale_checked(value, 2, rest, 1, err),
-        _ => return Err(err.unwrap_or(NumError::InvalidSuffix)),
+        _ => return fail(err.unwrap_or(NumError::InvalidSuffix), Some(value), end),
     };
     for _ in 0..power {
         match value.checked_mul(base) {
@@ -159,29 +169,31 @@ pub fn parse_with_suffix(s: &[u8], suffixes: &[u8]) -> Result<(u64, usize), NumE
             }
         }
     }
-    if rest.len() > used {
-        return Err(NumError::InvalidSuffix);
+    if rest.len() > used && err.is_none() {
+        err = Some(NumError::InvalidSuffix);
     }
-    match err {
-        Some(e) => Err(e),
-        None => Ok((value, end)),
-    }
+    Parsed { value: Some(value), error: err, number_end: end }
 }
 
-fn scale_checked(
-    value: u64,
-    by: u64,
-    rest: &[u8],
-    used: usize,
-    err: Option<NumError>,
-) -> Result<(u64, usize), NumError> {
-    if rest.len() > used {
-        return Err(NumError::InvalidSuffix);
+fn scaled(v: Option<u64>, rest: &[u8], used: usize, err: Option<NumError>, end: usize) -> Parsed {
+    let (value, mut err) = match v {
+        Some(v) => (v, err),
+        None => (u64::MAX, Some(NumError::Overflow)),
+    };
+    if rest.len() > used && err.is_none() {
+        err = Some(NumError::InvalidSuffix);
     }
-    if let Some(e) = err {
-        return Err(e);
+    Parsed { value: Some(value), error: err, number_end: end }
+}
+
+/// `xstrtoumax` as a plain result.
+pub fn parse_with_suffix(s: &[u8], suffixes: &[u8]) -> Result<u64, NumError> {
+    let p = xstrtoumax(s, suffixes);
+    match (p.error, p.value) {
+        (None, Some(v)) => Ok(v),
+        (Some(e), _) => Err(e),
+        (None, None) => Err(NumError::Invalid),
     }
-    value.checked_mul(by).map(|v| (v, 0)).ok_or(NumError::Overflow)
 }
 
 /// Suffixes `-B` and the block-size variables accept.
@@ -191,19 +203,15 @@ pub const THRESHOLD_SUFFIXES: &[u8] = b"kKmMGTPEZY0";
 
 /// gnulib `humblock`: a block-size spec to a scale. `None` spec means "look at
 /// BLOCK_SIZE, then BLOCKSIZE, then the default" (512 under POSIXLY_CORRECT, else 1024).
-pub fn parse_block_spec(spec: Option<&[u8]>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<Scale, NumError> {
-    let default = || {
-        if env("POSIXLY_CORRECT").is_some() {
-            512
-        } else {
-            1024
-        }
-    };
+/// On error the scale GNU would go on with (for the variables, whose errors du ignores)
+/// comes back too.
+pub fn block_spec(spec: Option<&[u8]>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> (Scale, Option<NumError>) {
+    let default = Scale::plain(if env("POSIXLY_CORRECT").is_some() { 512 } else { 1024 });
     let spec = match spec {
         Some(s) => s.to_vec(),
         None => match env("BLOCK_SIZE").or_else(|| env("BLOCKSIZE")) {
             Some(s) => s,
-            None => return Ok(Scale::plain(default())),
+            None => return (default, None),
         },
     };
     let mut style = Style::default();
@@ -214,18 +222,24 @@ pub fn parse_block_spec(spec: Option<&[u8]>, env: &dyn Fn(&str) -> Option<Vec<u8
     }
     let word = std::str::from_utf8(s).unwrap_or("");
     if !word.is_empty() && "human-readable".starts_with(word) && !"si".starts_with(word) {
-        return Ok(Scale { style: Style { autoscale: true, si: true, base_1024: true, ..style }, block_bytes: 1 });
+        return (Scale { style: Style { autoscale: true, si: true, base_1024: true, ..style }, block_bytes: 1 }, None);
     }
     if !word.is_empty() && "si".starts_with(word) && !"human-readable".starts_with(word) {
-        return Ok(Scale { style: Style { autoscale: true, si: true, ..style }, block_bytes: 1 });
+        return (Scale { style: Style { autoscale: true, si: true, ..style }, block_bytes: 1 }, None);
     }
-    let (bytes, digits_end) = parse_with_suffix(s, BLOCK_SUFFIXES)?;
+    let p = xstrtoumax(s, BLOCK_SUFFIXES);
+    if let Some(e) = p.error {
+        // humblock leaves the value xstrtoumax stored, with no unit style.
+        let bytes = p.value.filter(|&v| v > 0).unwrap_or(default.block_bytes);
+        return (Scale::plain(bytes), Some(e));
+    }
+    let bytes = p.value.unwrap_or(0);
     if bytes == 0 {
-        return Err(NumError::Invalid);
+        return (default, Some(NumError::Invalid));
     }
-    // A spec with no leading digits ("K", "MiB", "kB") prints the unit after each number.
-    let has_digits = s.first().is_some_and(|c| c.is_ascii_digit());
-    if !has_digits {
+    // Print the unit after each number when no digit comes before the suffix ("K",
+    // "MiB", "kB"; but not " 1K" or "+1K").
+    if !s[..p.number_end].iter().any(u8::is_ascii_digit) {
         style.si = true;
         let last = *s.last().unwrap_or(&0);
         if last == b'B' {
@@ -235,8 +249,15 @@ pub fn parse_block_spec(spec: Option<&[u8]>, env: &dyn Fn(&str) -> Option<Vec<u8
             style.base_1024 = true;
         }
     }
-    let _ = digits_end;
-    Ok(Scale { style, block_bytes: bytes })
+    (Scale { style, block_bytes: bytes }, None)
+}
+
+/// `block_spec` for the command line, where any error is fatal.
+pub fn parse_block_spec(spec: Option<&[u8]>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<Scale, NumError> {
+    match block_spec(spec, env) {
+        (scale, None) => Ok(scale),
+        (_, Some(e)) => Err(e),
+    }
 }
 
 const POWER_LETTERS: &[u8] = b"\0KMGTPEZYRQ";
@@ -350,6 +371,19 @@ mod tests {
     }
 
     #[test]
+    fn leading_blank_or_sign_means_no_unit_suffix() {
+        assert!(!spec(" 1K").unwrap().style.si);
+        assert!(!spec("+1K").unwrap().style.si);
+    }
+
+    #[test]
+    fn variables_keep_the_value_before_a_bad_suffix() {
+        assert_eq!(block_spec(Some(b"1Kx"), &|_| None).0.block_bytes, 1024);
+        assert_eq!(block_spec(Some(b"1e"), &|_| None).0.block_bytes, 1);
+        assert_eq!(block_spec(Some(b"x"), &|_| None).0.block_bytes, 1024);
+    }
+
+    #[test]
     fn default_block_size_follows_env() {
         let posix = parse_block_spec(None, &|k| (k == "POSIXLY_CORRECT").then(Vec::new)).unwrap();
         assert_eq!(posix.block_bytes, 512);
@@ -392,8 +426,10 @@ mod tests {
 
     #[test]
     fn thresholds_take_suffixes() {
-        assert_eq!(parse_with_suffix(b"10k", THRESHOLD_SUFFIXES).unwrap().0, 10240);
-        assert_eq!(parse_with_suffix(b"1MB", THRESHOLD_SUFFIXES).unwrap().0, 1_000_000);
+        assert_eq!(parse_with_suffix(b"10k", THRESHOLD_SUFFIXES), Ok(10240));
+        assert_eq!(parse_with_suffix(b"1MB", THRESHOLD_SUFFIXES), Ok(1_000_000));
         assert_eq!(parse_with_suffix(b"1g", THRESHOLD_SUFFIXES), Err(NumError::InvalidSuffix));
+        assert_eq!(parse_with_suffix(b"1e", BLOCK_SUFFIXES), Err(NumError::InvalidSuffix), "no case for 'e'");
+        assert_eq!(parse_with_suffix(b"1E", BLOCK_SUFFIXES), Ok(1 << 60));
     }
 }
