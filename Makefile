@@ -37,10 +37,12 @@ lint: ## rustfmt and clippy (warnings are errors)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-check-targets: ## cargo check for macOS and Windows (no SDK here, so no link)
+check-targets: ## cargo check for macOS and Windows, clippy for macOS (no SDK here, so no link)
 	rustup target add aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu >/dev/null
 	$(CARGO) check --bin dfdu --target aarch64-apple-darwin
 	$(CARGO) check --bin dfdu --target x86_64-apple-darwin
+	$(CARGO) clippy --target aarch64-apple-darwin --bin dfdu -- -D warnings
+	$(CARGO) clippy --target x86_64-apple-darwin --bin dfdu -- -D warnings
 	$(CARGO) check --bin dfdu --target x86_64-pc-windows-gnu
 
 bench-deps: ## install the peer tools the benchmark compares against

@@ -20,6 +20,8 @@
 //! * `meta.rs` — plain data: `Meta` (one stat), `Errno`, `LocalTime`.
 //! * `units.rs`, `exclude.rs`, `quote.rs`, `timefmt.rs` — GNU-compatible formats.
 //! * `platform/linux.rs` — getdents64 + statx; `platform/portable.rs` — std::fs.
+//! * `platform/macos.rs` — getattrlistbulk, one call per batch of entries;
+//!   `platform/macos_attrs.rs` — its buffer parser: pure, safe, tested on every platform.
 //!
 //! # Invariants
 //!
@@ -47,12 +49,19 @@ mod units;
 
 #[allow(unsafe_code)]
 #[cfg_attr(target_os = "linux", path = "../platform/linux.rs")]
-#[cfg_attr(not(target_os = "linux"), path = "../platform/portable.rs")]
+#[cfg_attr(target_os = "macos", path = "../platform/macos.rs")]
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), path = "../platform/portable.rs")]
 mod platform;
 
 #[allow(dead_code)]
 #[path = "../platform/portable.rs"]
 mod portable;
+
+// The getattrlistbulk parser is plain Rust: built on macOS, and everywhere for its tests.
+#[cfg(any(test, target_os = "macos"))]
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+#[path = "../platform/macos_attrs.rs"]
+mod macos_attrs;
 
 #[cfg(all(feature = "mimalloc", target_os = "linux", target_env = "musl"))]
 #[global_allocator]
@@ -64,7 +73,7 @@ use std::ffi::OsString;
 /// (affinity and cgroup quotas honoured), on macOS the performance cores, at most 8. See
 /// README "Threads" and "macOS" for the measurements.
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64)
+    platform::default_threads()
 }
 
 fn env_bytes(key: &str) -> Option<Vec<u8>> {

@@ -1,0 +1,351 @@
+//! macOS reader: one system call per batch of entries. Each directory is opened relative
+//! to its parent (`openat`, no-follow, close-on-exec) and listed with `getattrlistbulk`,
+//! which returns names together with type, device, file id, link count, allocated size,
+//! data length and times; `platform/macos_attrs.rs` decodes that buffer (pure, safe,
+//! unit-tested everywhere). The listing hands each entry's metadata to the scanner
+//! (`Some(meta)`), so a directory costs one `openat` and one `getattrlistbulk` per few
+//! hundred entries, instead of one `fstatat` per entry.
+//!
+//! Decisions:
+//!
+//! * **Declarations by hand.** `getattrlistbulk`, `sysctlbyname`, `localtime_r`,
+//!   `tzset` and `signal` are declared here (`extern "C"`, libSystem is always linked);
+//!   `openat`, `fstatat`, `readdir`, `getrlimit` come from rustix's libc backend.
+//! * **An entry the listing cannot vouch for is stat'ed** (`None` to the scanner): an
+//!   attribute the file system did not return, a per-entry error (`ATTR_CMN_ERROR`; the
+//!   scanner's `fstatat` then reports it, as GNU du would), and a mount point, whose
+//!   listed attributes describe the directory underneath the mount rather than the
+//!   mounted root (`fstatat` crosses into it, so `-x` sees the other device).
+//! * **Fallback.** If the first `getattrlistbulk` call on a directory fails (a file
+//!   system without support, or a directory that is readable but not searchable), the
+//!   directory is listed with `readdir` on a duplicate descriptor and every entry is
+//!   stat'ed. An `ERANGE` after a batch is the end of the directory (a 10.13 APFS bug).
+//! * **Firmlinks** (`/Users`, `/Applications`, … on the sealed system volume lead into
+//!   the data volume, which is also mounted at `/System/Volumes/Data`) are reported as
+//!   links, not followed, so `dfdu /` counts the data once, under
+//!   `/System/Volumes/Data`. With `-x /` only the system volume is measured: the data
+//!   volume is another device and firmlinks are links. `-L` follows them like symlinks
+//!   (and then counts each directory once).
+//! * **Hard links** are counted once by (device, file id), the same key `stat` gives.
+//! * **Threads**: the performance cores (`hw.perflevel0.physicalcpu`, else
+//!   `hw.physicalcpu`), at most 8: more threads make APFS slower.
+
+use crate::macos_attrs::{self as attrs, AttrSet};
+use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use std::ffi::{c_char, c_int, c_long, c_void, CStr};
+use std::mem::MaybeUninit;
+
+/// An open directory handle.
+pub struct Dir {
+    fd: OwnedFd,
+}
+
+/// Bytes handed to one `getattrlistbulk` call: about 900 entries with typical names.
+/// Allocated once per worker; far larger than any single entry (so ERANGE cannot mean
+/// "buffer too small").
+const LIST_BUFFER_BYTES: usize = 128 * 1024;
+
+/// A worker's listing buffer.
+pub struct Lister {
+    buf: Vec<u8>,
+}
+
+impl Default for Lister {
+    fn default() -> Self {
+        Lister { buf: vec![0; LIST_BUFFER_BYTES] }
+    }
+}
+
+/// `struct attrlist` (`sys/attr.h`).
+#[repr(C)]
+struct AttrList {
+    bitmapcount: u16,
+    reserved: u16,
+    commonattr: u32,
+    volattr: u32,
+    dirattr: u32,
+    fileattr: u32,
+    forkattr: u32,
+}
+
+extern "C" {
+    fn getattrlistbulk(
+        dirfd: c_int,
+        attr_list: *mut AttrList,
+        attr_buf: *mut c_void,
+        attr_buf_size: usize,
+        options: u64,
+    ) -> c_int;
+    fn sysctlbyname(
+        name: *const c_char,
+        oldp: *mut c_void,
+        oldlenp: *mut usize,
+        newp: *mut c_void,
+        newlen: usize,
+    ) -> c_int;
+}
+
+/// macOS error numbers used here (`sys/errno.h`).
+const EIO: i32 = 5;
+const ERANGE: i32 = 34;
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+fn last_errno() -> Errno {
+    Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(EIO))
+}
+
+fn dir_flags(follow: bool) -> OFlags {
+    let base = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    if follow {
+        base
+    } else {
+        base | OFlags::NOFOLLOW
+    }
+}
+
+/// Opens a directory named by a path relative to the working directory.
+pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
+    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+}
+
+/// Opens the directory `name` inside `parent`.
+pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
+    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+}
+
+/// Stats a path relative to the working directory.
+pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+    stat_impl(CWD, path, follow)
+}
+
+/// Stats the entry `name` of `dir`: one `fstatat`.
+pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+    stat_impl(dir.fd.as_fd(), name, follow)
+}
+
+fn stat_impl(dirfd: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+    let at = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
+    let st = rustix::fs::statat(dirfd, name, at).map_err(errno)?;
+    let kind = match u32::from(st.st_mode) & 0o170000 {
+        0o040000 => Kind::Dir,
+        0o100000 => Kind::File,
+        0o120000 => Kind::Symlink,
+        _ => Kind::Other,
+    };
+    Ok(Meta {
+        kind,
+        // dev_t is an i32: widened as std widens it, and as the listing parser does.
+        dev: st.st_dev as u64,
+        ino: st.st_ino,
+        nlink: u64::from(st.st_nlink),
+        blocks: u64::try_from(st.st_blocks).unwrap_or(0),
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mtime: timespec(st.st_mtime, st.st_mtime_nsec),
+        atime: timespec(st.st_atime, st.st_atime_nsec),
+        ctime: timespec(st.st_ctime, st.st_ctime_nsec),
+    })
+}
+
+fn timespec(sec: i64, nsec: c_long) -> Timespec {
+    Timespec { sec, nsec: nsec.clamp(0, 999_999_999) as u32 }
+}
+
+/// One `getattrlistbulk` call: the number of entries now at the start of `buf`, 0 at the
+/// end of the directory.
+fn bulk(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+    let req = &attrs::REQUEST;
+    let AttrSet { common, vol, dir, file, fork } = req.attrs;
+    let mut list = AttrList {
+        bitmapcount: attrs::ATTR_BIT_MAP_COUNT,
+        reserved: 0,
+        commonattr: common,
+        volattr: vol,
+        dirattr: dir,
+        fileattr: file,
+        forkattr: fork,
+    };
+    let options = if req.pack_invalid { attrs::FSOPT_PACK_INVAL_ATTRS } else { 0 };
+    // SAFETY: `fd` is an open descriptor borrowed for the duration of the call; `list` is
+    // an initialised `struct attrlist` that outlives the call; the kernel writes at most
+    // `buf.len()` bytes into `buf`, an initialised byte slice borrowed exclusively here.
+    let n = unsafe { getattrlistbulk(fd.as_raw_fd(), &mut list, buf.as_mut_ptr().cast(), buf.len(), options) };
+    usize::try_from(n).map_err(|_| last_errno())
+}
+
+impl Lister {
+    /// Reads every entry of `dir` (without `.` and `..`), calling `each(name, inode,
+    /// meta)` in the order the file system returns them; `meta` is `None` for an entry
+    /// the scanner must stat itself. An error after some entries were delivered is
+    /// returned as well; the caller decides what a partial listing means.
+    pub fn list(&mut self, dir: &Dir, each: &mut dyn FnMut(&CStr, u64, Option<&Meta>)) -> Result<(), Errno> {
+        let mut batches = 0u64;
+        loop {
+            let count = match bulk(dir.fd.as_fd(), &mut self.buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(Errno(ERANGE)) => return Ok(()),
+                Err(_) if batches == 0 => return list_readdir(dir, each),
+                Err(e) => return Err(e),
+            };
+            batches += 1;
+            attrs::parse_batch(&self.buf, count, &attrs::REQUEST, &mut |e| each(e.name, e.ino, e.meta()))
+                .map_err(|_| Errno(EIO))?;
+        }
+    }
+}
+
+/// The fallback listing: `readdir` on a duplicate of the descriptor (never mixed with
+/// `getattrlistbulk` on the same stream), names only; the scanner stats each entry.
+fn list_readdir(dir: &Dir, each: &mut dyn FnMut(&CStr, u64, Option<&Meta>)) -> Result<(), Errno> {
+    let fd = rustix::io::dup(&dir.fd).map_err(errno)?;
+    let mut stream = rustix::fs::Dir::new(fd).map_err(errno)?;
+    while let Some(entry) = stream.read() {
+        let entry = entry.map_err(errno)?;
+        let name = entry.file_name();
+        if matches!(name.to_bytes(), b"." | b"..") {
+            continue;
+        }
+        each(name, entry.ino(), None);
+    }
+    Ok(())
+}
+
+/// GNU fts sorts the entries of a big directory by inode number on every file system
+/// whose type it cannot tell cheaply, which outside Linux is all of them.
+pub fn sorts_by_inode(_dir: &Dir) -> bool {
+    true
+}
+
+/// Reads an integer sysctl by name.
+fn sysctl_int(name: &CStr) -> Option<i32> {
+    let mut value: i32 = 0;
+    let mut len = std::mem::size_of::<i32>();
+    // SAFETY: `name` is NUL-terminated; `value` and `len` are valid for writes and `len`
+    // holds the size of `value`, so the kernel writes at most that many bytes; no new
+    // value is set (null pointer, length 0).
+    let rc = unsafe { sysctlbyname(name.as_ptr(), (&mut value as *mut i32).cast(), &mut len, std::ptr::null_mut(), 0) };
+    (rc == 0 && len == std::mem::size_of::<i32>()).then_some(value)
+}
+
+/// Most threads worth running: beyond this APFS gets slower, not faster.
+const MAX_THREADS: usize = 8;
+
+/// Default worker count: the performance cores (Apple silicon has efficiency cores that
+/// only slow a scan down), falling back to all physical cores, at most `MAX_THREADS`.
+pub fn default_threads() -> usize {
+    let cores = sysctl_int(c"hw.perflevel0.physicalcpu")
+        .filter(|&n| n > 0)
+        .or_else(|| sysctl_int(c"hw.physicalcpu").filter(|&n| n > 0));
+    match cores {
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+    .clamp(1, MAX_THREADS)
+}
+
+/// Raises the soft limit on open files as far as the kernel allows a process
+/// (`kern.maxfilesperproc`; macOS refuses `RLIM_INFINITY`). Returns the limit in force.
+pub fn raise_fd_limit() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    const OPEN_MAX: u64 = 10_240;
+    let per_process =
+        sysctl_int(c"kern.maxfilesperproc").and_then(|n| u64::try_from(n).ok()).filter(|&n| n > 0).unwrap_or(OPEN_MAX);
+    let mut lim = getrlimit(Resource::Nofile);
+    let want = lim.maximum.map_or(per_process, |max| max.min(per_process));
+    let cur = lim.current.unwrap_or(u64::MAX);
+    if cur >= want {
+        return cur.min(per_process);
+    }
+    lim.current = Some(want);
+    if setrlimit(Resource::Nofile, lim).is_ok() {
+        want
+    } else {
+        cur
+    }
+}
+
+/// The C library's text for an error number (macOS numbers and words them its own way,
+/// and so does GNU du built there).
+pub fn errno_text(e: Errno) -> String {
+    let s = std::io::Error::from_raw_os_error(e.0).to_string();
+    match s.find(" (os error") {
+        Some(cut) => s[..cut].to_string(),
+        None => s,
+    }
+}
+
+/// Mirror of C's `struct tm` on macOS.
+#[repr(C)]
+struct Tm {
+    tm_sec: c_int,
+    tm_min: c_int,
+    tm_hour: c_int,
+    tm_mday: c_int,
+    tm_mon: c_int,
+    tm_year: c_int,
+    tm_wday: c_int,
+    tm_yday: c_int,
+    tm_isdst: c_int,
+    tm_gmtoff: c_long,
+    tm_zone: *const c_char,
+}
+
+extern "C" {
+    fn localtime_r(t: *const i64, out: *mut Tm) -> *mut Tm;
+    fn tzset();
+    fn signal(signum: c_int, handler: usize) -> usize;
+}
+
+/// Converts seconds since the epoch to local time the way the C library does (honouring
+/// `TZ` and `/etc/localtime`). `None` when the time is out of the C library's range.
+pub fn local_time(sec: i64) -> Option<LocalTime> {
+    let mut tm = MaybeUninit::<Tm>::zeroed();
+    // SAFETY: tzset takes no arguments and only reads the environment and zone files;
+    // localtime_r reads `sec` and writes into `tm`, which is properly sized and aligned;
+    // both pointers are valid for the duration of the call.
+    let ok = unsafe {
+        tzset();
+        !localtime_r(&sec, tm.as_mut_ptr()).is_null()
+    };
+    if !ok {
+        return None;
+    }
+    // SAFETY: localtime_r returned non-null, so it initialised every field of `tm`.
+    let tm = unsafe { tm.assume_init() };
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: tm_zone, when non-null, points at a NUL-terminated string owned by the C
+        // library that stays valid until the next tzset; it is copied out at once.
+        unsafe { CStr::from_ptr(tm.tm_zone) }.to_string_lossy().into_owned()
+    };
+    Some(LocalTime {
+        year: i64::from(tm.tm_year) + 1900,
+        month: tm.tm_mon as u32 + 1,
+        day: tm.tm_mday as u32,
+        hour: tm.tm_hour as u32,
+        minute: tm.tm_min as u32,
+        second: tm.tm_sec as u32,
+        weekday: tm.tm_wday as u32,
+        yearday: tm.tm_yday as u32,
+        gmtoff: tm.tm_gmtoff,
+        zone,
+    })
+}
+
+/// Restores the default action for SIGPIPE (Rust's runtime ignores it), so that a closed
+/// pipe ends dfdu silently the way it ends du.
+pub fn default_sigpipe() {
+    const SIGPIPE: c_int = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: setting SIGPIPE back to SIG_DFL installs no handler code; it only changes
+    // the kernel's disposition for a signal this process does not otherwise use.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
