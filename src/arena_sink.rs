@@ -8,7 +8,7 @@
 //! Multiply-linked files count once per (dev, ino): the first name committed is counted,
 //! later names carry `F_DUP_LINK` (which name wins depends on thread timing; totals do not).
 
-use crate::arena::{self, Arena, NameCursor, NewEntry, NO_DIR};
+use crate::arena::{self, Arena, NewEntry, NO_DIR};
 use crate::meta::{Errno, Kind, Meta};
 use crate::scan::{Child, Listed, Pos, Seen, Sink};
 use std::collections::HashMap;
@@ -21,8 +21,9 @@ pub struct ArenaSink<'a> {
     arena: &'a Arena,
     /// First name seen of each multiply-linked inode.
     links: Mutex<HashMap<(u64, u64), u32>>,
-    /// (first id, count) reserved for a directory's children, until they are published.
-    reserved: Mutex<HashMap<u32, (u32, u32)>>,
+    /// (first id, count, first name byte) reserved for a directory's children, until
+    /// they are published.
+    reserved: Mutex<HashMap<u32, (u32, u32, u32)>>,
     /// Device of each directory being listed, to record where it changes.
     devs: Mutex<HashMap<u32, u64>>,
     /// The directory most recently committed (for progress displays).
@@ -33,6 +34,7 @@ pub struct ArenaSink<'a> {
 #[derive(Clone, Copy)]
 struct Pending {
     idx: u32,
+    name_pos: u32,
     name_off: u32,
     name_len: u32,
     flags: u8,
@@ -49,7 +51,6 @@ struct Pending {
 pub struct Local {
     entries: Vec<Pending>,
     names: Vec<u8>,
-    cursor: NameCursor,
 }
 
 fn kind_bits(kind: Kind) -> u8 {
@@ -76,11 +77,11 @@ impl<'a> ArenaSink<'a> {
     /// directory index, which is the scan's token for it.
     pub fn add_root(&self, path: &[u8], meta: &Meta) -> Result<u32, arena::Full> {
         let id = self.arena.reserve_entries(1)?;
-        let mut cursor = NameCursor::default();
         let e =
-            NewEntry { name: path, flags: arena::KIND_DIR, disk_bytes: meta.disk_bytes(), apparent_bytes: meta.size };
-        self.arena.write_entry(id, &e, &mut cursor)?;
+            NewEntry { name: b"", flags: arena::KIND_DIR, disk_bytes: meta.disk_bytes(), apparent_bytes: meta.size };
+        self.arena.write_entry(id, &e, self.arena.reserve_names(1)?);
         let dir = self.arena.new_dir(id, NO_DIR, meta.disk_bytes(), meta.size)?;
+        self.arena.set_root_name(dir, path);
         self.arena.set_dev(dir, meta.dev);
         self.devs.lock().unwrap().insert(dir, meta.dev);
         Ok(dir)
@@ -93,6 +94,7 @@ impl<'a> ArenaSink<'a> {
             meta.map_or((0, 0, 0, 0, 0), |m| (m.disk_bytes(), m.size, m.dev, m.ino, m.nlink));
         l.entries.push(Pending {
             idx: pos.idx,
+            name_pos: pos.name_pos as u32,
             name_off,
             name_len: name.len() as u32,
             flags,
@@ -127,14 +129,21 @@ impl Sink for ArenaSink<'_> {
         }
     }
 
-    fn listed(&self, dir: u32, entries: u32) {
+    fn name_cost(len: usize) -> u64 {
+        arena::name_cost(len)
+    }
+
+    fn listed(&self, dir: u32, entries: u32, name_bytes: u64) {
         let first = self.arena.reserve_entries(entries).unwrap_or(u32::MAX);
-        self.reserved.lock().unwrap().insert(dir, (first, entries));
+        let names = self.arena.reserve_names(name_bytes).unwrap_or(u32::MAX);
+        let first = if names == u32::MAX { u32::MAX } else { first };
+        self.arena.set_layout(dir, first, names);
+        self.reserved.lock().unwrap().insert(dir, (first, entries, names));
     }
 
     fn commit(&self, l: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
         let a = self.arena;
-        let (first, _) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((u32::MAX, 0));
+        let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((u32::MAX, 0, 0));
         let dir_dev = self.devs.lock().unwrap().get(&dir).copied().unwrap_or(0);
         let (mut disk, mut apparent, mut items, mut errors) = (0u64, 0u64, 0u64, false);
         let mut new_devs = Vec::new();
@@ -144,16 +153,16 @@ impl Sink for ArenaSink<'_> {
                 let name = &l.names[p.name_off as usize..(p.name_off + p.name_len) as usize];
                 let mut flags = p.flags;
                 if flags & arena::F_HARDLINK != 0 {
-                    if let std::collections::hash_map::Entry::Vacant(v) = self.links.lock().unwrap().entry((p.dev, p.ino)) {
+                    if let std::collections::hash_map::Entry::Vacant(v) =
+                        self.links.lock().unwrap().entry((p.dev, p.ino))
+                    {
                         v.insert(id);
                     } else {
                         flags |= arena::F_DUP_LINK;
                     }
                 }
                 let e = NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
-                if a.write_entry(id, &e, &mut l.cursor).is_err() {
-                    break;
-                }
+                a.write_entry(id, &e, names_at + p.name_pos);
                 if flags & arena::F_HARDLINK != 0 {
                     a.note_link(id, p.dev, p.ino, p.nlink.min(u32::MAX as u64) as u32);
                 }
@@ -198,7 +207,7 @@ impl Sink for ArenaSink<'_> {
     }
 
     fn written(&self, dir: u32) {
-        let (first, n) = self.reserved.lock().unwrap().remove(&dir).unwrap_or((0, 0));
+        let (first, n, _) = self.reserved.lock().unwrap().remove(&dir).unwrap_or((0, 0, 0));
         self.devs.lock().unwrap().remove(&dir);
         self.arena.publish_children(dir, first, if first == u32::MAX { 0 } else { n });
         self.arena.finish(dir);

@@ -6,7 +6,7 @@
 //! most 32 KiB, nesting at most `MAX_DEPTH`, sizes at most `MAX_SIZE`, integers that
 //! must fit their field. Bad input gets an error naming the byte offset, never a panic.
 
-use crate::arena::{self, Arena, NameCursor, NewEntry, NO_DIR};
+use crate::arena::{self, Arena, NewEntry, NO_DIR};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 
@@ -89,15 +89,14 @@ pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Re
         )
         .as_bytes(),
     );
-    let mut name = Vec::new();
+    let mut name = a.dir_name(root);
     let root_entry = a.dir_entry(root);
-    a.name_into(root_entry, &mut name);
     out.push(b'[');
     info(a, root_entry, &name, Some(a.dev_of(root).unwrap_or(0)), &mut out);
-    // (children still to write, end) per open directory.
-    let mut stack: Vec<(u32, u32)> = Vec::new();
+    // Per open directory: (next child, end, where the next child's name is).
+    let mut stack: Vec<(u32, u32, u32)> = Vec::new();
     let range = a.children(root).unwrap_or(0..0);
-    stack.push((range.start, range.end));
+    stack.push((range.start, range.end, a.names_at(root)));
     while let Some(top) = stack.last_mut() {
         if top.0 == top.1 {
             stack.pop();
@@ -106,8 +105,8 @@ pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Re
         }
         let id = top.0;
         top.0 += 1;
+        top.2 = a.read_name(top.2, &mut name);
         out.extend_from_slice(b",\n");
-        a.name_into(id, &mut name);
         let flags = a.flags(id);
         if flags & 3 == arena::KIND_DIR && flags & (arena::F_EXCLUDED | arena::F_ERROR) == 0 {
             let dir = a.dir_of(id);
@@ -115,7 +114,7 @@ pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Re
             info(a, id, &name, a.dev_of(dir), &mut out);
             if flags & arena::F_OTHER_FS == 0 {
                 let r = a.children(dir).unwrap_or(0..0);
-                stack.push((r.start, r.end));
+                stack.push((r.start, r.end, a.names_at(dir)));
             } else {
                 out.push(b']');
             }
@@ -410,20 +409,13 @@ pub struct Imported {
 struct Importer<'a, R: BufRead> {
     input: Input<R>,
     arena: &'a Arena,
-    cursor: NameCursor,
     links: HashMap<(u64, u64), u32>,
     cumulative_dirs: bool,
 }
 
 /// Reads an ncdu JSON export into `arena`; the root directory is returned.
 pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> {
-    let mut im = Importer {
-        input: Input { r, offset: 0 },
-        arena,
-        cursor: NameCursor::default(),
-        links: HashMap::new(),
-        cumulative_dirs: false,
-    };
+    let mut im = Importer { input: Input { r, offset: 0 }, arena, links: HashMap::new(), cumulative_dirs: false };
     let i = &mut im.input;
     i.expect(b'[')?;
     let t = i.token()?;
@@ -668,6 +660,9 @@ impl<R: BufRead> Importer<'_, R> {
         let a = self.arena;
         let n = d.children.len() as u32;
         let first = a.reserve_entries(n).map_err(|_| self.too_big())?;
+        let name_bytes: u64 = d.children.iter().map(|c| arena::name_cost(c.name.1 - c.name.0)).sum();
+        let mut name_at = a.reserve_names(name_bytes).map_err(|_| self.too_big())?;
+        a.set_layout(d.dir, first, name_at);
         let (mut disk, mut apparent) = (0u64, 0u64);
         let mut errors = false;
         for (k, c) in d.children.iter().enumerate() {
@@ -680,9 +675,10 @@ impl<R: BufRead> Importer<'_, R> {
                     flags |= arena::F_DUP_LINK;
                 }
             }
-            let e =
-                NewEntry { name: &d.names[c.name.0..c.name.1], flags, disk_bytes: c.disk, apparent_bytes: c.apparent };
-            a.write_entry(id, &e, &mut self.cursor).map_err(|_| self.too_big())?;
+            let name = &d.names[c.name.0..c.name.1];
+            let e = NewEntry { name, flags, disk_bytes: c.disk, apparent_bytes: c.apparent };
+            a.write_entry(id, &e, name_at);
+            name_at += arena::name_cost(name.len()) as u32;
             if flags & arena::F_HARDLINK != 0 {
                 a.note_link(id, c.dev, c.ino, c.nlink);
             }
@@ -727,9 +723,10 @@ impl<R: BufRead> Importer<'_, R> {
         if let Some(info) = root_info {
             let id = a.reserve_entries(1).map_err(|_| self.too_big())?;
             let own = a.dir_own(d.dir);
-            let e = NewEntry { name: &info.name, flags: arena::KIND_DIR, disk_bytes: own.0, apparent_bytes: own.1 };
-            a.write_entry(id, &e, &mut self.cursor).map_err(|_| self.too_big())?;
+            let e = NewEntry { name: b"", flags: arena::KIND_DIR, disk_bytes: own.0, apparent_bytes: own.1 };
+            a.write_entry(id, &e, a.reserve_names(1).map_err(|_| self.too_big())?);
             a.attach_dir(d.dir, id);
+            a.set_root_name(d.dir, &info.name);
         }
         Ok(())
     }

@@ -174,8 +174,9 @@ struct Summary {
     dup_links: u64,
     errors: u64,
     excluded: u64,
-    top_dirs: Vec<(u64, u32)>,
-    top_files: Vec<(u64, u32)>,
+    /// (size, entry, its directory), largest first.
+    top_dirs: Vec<(u64, u32, u32)>,
+    top_files: Vec<(u64, u32, u32)>,
 }
 
 /// Counts and ranks everything under root directory `root`.
@@ -198,9 +199,9 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
         top_files: Vec::new(),
     };
     let pick = |t: (u64, u64)| if apparent { t.1 } else { t.0 };
-    let mut dirs_heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
-    let mut files_heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
-    let push = |h: &mut BinaryHeap<Reverse<(u64, u32)>>, v: (u64, u32)| {
+    let mut dirs_heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
+    let mut files_heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
+    let push = |h: &mut BinaryHeap<Reverse<(u64, u32, u32)>>, v: (u64, u32, u32)| {
         if top == 0 {
             return;
         }
@@ -230,7 +231,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
                         s.errors += 1;
                     }
                     let (d, ap, _) = a.dir_totals(sub);
-                    push(&mut dirs_heap, (pick((d, ap)), id));
+                    push(&mut dirs_heap, (pick((d, ap)), id, dir));
                     stack.push(sub);
                 }
                 arena::KIND_SYMLINK => s.symlinks += 1,
@@ -243,7 +244,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
                     if flags & arena::F_DUP_LINK != 0 {
                         s.dup_links += 1;
                     } else {
-                        push(&mut files_heap, (pick(a.own_sizes(id)), id));
+                        push(&mut files_heap, (pick(a.own_sizes(id)), id, dir));
                     }
                 }
             }
@@ -254,13 +255,14 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
     s
 }
 
-/// The path of entry `id`: its ancestors' names joined with `/` (the root's name is its path).
-pub fn path_of(a: &Arena, id: u32) -> Vec<u8> {
-    let mut parts: Vec<Vec<u8>> = vec![a.name(id)];
-    let mut dir = if a.kind(id) == arena::KIND_DIR { a.dir_parent(a.dir_of(id)) } else { parent_dir_of(a, id) };
-    while dir != arena::NO_DIR {
-        parts.push(a.name(a.dir_entry(dir)));
-        dir = a.dir_parent(dir);
+/// The path of directory index `dir`: its ancestors' names joined with `/` (a root's name
+/// is its path).
+pub fn dir_path(a: &Arena, dir: u32) -> Vec<u8> {
+    let mut parts = Vec::new();
+    let mut d = dir;
+    while d != arena::NO_DIR {
+        parts.push(a.dir_name(d));
+        d = a.dir_parent(d);
     }
     let mut out = Vec::new();
     for (i, p) in parts.iter().rev().enumerate() {
@@ -272,10 +274,16 @@ pub fn path_of(a: &Arena, id: u32) -> Vec<u8> {
     out
 }
 
-/// The directory holding a non-directory entry: found by searching the directory table
-/// for the child range containing `id` (reports only do this for a few entries).
-fn parent_dir_of(a: &Arena, id: u32) -> u32 {
-    (0..a.dir_count()).find(|&d| a.children(d).is_some_and(|r| r.contains(&id))).unwrap_or(arena::NO_DIR)
+/// The path of child `id` of directory `dir`.
+pub fn child_path(a: &Arena, dir: u32, id: u32) -> Vec<u8> {
+    let mut out = dir_path(a, dir);
+    let mut name = Vec::new();
+    a.child_name(dir, id, &mut name);
+    if !out.ends_with(b"/") {
+        out.push(b'/');
+    }
+    out.extend_from_slice(&name);
+    out
 }
 
 fn json_str(out: &mut String, bytes: &[u8]) {
@@ -301,14 +309,16 @@ fn size_text(n: u64, args: &ScanArgs) -> String {
 
 fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> io::Result<()> {
     let shown = |b: &[u8]| String::from_utf8_lossy(b).escape_debug().to_string();
-    writeln!(out, "{}", shown(&a.name(a.dir_entry(s.root))))?;
+    writeln!(out, "{}", shown(&a.dir_name(s.root)))?;
     writeln!(out, "  disk usage     {:>12}", size_text(s.disk, args))?;
     writeln!(out, "  apparent size  {:>12}", size_text(s.apparent, args))?;
-    writeln!(
-        out,
-        "  entries        {:>12}  ({} directories, {} files, {} symlinks, {} other)",
-        s.entries, s.dirs, s.files, s.symlinks, s.other
-    )?;
+    // An ncdu export does not say which non-regular entries are symlinks.
+    let special = if s.symlinks == 0 && s.other > 0 {
+        format!("{} non-regular", s.other)
+    } else {
+        format!("{} symlinks, {} other", s.symlinks, s.other)
+    };
+    writeln!(out, "  entries        {:>12}  ({} directories, {} files, {special})", s.entries, s.dirs, s.files)?;
     writeln!(
         out,
         "  hard links     {:>12}  files with several names ({} further names counted once)",
@@ -324,8 +334,8 @@ fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> i
             continue;
         }
         writeln!(out, "  largest {title} ({what}):")?;
-        for &(size, id) in list.iter() {
-            writeln!(out, "    {:>12}  {}", size_text(size, args), shown(&path_of(a, id)))?;
+        for &(size, id, dir) in list.iter() {
+            writeln!(out, "    {:>12}  {}", size_text(size, args), shown(&child_path(a, dir, id)))?;
         }
     }
     Ok(())
@@ -342,14 +352,22 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
             o.push(',');
         }
         o.push_str("{\"path\":");
-        json_str(&mut o, &a.name(a.dir_entry(s.root)));
+        json_str(&mut o, &a.dir_name(s.root));
         o.push_str(&format!(
-            ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{}",
-            s.disk, s.apparent, s.entries, s.dirs, s.files, s.symlinks, s.other, s.hardlinked, s.dup_links, s.errors, s.excluded
+            ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"nonregular\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{}",
+            s.disk,
+            s.apparent,
+            s.entries,
+            s.dirs,
+            s.files,
+            s.symlinks,
+            s.other,
+            s.symlinks + s.other,
+            s.hardlinked, s.dup_links, s.errors, s.excluded
         ));
         for (key, list) in [("largest_dirs", &s.top_dirs), ("largest_files", &s.top_files)] {
             o.push_str(&format!(",\"{key}\":["));
-            for (k, &(_, id)) in list.iter().enumerate() {
+            for (k, &(_, id, dir)) in list.iter().enumerate() {
                 if k > 0 {
                     o.push(',');
                 }
@@ -360,7 +378,7 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
                     a.own_sizes(id)
                 };
                 o.push_str("{\"path\":");
-                json_str(&mut o, &path_of(a, id));
+                json_str(&mut o, &child_path(a, dir, id));
                 o.push_str(&format!(",\"disk_bytes\":{d},\"apparent_bytes\":{ap}}}"));
             }
             o.push(']');
@@ -381,7 +399,7 @@ fn progress(a: &Arena, sink: &ArenaSink, root: u32, start: Instant, stop: &Atomi
         let (disk, _, _) = a.dir_totals(root);
         let secs = start.elapsed().as_secs_f64().max(0.001);
         let dir = sink.last_dir.load(Ordering::Relaxed);
-        let path = String::from_utf8_lossy(&path_of(a, a.dir_entry(dir))).escape_debug().to_string();
+        let path = String::from_utf8_lossy(&dir_path(a, dir)).escape_debug().to_string();
         let head = format!("{n} entries, {}, {:.0}/s ", format_size(disk, Scale::human(true)), n as f64 / secs);
         let room = width.saturating_sub(head.chars().count() + 1);
         let tail: String = if path.chars().count() > room {

@@ -103,13 +103,16 @@ pub enum Seen<'m> {
 }
 
 /// Where an entry is: its directory's token, listing position, listing inode, depth of
-/// the directory (the argument is depth 0).
+/// the directory (the argument is depth 0), and where its name goes in a sink that lays
+/// a directory's names out contiguously.
 #[derive(Clone, Copy, Debug)]
 pub struct Pos {
     pub dir: u32,
     pub idx: u32,
     pub d_ino: u64,
     pub depth: u32,
+    /// Sum of `Sink::name_cost` over the entries listed before this one.
+    pub name_pos: u64,
 }
 
 /// A subdirectory to scan, as returned by `Sink::commit`.
@@ -143,8 +146,13 @@ pub trait Sink: Sync {
     fn entry(&self, local: &mut Self::Local, pos: Pos, name: &[u8], seen: Seen);
     /// Publishes `local` for directory `dir`; appends the directories to scan to `children`.
     fn commit(&self, local: &mut Self::Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>);
-    /// The listing of `dir` is complete (called before `commit` of that listing).
-    fn listed(&self, _dir: u32, _entries: u32) {}
+    /// The listing of `dir` is complete (called before `commit` of that listing), with
+    /// its entry count and the sum of `name_cost` over all its names.
+    fn listed(&self, _dir: u32, _entries: u32, _name_bytes: u64) {}
+    /// Bytes a name of `len` bytes takes in the sink (for `Pos::name_pos`).
+    fn name_cost(_len: usize) -> u64 {
+        0
+    }
     /// The listing and every chunk of `dir` are committed.
     fn written(&self, _dir: u32) {}
     /// Directory `dir` could not be opened.
@@ -182,7 +190,7 @@ impl<D> Node<D> {
 
 enum Job<D> {
     Dir { parent: Arc<Node<D>>, child: Child },
-    Chunk { node: Arc<Node<D>>, base_idx: u32, names: Vec<u8> },
+    Chunk { node: Arc<Node<D>>, base_idx: u32, base_name_pos: u64, names: Vec<u8> },
 }
 
 struct Queue<D> {
@@ -297,8 +305,8 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             };
             match job {
                 Job::Dir { parent, child } => self.open_and_list(parent, child),
-                Job::Chunk { node, base_idx, names } => {
-                    self.stat_chunk(&node, base_idx, &names);
+                Job::Chunk { node, base_idx, base_name_pos, names } => {
+                    self.stat_chunk(&node, (base_idx, base_name_pos), &names);
                     self.release(&node);
                 }
             }
@@ -408,19 +416,21 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
 
     fn list_dir(&mut self, node: Arc<Node<R::Dir>>) {
         let mut idx: u32 = 0;
+        let mut name_pos: u64 = 0;
         let mut chunk: Vec<u8> = Vec::new();
-        let mut chunk_base = 0u32;
+        let mut chunk_base = (0u32, 0u64);
         let mut chunk_len = 0usize;
-        let mut split: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut split: Vec<((u32, u64), Vec<u8>)> = Vec::new();
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
         let mut lister = std::mem::take(&mut self.lister);
         let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
             if idx < SPLIT_AFTER || meta.is_some() {
-                self.entry(&node, dir, name, Pos { dir: node.dir, idx, d_ino, depth: node.depth }, meta);
+                let pos = Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos };
+                self.entry(&node, dir, name, pos, meta);
             } else {
                 if chunk_len == 0 {
-                    chunk_base = idx;
+                    chunk_base = (idx, name_pos);
                 }
                 chunk.extend_from_slice(&d_ino.to_ne_bytes());
                 chunk.extend_from_slice(name.to_bytes_with_nul());
@@ -438,6 +448,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 }
             }
             idx = idx.saturating_add(1);
+            name_pos += S::name_cost(name.to_bytes().len());
         });
         self.lister = lister;
         if chunk_len > 0 {
@@ -446,7 +457,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let sort_by_inode = idx > 10_000 && R::sorts_by_inode(dir);
         drop(guard);
         let error = result.err().map(|e| (e, idx > 0));
-        self.shared.sink.listed(node.dir, idx);
+        self.shared.sink.listed(node.dir, idx, name_pos);
         let listed = Listed { entries: idx, sort_by_inode, error };
         self.commit(&node, Some(listed));
         for (base, names) in split {
@@ -462,10 +473,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 
     /// Offers a chunk to an idle worker; gives the names back when nobody takes it.
-    fn offer_chunk(&self, node: &Arc<Node<R::Dir>>, base_idx: u32, names: Vec<u8>) -> Result<(), Vec<u8>> {
+    fn offer_chunk(&self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: Vec<u8>) -> Result<(), Vec<u8>> {
         node.pending.fetch_add(1, Ordering::AcqRel);
         node.unwritten.fetch_add(1, Ordering::AcqRel);
-        match self.offer(Job::Chunk { node: node.clone(), base_idx, names }) {
+        match self.offer(Job::Chunk { node: node.clone(), base_idx: base.0, base_name_pos: base.1, names }) {
             Ok(()) => Ok(()),
             Err(job) => {
                 node.pending.fetch_sub(1, Ordering::AcqRel);
@@ -479,24 +490,26 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 
     /// Offers a chunk to idle workers, or stats it here.
-    fn dispatch(&mut self, node: &Arc<Node<R::Dir>>, base_idx: u32, names: Vec<u8>) {
-        if let Err(names) = self.offer_chunk(node, base_idx, names) {
+    fn dispatch(&mut self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: Vec<u8>) {
+        if let Err(names) = self.offer_chunk(node, base, names) {
             node.unwritten.fetch_add(1, Ordering::AcqRel);
-            self.stat_chunk(node, base_idx, &names);
+            self.stat_chunk(node, base, &names);
         }
     }
 
-    fn stat_chunk(&mut self, node: &Arc<Node<R::Dir>>, base_idx: u32, names: &[u8]) {
+    fn stat_chunk(&mut self, node: &Arc<Node<R::Dir>>, (base_idx, base_name_pos): (u32, u64), names: &[u8]) {
         let each = |names: &[u8], f: &mut dyn FnMut(&CStr, Pos)| {
             let mut pos = 0;
             let mut idx = base_idx;
+            let mut name_pos = base_name_pos;
             while pos + 8 < names.len() {
                 let d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
                 pos += 8;
                 let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
                 pos += name.to_bytes_with_nul().len();
-                f(name, Pos { dir: node.dir, idx, d_ino, depth: node.depth });
+                f(name, Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos });
                 idx += 1;
+                name_pos += S::name_cost(name.to_bytes().len());
             }
         };
         let result = with_handle::<R, _>(node, |dir| {
