@@ -41,16 +41,108 @@ fn every_file_has_a_module_doc() {
     assert!(missing.is_empty(), "files without a leading //! module doc: {missing:?}");
 }
 
+/// The text with comments and string/char literals blanked out (newlines kept), so that
+/// only code is searched. Handles escapes, raw strings (`r#"..."#`) and block comments.
+fn code_only(text: &str) -> String {
+    let b: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied().unwrap_or('\0');
+        if c == '/' && next == '/' {
+            while i < b.len() && b[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == '*' {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+        } else if c == 'r'
+            && (next == '"' || next == '#')
+            && !b.get(i.wrapping_sub(1)).is_some_and(|p| p.is_alphanumeric() || *p == '_')
+        {
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while b.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if b.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            while j < b.len() && !(b[j] == '"' && (0..hashes).all(|k| b.get(j + 1 + k) == Some(&'#'))) {
+                j += 1;
+            }
+            let end = (j + 1 + hashes).min(b.len());
+            for &ch in &b[i..end] {
+                out.push(blank(ch));
+            }
+            i = end;
+        } else if c == '"' {
+            out.push(' ');
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                if i < b.len() {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if c == '\'' && (b.get(i + 2) == Some(&'\'') || next == '\\') {
+            // A char literal ('x' or an escape); lifetimes ('a) fall through as code.
+            let mut j = i + 1;
+            if b.get(j) == Some(&'\\') {
+                j += 2;
+            }
+            while j < b.len() && b[j] != '\'' {
+                j += 1;
+            }
+            for _ in i..=j.min(b.len() - 1) {
+                out.push(' ');
+            }
+            i = j + 1;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Lines that use `unsafe` as code (not in comments or strings about it).
 fn unsafe_lines(text: &str) -> Vec<(usize, String)> {
-    text.lines()
+    let code = code_only(text);
+    code.lines()
+        .zip(text.lines())
         .enumerate()
-        .filter(|(_, l)| {
-            let code = l.split("//").next().unwrap_or("");
-            let code: String = code.split('"').step_by(2).collect();
-            code.contains("unsafe ") || code.contains("unsafe{")
-        })
-        .map(|(i, l)| (i, l.to_string()))
+        .filter(|(_, (c, _))| c.contains("unsafe ") || c.contains("unsafe{"))
+        .map(|(i, (_, l))| (i, l.to_string()))
         .collect()
 }
 
@@ -98,4 +190,8 @@ fn the_unsafe_check_can_fail() {
     assert_eq!(unsafe_lines("let x = unsafe { f() };").len(), 1);
     assert!(unsafe_lines("// unsafe { f() }").is_empty());
     assert!(unsafe_lines("let s = \"unsafe { }\";").is_empty());
+    assert!(unsafe_lines("let s = \"a\\\n unsafe { } \";").is_empty(), "multi-line strings are not code");
+    assert!(unsafe_lines("let s = r#\"unsafe { \"x\" }\"#;").is_empty());
+    assert!(unsafe_lines("/* unsafe { } */ fn f<'a>(x: &'a u8) {}").is_empty());
+    assert_eq!(unsafe_lines("let c = '\"'; let y = unsafe { g() };").len(), 1);
 }
