@@ -268,23 +268,26 @@ impl<R: BufRead> Input<R> {
 
     /// An unsigned integer; `allow_fraction` accepts and drops a fractional part (mtime).
     fn number(&mut self, first: u8, allow_fraction: bool) -> Result<u64, ImportError> {
+        // Errors point at the number's first byte (already consumed).
+        let start = self.offset.saturating_sub(1);
+        let at = |msg: &str| Err(ImportError { offset: start, msg: msg.to_string() });
         if first == b'-' {
-            return self.fail("expected an unsigned number");
+            return at("expected an unsigned number");
         }
         if !first.is_ascii_digit() {
-            return self.fail("expected a number");
+            return at("expected a number");
         }
         let mut v: u64 = (first - b'0') as u64;
         while let Some(c @ b'0'..=b'9') = self.peek()? {
             self.next()?;
             v = match v.checked_mul(10).and_then(|v| v.checked_add((c - b'0') as u64)) {
                 Some(v) => v,
-                None => return self.fail("integer out of range"),
+                None => return at("integer out of range"),
             };
         }
         if let Some(b'.' | b'e' | b'E') = self.peek()? {
             if !allow_fraction {
-                return self.fail("expected an integer");
+                return at("expected an integer");
             }
             while let Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') = self.peek()? {
                 self.next()?;
@@ -729,5 +732,205 @@ impl<R: BufRead> Importer<'_, R> {
             a.set_root_name(d.dir, &info.name);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small but complete export: nesting, a hard link, an error, exclusions,
+    /// escapes, raw non-UTF-8 bytes and unknown keys.
+    fn sample() -> Vec<u8> {
+        let mut v = b"[1,2,{\"progname\":\"ncdu\",\"progver\":\"1.18\",\"timestamp\":1700000000},\n[{\"name\":\"/srv\",\"asize\":4096,\"dsize\":4096,\"dev\":2049},\n{\"name\":\"a.txt\",\"asize\":12,\"dsize\":4096},\n[{\"name\":\"sub\",\"asize\":4096,\"dsize\":4096,\"mtime\":1.5,\"extra\":[1,{\"x\":null}]},\n{\"name\":\"link1\",\"asize\":5,\"dsize\":4096,\"ino\":1234,\"hlnkc\":true,\"nlink\":2},\n{\"name\":\"sym\",\"asize\":7,\"notreg\":true}],\n{\"name\":\"link2\",\"asize\":5,\"dsize\":4096,\"ino\":1234,\"hlnkc\":true,\"nlink\":2},\n[{\"name\":\"proc\",\"excluded\":\"otherfs\"}],\n{\"name\":\"q\\\"\\\\\\n\\u00e9\\ud83d\\ude00\",\"asize\":1},\n{\"name\":\"raw".to_vec();
+        v.extend_from_slice(b"\xff\xfe");
+        v.extend_from_slice(b"\",\"asize\":2},\n{\"name\":\"secret\",\"read_error\":true},\n{\"name\":\"skip\",\"excluded\":\"pattern\"}]]\n");
+        v
+    }
+
+    fn load(bytes: &[u8]) -> Result<(Arena, Imported), ImportError> {
+        let a = Arena::new();
+        let r = import(bytes, &a)?;
+        Ok((a, r))
+    }
+
+    fn export_bytes(a: &Arena, root: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        export(a, root, 42, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn sample_imports_with_links_counted_once() {
+        let (a, r) = load(&sample()).unwrap();
+        assert_eq!(r.progname, "ncdu");
+        assert_eq!(a.dir_name(r.root), b"/srv");
+        let (disk, apparent, items) = a.dir_totals(r.root);
+        // root 4096 + a.txt 4096 + sub 4096 + link (once) 4096.
+        assert_eq!(disk, 4 * 4096);
+        assert_eq!(apparent, 4096 + 12 + 4096 + 5 + 7 + 1 + 2);
+        assert_eq!(items, 10);
+    }
+
+    #[test]
+    fn export_import_export_is_identical() {
+        let (a, r) = load(&sample()).unwrap();
+        let once = export_bytes(&a, r.root);
+        let (b, r2) = load(&once).unwrap();
+        let twice = export_bytes(&b, r2.root);
+        assert_eq!(String::from_utf8_lossy(&once), String::from_utf8_lossy(&twice));
+        assert!(once.windows(2).any(|w| w == b"\xff\xfe"), "raw bytes survive");
+    }
+
+    #[test]
+    fn gdu_cumulative_directory_sizes_are_not_counted_twice() {
+        let gdu = b"[1,2,{\"progname\":\"gdu\",\"progver\":\"5.30\",\"timestamp\":1},\n[{\"name\":\"/t\",\"asize\":4096+0,\"dsize\":12288,\"items\":3}]]";
+        assert!(load(gdu).is_err(), "not JSON");
+        let gdu = b"[1,2,{\"progname\":\"gdu\"},[{\"name\":\"/t\",\"asize\":4106,\"dsize\":12288,\"items\":3},[{\"name\":\"d\",\"asize\":4106,\"dsize\":8192,\"items\":1},{\"name\":\"f\",\"asize\":10,\"dsize\":4096}]]]";
+        let (a, r) = load(gdu).unwrap();
+        assert_eq!(a.dir_totals(r.root).0, 12288);
+        assert_eq!(a.dir_totals(r.root).1, 4106);
+    }
+
+    #[test]
+    fn bad_input_gets_an_error_with_its_offset() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"", "unexpected end"),
+            (b"{}", "expected '['"),
+            (b"[2,0,{},[{\"name\":\"/\"}]]", "unsupported format version 2"),
+            (b"[1,0,{},[{\"name\":\"/\",\"asize\":-1}]]", "unsigned"),
+            (b"[1,0,{},[{\"name\":\"/\",\"asize\":1.5}]]", "integer"),
+            (b"[1,0,{},[{\"name\":\"/\",\"asize\":99999999999999999999999}]]", "out of range"),
+            (b"[1,0,{},[{\"name\":\"/\",\"dsize\":2000000000000000000}]]", "size out of range"),
+            (b"[1,0,{},[{\"asize\":1}]]", "without a name"),
+            (b"[1,0,{},[{\"name\":\"/\",\"name\":\"x\"}]]", "duplicate name"),
+            (b"[1,0,{},[{\"name\":\"/\"},[{\"name\":\"x\",\"excluded\":\"otherfs\"},{}]]]", "excluded directory"),
+            (b"[1,0,{},[{\"name\":\"/\"}]] x", "trailing data"),
+            (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\\q\"}]]", "invalid escape"),
+            (b"[1,0,{},[{\"name\":\"/\"}", "unexpected end"),
+        ];
+        for (input, want) in cases {
+            let err = load(input).err().unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(input)));
+            assert!(err.msg.contains(want), "{:?}: got {err}", String::from_utf8_lossy(input));
+            assert!(err.offset <= input.len() as u64);
+        }
+    }
+
+    #[test]
+    fn nesting_deeper_than_any_real_tree_is_refused_without_recursion() {
+        let mut v = b"[1,0,{},[{\"name\":\"/\"}".to_vec();
+        for _ in 0..MAX_DEPTH + 10 {
+            v.extend_from_slice(b",[{\"name\":\"d\"}");
+        }
+        let err = load(&v).err().expect("too deep");
+        assert!(err.msg.contains("nested too deeply"), "{err}");
+        let mut v = b"[1,0,{\"x\":".to_vec();
+        v.extend(std::iter::repeat_n(b'[', 100_000));
+        assert!(load(&v).err().expect("deep unknown value").msg.contains("nested too deeply"));
+    }
+
+    /// A deterministic generator (xorshift) so failures reproduce.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
+        let mut v = base.to_vec();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(v.len() + 1);
+            const TOKENS: &[&[u8]] = &[
+                b"[",
+                b"]",
+                b"{",
+                b"}",
+                b",",
+                b":",
+                b"\"",
+                b"\\",
+                b"\\u",
+                b"-",
+                b"1e9",
+                b"99999999999999999999",
+                b"\xff",
+                b"\0",
+                b"null",
+                b"{\"name\":\"x\"}",
+                b"[{\"name\":\"d\"}",
+            ];
+            match rng.below(6) {
+                0 => v.truncate(at),
+                1 => {
+                    if at < v.len() {
+                        v[at] = rng.next() as u8;
+                    }
+                }
+                2 => {
+                    let t = TOKENS[rng.below(TOKENS.len())];
+                    v.splice(at..at, t.iter().copied());
+                }
+                3 => {
+                    let end = (at + rng.below(40)).min(v.len());
+                    v.drain(at..end);
+                }
+                4 => {
+                    let end = (at + rng.below(200)).min(v.len());
+                    let piece = v[at..end].to_vec();
+                    v.splice(at..at, piece);
+                }
+                _ => {
+                    if at < v.len() {
+                        v[at] = b"[]{},:\"0"[rng.below(8)];
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Ten thousand damaged inputs: every one is either read or refused with an
+    /// error, never a panic, and what is read stays proportional to the input.
+    #[test]
+    fn survives_ten_thousand_corrupted_inputs() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let base = sample();
+        let (big_arena, big) = load(&base).unwrap();
+        let bigger = export_bytes(&big_arena, big.root);
+        let mut accepted = 0;
+        // DFDU_FUZZ_ITERS=1000000 for a longer hunt; crashers go to tests/corpus/ncdu.
+        let iters: usize = std::env::var("DFDU_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+        for i in 0..iters {
+            let input = mutate(&mut rng, if i % 2 == 0 { &base } else { &bigger });
+            let a = Arena::new();
+            match import(&input[..], &a) {
+                Ok(_) => {
+                    accepted += 1;
+                    assert!(a.entry_count() as usize <= input.len(), "entries beyond what the input can hold");
+                }
+                Err(e) => assert!(e.offset <= input.len() as u64 + 1, "offset {} past the end", e.offset),
+            }
+        }
+        assert!(accepted > 0 && accepted < iters, "the mutations must produce both kinds: {accepted}");
+    }
+
+    /// Inputs that once broke the reader (tests/corpus/ncdu), kept as regressions.
+    #[test]
+    fn corpus_of_past_failures() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/ncdu");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let input = std::fs::read(entry.unwrap().path()).unwrap();
+            let _ = load(&input);
+            n += 1;
+        }
+        assert!(n > 0, "the corpus is empty");
     }
 }

@@ -1,0 +1,185 @@
+//! `dfdu scan` against real references: its totals against the system `du` on the same
+//! generated tree, its export loaded and re-exported by Debian's ncdu, ncdu's own export
+//! imported by dfdu, and export → import → export giving the same bytes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn dfdu() -> &'static str {
+    env!("CARGO_BIN_EXE_dfdu")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dfdu-scan-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// A generated tree (the benchmark generator, small): hard links across directories,
+/// symlinks of every kind, sparse files, odd names.
+fn tree(dir: &Path) -> PathBuf {
+    let t = dir.join("tree");
+    run(Command::new(env!("CARGO_BIN_EXE_dfdu-bench")).args(["gen", "--entries", "20000", "--seed", "7"]).arg(&t));
+    t
+}
+
+/// The number after `"key":` in a JSON report (first occurrence).
+fn field(json: &str, key: &str) -> u64 {
+    let at = json.find(&format!("\"{key}\":")).unwrap_or_else(|| panic!("no {key} in {json}")) + key.len() + 3;
+    json[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+}
+
+fn report(args: &[&str]) -> String {
+    String::from_utf8(run(Command::new(dfdu()).arg("scan").arg("--json").args(args)).stdout).unwrap()
+}
+
+fn du_bytes(args: &[&str], path: &Path) -> u64 {
+    let out = run(Command::new("du").args(args).arg(path));
+    String::from_utf8_lossy(&out.stdout).split('\t').next().unwrap().trim().parse().unwrap()
+}
+
+/// Everything after the header line (the header carries program and timestamp), with
+/// the final newline ncdu leaves out.
+fn body(path: &Path) -> Vec<u8> {
+    let data = std::fs::read(path).unwrap();
+    let start = data.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut b = data[start..].to_vec();
+    while b.last() == Some(&b'\n') {
+        b.pop();
+    }
+    b
+}
+
+fn have_ncdu() -> bool {
+    let ok = Command::new("ncdu").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: ncdu is not installed (apt-get install ncdu)");
+    }
+    ok
+}
+
+#[test]
+fn totals_and_counts_match_du_and_find() {
+    let dir = scratch("totals");
+    let t = tree(&dir);
+    let json = report(&["-q", &t.to_string_lossy()]);
+    assert_eq!(field(&json, "disk_bytes"), du_bytes(&["-sB1"], &t), "disk usage vs du -sB1");
+    assert_eq!(field(&json, "apparent_bytes"), du_bytes(&["-sb"], &t), "apparent size vs du -sb");
+    let find = run(Command::new("find").arg(&t).args(["-printf", "%y\\n"]));
+    let kinds = String::from_utf8(find.stdout).unwrap();
+    let count = |k: &str| kinds.lines().filter(|l| *l == k).count() as u64;
+    assert_eq!(field(&json, "entries"), kinds.lines().count() as u64);
+    assert_eq!(field(&json, "dirs"), count("d"));
+    assert_eq!(field(&json, "files"), count("f"));
+    assert_eq!(field(&json, "symlinks"), count("l"));
+    assert!(field(&json, "hardlinked_files") > 0 && field(&json, "duplicate_link_names") > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ncdu_reads_our_export_and_writes_it_back_the_same() {
+    if !have_ncdu() {
+        return;
+    }
+    let dir = scratch("ncdu-reads");
+    let t = tree(&dir);
+    let ours = dir.join("ours.json");
+    let theirs = dir.join("theirs.json");
+    run(Command::new(dfdu()).args(["scan", "-q", "--exclude", "*.log", "-o"]).arg(&ours).arg(&t));
+    run(Command::new("ncdu").arg("-f").arg(&ours).arg("-o").arg(&theirs).env("TERM", "dumb"));
+    let (a, b) = (body(&ours), body(&theirs));
+    assert!(a.len() > 100_000, "the export is too small to mean anything");
+    let has = |needle: &[u8]| a.windows(needle.len()).any(|w| w == needle);
+    assert!(has(b"\"excluded\":\"pattern\""), "the exclusion is in the export");
+    assert!(has(b"\"hlnkc\":true"), "hard links are in the export");
+    assert!(has(b"\"notreg\":true"), "symlinks are in the export");
+    assert!(a == b, "ncdu's re-export differs from ours");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn we_read_ncdus_export_with_the_same_totals_as_our_scan() {
+    if !have_ncdu() {
+        return;
+    }
+    let dir = scratch("we-read");
+    let t = tree(&dir);
+    let theirs = dir.join("ncdu.json");
+    run(Command::new("ncdu").args(["-0", "-o"]).arg(&theirs).arg(&t));
+    let imported = report(&["-f", &theirs.to_string_lossy()]);
+    let scanned = report(&["-q", &t.to_string_lossy()]);
+    for key in ["disk_bytes", "apparent_bytes", "entries", "dirs", "files", "nonregular", "hardlinked_files", "errors"]
+    {
+        assert_eq!(field(&imported, key), field(&scanned, key), "{key}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn export_import_export_gives_the_same_bytes() {
+    let dir = scratch("roundtrip");
+    let t = tree(&dir);
+    let (one, two) = (dir.join("one.json"), dir.join("two.json"));
+    run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&one).arg(&t));
+    run(Command::new(dfdu()).args(["scan", "-q", "-f"]).arg(&one).arg("-o").arg(&two));
+    assert!(body(&one) == body(&two), "round trip changed the export");
+    // And through standard input and output.
+    let piped = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' scan -o - -f - < '{}'", dfdu(), one.display()))
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    let start = piped.stdout.iter().position(|&b| b == b'\n').unwrap() + 1;
+    assert!(piped.stdout[start..].trim_ascii_end() == body(&one).as_slice());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_exports_are_refused_with_an_offset_and_status_1() {
+    let dir = scratch("bad");
+    let f = dir.join("bad.json");
+    std::fs::write(&f, b"[1,2,{},[{\"name\":\"/x\",\"asize\":-5}]]").unwrap();
+    let out = Command::new(dfdu()).args(["scan", "-f"]).arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("byte 30:") && err.contains("unsigned"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unreadable_entries_are_reported_and_exit_1() {
+    let dir = scratch("unreadable");
+    std::fs::create_dir_all(dir.join("t/locked/inner")).unwrap();
+    std::fs::write(dir.join("t/file"), b"x").unwrap();
+    let uid = run(Command::new("id").arg("-u")).stdout;
+    if uid.trim_ascii() == b"0" {
+        // Root reads everything: run as nobody, on a tree nobody may traverse.
+        let st = Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
+        assert!(st.success());
+        let _ = Command::new("chmod").arg("755").arg(std::env::temp_dir()).status();
+    }
+    std::fs::set_permissions(dir.join("t/locked"), std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let mut cmd = if uid.trim_ascii() == b"0" {
+        let copy = dir.join("dfdu");
+        std::fs::copy(dfdu(), &copy).unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(copy);
+        c
+    } else {
+        Command::new(dfdu())
+    };
+    let out = cmd.args(["scan", "--json", "-q"]).arg(dir.join("t")).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("could not be read"));
+    assert_eq!(field(&String::from_utf8_lossy(&out.stdout), "errors"), 1);
+    std::fs::set_permissions(dir.join("t/locked"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
