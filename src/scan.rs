@@ -212,6 +212,11 @@ struct Shared<'a, R: Reader, S: Sink> {
 /// Scans the directory `root` (already stat'ed as `root_meta`; the sink's token 0) into
 /// `sink`. Returns once every reachable entry has been handed over.
 pub fn scan<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta: &Meta) {
+    scan_as::<R, S>(walk, sink, root, root_meta, 0)
+}
+
+/// `scan` with the root under the sink's token `token` (a second root, or a rescan).
+pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta: &Meta, token: u32) {
     let shared = Shared::<R, S> {
         walk,
         sink,
@@ -227,7 +232,7 @@ pub fn scan<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta: &
     let handle = match R::open_path(root, walk.follow_root) {
         Ok(h) => h,
         Err(e) => {
-            sink.unreadable(0, e);
+            sink.unreadable(token, e);
             return;
         }
     };
@@ -238,7 +243,7 @@ pub fn scan<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta: &
         handle: RwLock::new(Some(handle)),
         pending: AtomicU32::new(1),
         unwritten: AtomicU32::new(1),
-        dir: 0,
+        dir: token,
         depth: 0,
         dev: root_meta.dev,
         ino: root_meta.ino,
@@ -438,12 +443,18 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 if chunk_len == CHUNK_ENTRIES {
                     let names = std::mem::take(&mut chunk);
                     chunk_len = 0;
-                    // Hand the chunk to an idle worker now, or keep it for after the
-                    // listing is committed (never stat it here: the listing's own
-                    // results are still uncommitted in `self.local`).
-                    let kept = if S::CONTIGUOUS { Err(names) } else { self.offer_chunk(&node, chunk_base, names) };
-                    if let Err(names) = kept {
+                    // Hand the chunk to an idle worker now; a sink that needs the
+                    // whole listing first (`CONTIGUOUS`) gets its chunks afterwards.
+                    if S::CONTIGUOUS {
                         split.push((chunk_base, names));
+                    } else if let Err(names) = self.offer_chunk(&node, chunk_base, names) {
+                        // Nobody is idle: commit what the listing found so far, then stat
+                        // the chunk here, so memory stays flat however wide the directory.
+                        self.commit(&node, None);
+                        Self::each_name(&node, chunk_base, &names, &mut |name, pos| {
+                            self.entry(&node, dir, name, pos, None)
+                        });
+                        self.commit(&node, None);
                     }
                 }
             }
@@ -497,30 +508,37 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
     }
 
-    fn stat_chunk(&mut self, node: &Arc<Node<R::Dir>>, (base_idx, base_name_pos): (u32, u64), names: &[u8]) {
-        let each = |names: &[u8], f: &mut dyn FnMut(&CStr, Pos)| {
-            let mut pos = 0;
-            let mut idx = base_idx;
-            let mut name_pos = base_name_pos;
-            while pos + 8 < names.len() {
-                let d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
-                pos += 8;
-                let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
-                pos += name.to_bytes_with_nul().len();
-                f(name, Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos });
-                idx += 1;
-                name_pos += S::name_cost(name.to_bytes().len());
-            }
-        };
+    /// Calls `f` for each (name, position) packed in a chunk's name buffer.
+    fn each_name(
+        node: &Node<R::Dir>,
+        (base_idx, base_name_pos): (u32, u64),
+        names: &[u8],
+        f: &mut dyn FnMut(&CStr, Pos),
+    ) {
+        let mut pos = 0;
+        let mut idx = base_idx;
+        let mut name_pos = base_name_pos;
+        while pos + 8 < names.len() {
+            let d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
+            pos += 8;
+            let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
+            pos += name.to_bytes_with_nul().len();
+            f(name, Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos });
+            idx += 1;
+            name_pos += S::name_cost(name.to_bytes().len());
+        }
+    }
+
+    fn stat_chunk(&mut self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: &[u8]) {
         let result = with_handle::<R, _>(node, |dir| {
-            each(names, &mut |name, pos| self.entry(node, dir, name, pos, None));
+            Self::each_name(node, base, names, &mut |name, pos| self.entry(node, dir, name, pos, None));
             Ok(())
         });
         if let Err(e) = result {
             // The directory vanished or could not be re-opened: every name in the chunk
             // is an entry that could not be reached.
             let sink = self.shared.sink;
-            each(names, &mut |name, pos| {
+            Self::each_name(node, base, names, &mut |name, pos| {
                 sink.entry(&mut self.local, pos, name.to_bytes(), Seen::Error(e));
             });
         }
