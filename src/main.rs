@@ -37,6 +37,7 @@ mod arena_sink;
 mod cli;
 mod du;
 mod exclude;
+mod floor;
 mod meta;
 mod ncdu;
 mod quote;
@@ -93,16 +94,9 @@ fn env_bytes(key: &str) -> Option<Vec<u8>> {
 fn main() {
     platform::default_sigpipe();
     let mut args: Vec<OsString> = std::env::args_os().collect();
-    let argv0 = if args.is_empty() {
-        OsString::from("dfdu")
-    } else {
-        args.remove(0)
-    };
+    let argv0 = if args.is_empty() { OsString::from("dfdu") } else { args.remove(0) };
     let prog = argv0.to_string_lossy().into_owned();
-    let base = std::path::Path::new(&argv0)
-        .file_name()
-        .map(|b| b.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let base = std::path::Path::new(&argv0).file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
     let as_du = base == "du" || base.starts_with("du.") || base == "du.exe";
     if !as_du {
         if let Some(first) = args.first().and_then(|a| a.to_str()) {
@@ -114,6 +108,10 @@ fn main() {
                 "scan" => {
                     args.remove(0);
                     std::process::exit(run_scan(&prog, args));
+                }
+                "floor" => {
+                    args.remove(0);
+                    std::process::exit(run_floor(&prog, args));
                 }
                 "browse" | "dupes" => {
                     eprintln!("{prog}: '{first}' is not available in this build yet; 'dfdu -- {first}' names a file");
@@ -147,6 +145,31 @@ fn run_scan(prog: &str, args: Vec<OsString>) -> i32 {
     } else {
         report::run::<reader::Native>(&a, threads, fd_budget)
     }
+}
+
+/// `dfdu floor [-j N] DIR`: the benchmark's minimal walker (see floor.rs).
+fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
+    let mut threads = None;
+    let mut dir = None;
+    let mut p = lexopt::Parser::from_args(args);
+    while let Ok(Some(arg)) = p.next() {
+        match arg {
+            lexopt::Arg::Short('j') => threads = p.value().ok().and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
+            lexopt::Arg::Value(v) => dir = Some(v),
+            _ => {
+                eprintln!("usage: {prog} floor [-j N] DIR");
+                return 2;
+            }
+        }
+    }
+    let (threads, _) = resources(threads);
+    let Some(dir) = dir.and_then(|d| std::ffi::CString::new(d.into_encoded_bytes()).ok()) else {
+        eprintln!("usage: {prog} floor [-j N] DIR");
+        return 2;
+    };
+    let (entries, bytes) = floor::walk::<reader::Native>(&dir, threads);
+    println!("{bytes}\t{entries} entries");
+    0
 }
 
 fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
