@@ -23,8 +23,8 @@
 //! - `machine.rs`: the report header: CPU, memory, kernel, filesystem, date.
 //! - `run.rs`: the `run` subcommand: reference totals, rounds, statistics, the report.
 //!
-//! Invariants: no `unsafe` (forbidden below); `plan` does no I/O; `make` workers never
-//! print; timed runs never share the machine with other runs of this tool.
+//! Invariants: no `unsafe` (forbidden below); `plan` and `report` do no I/O; `make`
+//! workers never print; `run` times one command at a time, never two at once.
 
 #![forbid(unsafe_code)]
 

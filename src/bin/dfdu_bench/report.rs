@@ -201,8 +201,8 @@ fn byte_table(out: &mut String, input: &Input) {
     let _ = writeln!(
         out,
         "Reference: `du -s -B1` = {} (disk use, hard links once); `du -sb` = {} (apparent); \
-         `du -s -B1 -l` = {} (hard links every time). The tree has {} directories using {} bytes; \
-         the root directory uses {}.\n",
+         `du -s -B1 -l` = {} (hard links every time). Directories: {}, using {} bytes together; \
+         the root directory alone uses {}.\n",
         cli::group(r.disk_bytes),
         cli::group(r.apparent_bytes),
         cli::group(r.no_dedup_bytes),
