@@ -2,8 +2,9 @@
 //!
 //! Determinism is the whole point: the same seed must give the same tree on every run of
 //! the same binary, so the generator draws every random choice, in a fixed order, from one
-//! `Rng` on one thread. The floating-point helpers use only `ln`, `exp` and `sqrt`, which
-//! are deterministic for one binary on one machine.
+//! `Rng` on one thread. The floating-point helpers (`ln`, `exp`, `sqrt`, `cos`, `powf`)
+//! give the same results for one binary on one machine; another libm could differ in the
+//! last bit and so, rarely, in a rounded size.
 
 /// SplitMix64: one 64-bit state word, full period, good enough statistics for shaping a tree.
 pub struct Rng {
