@@ -77,7 +77,7 @@ const FLOOR_NOTE: &str = "\
 dfdu-bench floor: not provided. A floor walker needs raw openat/getdents64/statx, which std
 does not expose without `unsafe`, and this binary has none. std's read_dir + metadata opens
 each directory by full path and requests every statx field, so it would not measure the
-floor. The floor belongs inside dfdu (platform/), where unsafe is allowed and fenced.";
+floor. The floor belongs inside dfdu (platform/), where `unsafe` is allowed and fenced.";
 
 fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
