@@ -6,8 +6,10 @@
 //! Contract shared by every file under `platform/`: the same type and function names
 //! (`Dir`, `Lister`, `open_path`, `open_at`, `stat_path`, `stat_at`, `Lister::list`,
 //! `sorts_by_inode`, `errno_text`, `local_time`, `raise_fd_limit`, `default_threads`,
-//! `default_sigpipe`), no printing, no policy. Everything `unsafe` in dfdu lives in this
-//! directory.
+//! `default_sigpipe`; for the browser's delete `dir_id` and `remove_at`; for its
+//! terminal `term_raw_enter`, `term_raw_leave`, `term_size`, `term_write`, `term_wait`,
+//! `term_signals`, `term_stop_self` and the `SIG_*` bits, here from `unix_term.rs`), no
+//! printing, no policy. Everything `unsafe` in dfdu lives in this directory.
 
 use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
 use rustix::fd::{AsFd, OwnedFd};
@@ -16,13 +18,17 @@ use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+#[path = "unix_term.rs"]
+mod unix_term;
+pub use unix_term::*;
+
 /// An open directory handle.
 pub struct Dir {
     fd: OwnedFd,
 }
 
 /// Bytes handed to one `getdents64` call; allocated once per worker.
-const LIST_BUFFER_BYTES: usize = 64 * 1024;
+const LIST_BUFFER_BYTES: usize = 32 * 1024;
 
 /// A worker's listing buffer.
 pub struct Lister {
@@ -70,6 +76,19 @@ pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
 #[inline]
 pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
     stat_impl(dir.fd.as_fd(), name, follow)
+}
+
+/// (device, inode) of an open directory, as `stat_at` reports them.
+pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
+    let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Removes the entry `name` of `dir` itself, never what it points to: an empty
+/// directory when `is_dir`, anything else (a symlink is unlinked, not followed) when not.
+pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
+    let flags = if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
+    rustix::fs::unlinkat(&dir.fd, name, flags).map_err(errno)
 }
 
 fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Errno> {

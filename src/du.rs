@@ -235,6 +235,7 @@ impl<W: Write> Run<'_, W> {
             all_candidates: o.deref == Deref::All && self.dedup(),
             collect_inodes: dedup_seen && o.deref != Deref::All && !is_last,
             claims: o.deref == Deref::All && self.dedup(),
+            fold_links: self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All,
         };
         let sink = Records::new(keep, &meta);
         scan::scan::<R, Records>(&walk, &sink, &cpath, &meta);

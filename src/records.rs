@@ -6,6 +6,7 @@
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::scan::{Child, Listed, Measure, Pos, Seen, Sink, TimeKind};
 use std::ffi::CString;
+use std::collections::HashSet;
 use std::sync::Mutex;
 
 /// What an item stands for.
@@ -76,7 +77,8 @@ pub struct Tree {
     pub items: Vec<Item>,
     pub names: Vec<u8>,
     pub times: Option<Times>,
-    /// (dev, ino) of every counted entry, when `collect_inodes`.
+    /// (dev, ino) of every counted entry, when `collect_inodes`, and of the multiply-
+    /// linked files counted with `fold_links`.
     pub inodes: Vec<(u64, u64)>,
     /// With `-L`: the record holding each directory claimed during the scan.
     pub claims: Vec<((u64, u64), u32)>,
@@ -103,12 +105,18 @@ pub struct Keep {
     pub collect_inodes: bool,
     /// Record claims of directories (`-L` with deduplication).
     pub claims: bool,
+    /// Count each multiply-linked inode once as it is seen, instead of keeping its names
+    /// for the ordered pass: right when only the argument's total is printed (`-s`),
+    /// where which name is charged cannot show.
+    pub fold_links: bool,
 }
 
 /// The du sink: a `Tree` behind one lock, taken once per directory or chunk.
 pub struct Records {
     keep: Keep,
     tree: Mutex<Tree>,
+    /// (dev, ino) counted so far, with `fold_links`.
+    folded: Mutex<HashSet<(u64, u64)>>,
 }
 
 /// A worker's findings before they are committed.
@@ -155,12 +163,13 @@ impl Records {
             self_bytes: measure(root, keep.measure),
             ..DirRec::default()
         });
-        Records { keep, tree: Mutex::new(tree) }
+        Records { keep, tree: Mutex::new(tree), folded: Mutex::new(HashSet::new()) }
     }
 
     pub fn into_tree(self) -> Tree {
         let mut tree = self.tree.into_inner().unwrap();
         tree.claims.sort_unstable();
+        tree.inodes.extend(self.folded.into_inner().unwrap());
         tree
     }
 
@@ -221,8 +230,13 @@ impl Sink for Records {
             return;
         }
         if keep.all_candidates || meta.nlink > 1 {
-            self.push(l, pos, name, ItemKind::Candidate, 0, Some(meta));
-            return;
+            if !keep.fold_links {
+                self.push(l, pos, name, ItemKind::Candidate, 0, Some(meta));
+                return;
+            }
+            if !self.folded.lock().unwrap().insert((meta.dev, meta.ino)) {
+                return;
+            }
         }
         l.files_bytes += measure(meta, keep.measure);
         l.files_count += 1;
