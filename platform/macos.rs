@@ -37,6 +37,11 @@ use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 use std::mem::MaybeUninit;
 
+// The browser's terminal and signals: shared with Linux.
+#[path = "unix_term.rs"]
+mod unix_term;
+pub use unix_term::*;
+
 /// An open directory handle.
 pub struct Dir {
     fd: OwnedFd,
@@ -116,6 +121,19 @@ pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
 /// Opens the directory `name` inside `parent`.
 pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
     rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+}
+
+/// (device, inode) of an open directory (for the browser's delete check).
+pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
+    let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
+    Ok((st.st_dev as u64, st.st_ino))
+}
+
+/// Removes the entry `name` of `dir` itself, never what it points to: an empty
+/// directory when `is_dir`, anything else when not.
+pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
+    let flags = if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
+    rustix::fs::unlinkat(&dir.fd, name, flags).map_err(errno)
 }
 
 /// Stats a path relative to the working directory.

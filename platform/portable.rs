@@ -215,3 +215,58 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// Nothing to restore where the platform has no SIGPIPE or std leaves it alone.
 pub fn default_sigpipe() {}
+
+/// (device, inode) of a directory, from its path.
+#[cfg(unix)]
+pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
+    use std::os::unix::fs::MetadataExt;
+    let md = fs::symlink_metadata(&dir.path).map_err(io_errno)?;
+    Ok((md.dev(), md.ino()))
+}
+
+/// Without device and inode numbers the browser cannot check a directory before
+/// deleting inside it, so it deletes nothing.
+#[cfg(not(unix))]
+pub fn dir_id(_dir: &Dir) -> Result<(u64, u64), Errno> {
+    Err(NOT_SUPPORTED)
+}
+
+/// Removes the entry `name` of `dir` itself: an empty directory when `is_dir`, anything
+/// else (a symlink, not its target) when not.
+pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
+    let path = dir.path.join(path_of(name.to_bytes()));
+    if is_dir { fs::remove_dir(path) } else { fs::remove_file(path) }.map_err(io_errno)
+}
+
+/// "Function not implemented": what the terminal functions answer here.
+const NOT_SUPPORTED: Errno = Errno(38);
+
+// No terminal support in the portable build: `dfdu browse` says so and exits.
+pub const SIG_QUIT: u32 = 1;
+pub const SIG_SUSPEND: u32 = 2;
+pub const SIG_CONTINUE: u32 = 4;
+pub const SIG_RESIZE: u32 = 8;
+
+pub fn term_raw_enter() -> Result<(), Errno> {
+    Err(NOT_SUPPORTED)
+}
+
+pub fn term_raw_leave() {}
+
+pub fn term_size() -> Option<(u16, u16)> {
+    None
+}
+
+pub fn term_write(_bytes: &[u8]) -> Result<(), Errno> {
+    Err(NOT_SUPPORTED)
+}
+
+pub fn term_wait(_buf: &mut [u8], _timeout_ms: u32) -> Result<usize, Errno> {
+    Err(NOT_SUPPORTED)
+}
+
+pub fn term_signals() -> (u32, i32) {
+    (0, 0)
+}
+
+pub fn term_stop_self() {}

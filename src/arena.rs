@@ -17,9 +17,10 @@
 //!   they show (the browser). So an entry costs 8 + 1 + name bytes.
 //! * **Directory table**: 64 bytes per directory (`DirSlot`): parent, own entry, first
 //!   child and child count (children of one directory are contiguous: they come from one
-//!   listing and get one id range), where its children's names start, its own sizes,
-//!   running totals of the subtree, item count, and pending work with the flags in its
-//!   top bits.
+//!   listing and get one id range), where its children's names start, its own sizes
+//!   (512-byte blocks and bytes in 32 bits each, else in `own_overflow`), running totals
+//!   of the subtree, item count, inode number and mtime (for the browser's delete check
+//!   and sort), and pending work with the flags in its top bits.
 //! * **Side tables**: sizes that do not fit (`overflow`), the device of each directory
 //!   that differs from its parent's (`devs`), (dev, ino, nlink) of multiply-linked files
 //!   (`links`, only entries with nlink > 1 pay for it), and the names of the roots.
@@ -35,6 +36,13 @@
 //! Totals grow monotonically (`fetch_add` on every ancestor, once per listed directory);
 //! `pending` reaches 0 when a directory's whole subtree is done. Every cell is an atomic,
 //! so the arena needs no `unsafe` and no lock on the read path.
+//!
+//! # Changes after the scan (the browser)
+//!
+//! Nothing is ever freed or moved. A deleted entry gets `F_REMOVED` and what it
+//! contributed leaves its ancestors' totals (`remove`). A rescanned directory gets a
+//! fresh record under the same entry (`begin_rescan`); the old record and its subtree
+//! become unreachable, and the ancestors are "not done" again until the new record is.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
@@ -62,6 +70,8 @@ pub const F_OTHER_FS: u8 = 1 << 4;
 pub const F_HARDLINK: u8 = 1 << 5;
 /// A further name of a multiply-linked file already counted elsewhere.
 pub const F_DUP_LINK: u8 = 1 << 6;
+/// Deleted by the browser: no longer part of the tree or of any total.
+pub const F_REMOVED: u8 = 1 << 7;
 
 /// One entry: two words, see the module doc.
 #[derive(Default)]
@@ -81,11 +91,18 @@ pub struct DirSlot {
     entry: AtomicU32,
     first_child: AtomicU32,
     child_count: AtomicU32,
-    own_disk: AtomicU64,
-    own_apparent: AtomicU64,
+    /// Own disk use in 512-byte blocks and own apparent size; `OVERFLOW` in `own_blocks`
+    /// means both live in `own_overflow`.
+    own_blocks: AtomicU32,
+    own_apparent: AtomicU32,
     total_disk: AtomicU64,
     total_apparent: AtomicU64,
-    items: AtomicU64,
+    /// Inode number, checked before the browser deletes anything inside.
+    ino: AtomicU64,
+    /// Entries below (recursively); ids are `u32`, so this fits.
+    items: AtomicU32,
+    /// Modification time in seconds since the epoch, clamped to `0..=u32::MAX`.
+    mtime: AtomicU32,
     /// Units of unfinished work (low 28 bits) and the `D_*` flags (top 4 bits).
     pending_flags: AtomicU32,
     names_at: AtomicU32,
@@ -174,6 +191,8 @@ pub struct Arena {
     next_dir: AtomicU64,
     next_name: AtomicU64,
     overflow: Mutex<HashMap<u32, (u64, u64)>>,
+    /// Own sizes of directories that do not fit a `DirSlot`, by directory index.
+    own_overflow: Mutex<HashMap<u32, (u64, u64)>>,
     /// Device of a directory, where it differs from its parent's.
     devs: Mutex<HashMap<u32, u64>>,
     /// (dev, ino, nlink) of multiply-linked files, by entry id.
@@ -199,6 +218,7 @@ impl Arena {
             next_dir: AtomicU64::new(0),
             next_name: AtomicU64::new(0),
             overflow: Mutex::new(HashMap::new()),
+            own_overflow: Mutex::new(HashMap::new()),
             devs: Mutex::new(HashMap::new()),
             links: Mutex::new(HashMap::new()),
             root_names: Mutex::new(HashMap::new()),
@@ -236,15 +256,7 @@ impl Arena {
             return Err(self.refuse(Full::Ids));
         }
         let id = id as u32;
-        let d = self.dirs.at(id);
-        d.parent.store(parent, Relaxed);
-        d.entry.store(entry, Relaxed);
-        d.child_count.store(UNLISTED, Relaxed);
-        d.own_disk.store(own_disk, Relaxed);
-        d.own_apparent.store(own_apparent, Relaxed);
-        d.total_disk.store(own_disk, Relaxed);
-        d.total_apparent.store(own_apparent, Relaxed);
-        d.pending_flags.store(1, Relaxed);
+        self.init_dir(id, parent, entry, own_disk, own_apparent);
         self.entries.at(entry).apparent.store(id, Release);
         Ok(id)
     }
@@ -257,16 +269,32 @@ impl Arena {
             return Err(self.refuse(Full::Ids));
         }
         let id = id as u32;
+        self.init_dir(id, parent, u32::MAX, own_disk, own_apparent);
+        Ok(id)
+    }
+
+    fn init_dir(&self, id: u32, parent: u32, entry: u32, own_disk: u64, own_apparent: u64) {
         let d = self.dirs.at(id);
         d.parent.store(parent, Relaxed);
-        d.entry.store(u32::MAX, Relaxed);
+        d.entry.store(entry, Relaxed);
         d.child_count.store(UNLISTED, Relaxed);
-        d.own_disk.store(own_disk, Relaxed);
-        d.own_apparent.store(own_apparent, Relaxed);
+        self.store_own(id, own_disk, own_apparent);
         d.total_disk.store(own_disk, Relaxed);
         d.total_apparent.store(own_apparent, Relaxed);
         d.pending_flags.store(1, Relaxed);
-        Ok(id)
+    }
+
+    /// Stores a directory's own sizes: in the slot when they fit exactly, else on the side.
+    fn store_own(&self, dir: u32, disk: u64, apparent: u64) {
+        let d = self.dirs.at(dir);
+        let blocks = disk / 512;
+        if disk % 512 == 0 && blocks < OVERFLOW as u64 && apparent < OVERFLOW as u64 {
+            d.own_apparent.store(apparent as u32, Relaxed);
+            d.own_blocks.store(blocks as u32, Relaxed);
+        } else {
+            self.own_overflow.lock().unwrap().insert(dir, (disk, apparent));
+            d.own_blocks.store(OVERFLOW, Relaxed);
+        }
     }
 
     /// Binds directory record `dir` to its (written) entry `entry`.
@@ -278,8 +306,8 @@ impl Arena {
     /// Replaces a directory's own sizes (its totals move by the difference).
     pub fn set_own(&self, dir: u32, own_disk: u64, own_apparent: u64) {
         let d = self.dirs.at(dir);
-        let old_disk = d.own_disk.swap(own_disk, Relaxed);
-        let old_apparent = d.own_apparent.swap(own_apparent, Relaxed);
+        let (old_disk, old_apparent) = self.dir_own(dir);
+        self.store_own(dir, own_disk, own_apparent);
         d.total_disk.fetch_add(own_disk.wrapping_sub(old_disk), Relaxed);
         d.total_apparent.fetch_add(own_apparent.wrapping_sub(old_apparent), Relaxed);
     }
@@ -409,8 +437,7 @@ impl Arena {
     /// (disk bytes, apparent bytes) of the entry itself (for a directory: its own inode).
     pub fn own_sizes(&self, id: u32) -> (u64, u64) {
         if self.kind(id) == KIND_DIR {
-            let d = self.dirs.at(self.dir_of(id));
-            return (d.own_disk.load(Relaxed), d.own_apparent.load(Relaxed));
+            return self.dir_own(self.dir_of(id));
         }
         let e = self.entries.at(id);
         let blocks = e.flags_blocks.load(Relaxed) & BLOCKS_OVERFLOW;
@@ -423,13 +450,34 @@ impl Arena {
     /// (disk, apparent, items below) of directory index `dir`'s subtree.
     pub fn dir_totals(&self, dir: u32) -> (u64, u64, u64) {
         let d = self.dirs.at(dir);
-        (d.total_disk.load(Relaxed), d.total_apparent.load(Relaxed), d.items.load(Relaxed))
+        (d.total_disk.load(Relaxed), d.total_apparent.load(Relaxed), d.items.load(Relaxed) as u64)
     }
 
     /// (disk, apparent) of directory index `dir`'s own inode.
     pub fn dir_own(&self, dir: u32) -> (u64, u64) {
         let d = self.dirs.at(dir);
-        (d.own_disk.load(Relaxed), d.own_apparent.load(Relaxed))
+        let blocks = d.own_blocks.load(Relaxed);
+        if blocks == OVERFLOW {
+            return self.own_overflow.lock().unwrap().get(&dir).copied().unwrap_or((0, 0));
+        }
+        (blocks as u64 * 512, d.own_apparent.load(Relaxed) as u64)
+    }
+
+    /// Records a directory's inode number and modification time (seconds).
+    pub fn set_dir_stat(&self, dir: u32, ino: u64, mtime_sec: i64) {
+        let d = self.dirs.at(dir);
+        d.ino.store(ino, Relaxed);
+        d.mtime.store(mtime_sec.clamp(0, u32::MAX as i64) as u32, Relaxed);
+    }
+
+    /// The inode number recorded for directory `dir` (0 if unknown, as after an import).
+    pub fn dir_ino(&self, dir: u32) -> u64 {
+        self.dirs.at(dir).ino.load(Relaxed)
+    }
+
+    /// The modification time recorded for directory `dir`, in seconds (0 if unknown).
+    pub fn dir_mtime(&self, dir: u32) -> u32 {
+        self.dirs.at(dir).mtime.load(Relaxed)
     }
 
     /// Children of directory index `dir`, or `None` while it is not listed.
@@ -467,9 +515,82 @@ impl Arena {
             let d = self.dirs.at(dir);
             d.total_disk.fetch_add(disk, Relaxed);
             d.total_apparent.fetch_add(apparent, Relaxed);
-            d.items.fetch_add(items, Relaxed);
+            d.items.fetch_add(items as u32, Relaxed);
             dir = d.parent.load(Relaxed);
         }
+    }
+
+    /// Takes sizes and items away from `dir` and all its ancestors.
+    pub fn sub_up(&self, mut dir: u32, disk: u64, apparent: u64, items: u64) {
+        while dir != NO_DIR {
+            let d = self.dirs.at(dir);
+            d.total_disk.fetch_sub(disk, Relaxed);
+            d.total_apparent.fetch_sub(apparent, Relaxed);
+            d.items.fetch_sub(items as u32, Relaxed);
+            dir = d.parent.load(Relaxed);
+        }
+    }
+
+    /// Whether entry `id` was deleted.
+    pub fn removed(&self, id: u32) -> bool {
+        self.flags(id) & F_REMOVED != 0
+    }
+
+    /// Takes entry `id`, a child of directory `dir`, out of the tree: marks it removed and
+    /// subtracts what it still contributes (for a directory, its current totals and
+    /// items, plus itself) from `dir` and every ancestor. False if it was gone already.
+    pub fn remove(&self, dir: u32, id: u32) -> bool {
+        let was = self.entries.at(id).flags_blocks.fetch_or((F_REMOVED as u32) << 24, AcqRel);
+        let flags = (was >> 24) as u8;
+        if flags & F_REMOVED != 0 {
+            return false;
+        }
+        let (disk, apparent, items) = if flags & 3 == KIND_DIR {
+            let t = self.dir_totals(self.dir_of(id));
+            (t.0, t.1, t.2 + 1)
+        } else if flags & F_DUP_LINK != 0 {
+            (0, 0, 1)
+        } else {
+            let s = self.own_sizes(id);
+            (s.0, s.1, 1)
+        };
+        self.sub_up(dir, disk, apparent, items);
+        true
+    }
+
+    /// Starts a rescan of directory `old`: a fresh, empty record with the given own sizes
+    /// takes its place under the same entry, the ancestors' totals lose what `old` held
+    /// below itself, and every ancestor that was done is "not done" again until the new
+    /// record finishes (its completion cascades up through `finish` as a scan's would).
+    /// Returns the new record's index, which is the rescan's root token.
+    pub fn begin_rescan(&self, old: u32, own_disk: u64, own_apparent: u64) -> Result<u32, Full> {
+        let parent = self.dir_parent(old);
+        let entry = self.dir_entry(old);
+        let new = self.new_dir_detached(parent, own_disk, own_apparent)?;
+        let (disk, apparent, items) = self.dir_totals(old);
+        // Each ancestor that was done gets a unit of work back, and so does the first
+        // one that was not (its unit for this subtree was consumed when it finished).
+        let mut p = parent;
+        while p != NO_DIR {
+            let d = self.dirs.at(p);
+            let was = d.pending_flags.fetch_add(1, AcqRel);
+            if was & D_DONE == 0 {
+                break;
+            }
+            d.pending_flags.fetch_and(!D_DONE, AcqRel);
+            p = d.parent.load(Relaxed);
+        }
+        self.sub_up(parent, disk, apparent, items);
+        self.add_up(parent, own_disk, own_apparent, 0);
+        if parent == NO_DIR {
+            let name = self.root_names.lock().unwrap().get(&old).cloned().unwrap_or_default();
+            self.set_root_name(new, &name);
+        }
+        if let Some(dev) = self.dev_of(old) {
+            self.set_dev(new, dev);
+        }
+        self.attach_dir(new, entry);
+        Ok(new)
     }
 
     /// Marks errors below `dir` on every ancestor.
@@ -510,6 +631,18 @@ impl Arena {
     /// The device recorded for `dir` itself (only where it differs from its parent's).
     pub fn dev_of(&self, dir: u32) -> Option<u64> {
         self.devs.lock().unwrap().get(&dir).copied()
+    }
+
+    /// The device `dir` is on: its own record or its nearest ancestor's.
+    pub fn dir_dev(&self, mut dir: u32) -> u64 {
+        let devs = self.devs.lock().unwrap();
+        while dir != NO_DIR {
+            if let Some(&dev) = devs.get(&dir) {
+                return dev;
+            }
+            dir = self.dir_parent(dir);
+        }
+        0
     }
 
     /// Records (dev, ino, nlink) of a multiply-linked file.
@@ -604,5 +737,119 @@ mod tests {
         assert_eq!(a.reserve_entries(u32::MAX), Err(Full::Ids));
         assert_eq!(a.full(), Some(Full::Ids));
         assert_eq!(a.reserve_names(u64::from(u32::MAX) + 1), Err(Full::Names));
+    }
+
+    /// A directory `name` under `parent` with one file of `size` bytes in it, listed and
+    /// added up the way the sink does it.
+    fn dir_with_file(a: &Arena, parent: u32, slot: u32, size: u64) -> u32 {
+        let d = a.new_dir(slot, parent, 512, 100).unwrap();
+        a.add_up(parent, 512, 100, 0);
+        let f = children(a, d, &[NewEntry { name: b"f", flags: KIND_FILE, disk_bytes: size, apparent_bytes: size }]);
+        a.publish_children(d, f, 1);
+        a.add_up(d, size, size, 1);
+        d
+    }
+
+    #[test]
+    fn own_sizes_that_do_not_fit_the_slot_are_exact() {
+        let a = Arena::new();
+        let r = root(&a, 0);
+        for (disk, apparent) in [(4096, 4096), (1000, 7), (512 << 32, 1), (0, 5 << 32)] {
+            a.set_own(r, disk, apparent);
+            assert_eq!(a.dir_own(r), (disk, apparent));
+            assert_eq!(a.dir_totals(r).0, disk, "totals follow the own size");
+        }
+    }
+
+    #[test]
+    fn removal_subtracts_from_every_ancestor_once() {
+        let a = Arena::new();
+        let r = root(&a, 512);
+        let kids = children(
+            &a,
+            r,
+            &[
+                NewEntry { name: b"d", flags: KIND_DIR, ..Default::default() },
+                NewEntry { name: b"x", flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 1000 },
+                NewEntry {
+                    name: b"y",
+                    flags: KIND_FILE | F_HARDLINK | F_DUP_LINK,
+                    disk_bytes: 1024,
+                    apparent_bytes: 9,
+                },
+            ],
+        );
+        a.publish_children(r, kids, 3);
+        a.add_up(r, 1024, 1000, 3);
+        let d = dir_with_file(&a, r, kids, 4096);
+        assert_eq!(a.dir_totals(r), (512 + 512 + 4096 + 1024, 512 + 100 + 4096 + 1000, 4));
+        let file_in_d = a.children(d).unwrap().start;
+        assert!(a.remove(d, file_in_d));
+        assert!(!a.remove(d, file_in_d), "a second removal changes nothing");
+        assert_eq!(a.dir_totals(d), (512, 100, 0));
+        assert_eq!(a.dir_totals(r), (512 + 512 + 1024, 512 + 100 + 1000, 3));
+        assert!(a.remove(r, kids + 2), "a duplicate link counted nothing");
+        assert_eq!(a.dir_totals(r), (512 + 512 + 1024, 512 + 100 + 1000, 2));
+        assert!(a.remove(r, kids));
+        assert!(a.removed(kids) && a.kind(kids) == KIND_DIR, "the kind survives the mark");
+        assert_eq!(a.dir_totals(r), (512 + 1024, 512 + 1000, 1));
+    }
+
+    #[test]
+    fn rescan_replaces_the_record_and_reopens_done_ancestors() {
+        let a = Arena::new();
+        let r = root(&a, 0);
+        let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+        a.publish_children(r, e, 1);
+        a.add_up(r, 0, 0, 1);
+        let s = dir_with_file(&a, r, e, 8192);
+        a.add_pending(r, 1);
+        a.finish(s);
+        a.finish(r);
+        assert!(a.dir_flags(r) & D_DONE != 0);
+        let n = a.begin_rescan(s, 1024, 10).unwrap();
+        assert_eq!(a.dir_of(e), n);
+        assert_eq!(a.dir_name(n), b"s");
+        assert!(a.children(n).is_none(), "the new record is unlisted");
+        assert!(a.dir_flags(r) & D_DONE == 0, "the root is scanning again");
+        assert_eq!(a.dir_totals(r), (1024, 10, 1));
+        a.add_up(n, 512, 5, 1);
+        a.finish(n);
+        assert!(a.dir_flags(n) & D_DONE != 0 && a.dir_flags(r) & D_DONE != 0);
+        assert_eq!(a.dir_totals(r), (1536, 15, 2));
+
+        // A rescan below a directory that is still being scanned takes one unit from it
+        // and gives it back: the running scan still decides when it is done.
+        let b = Arena::new();
+        let r = root(&b, 0);
+        let e = children(&b, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+        b.publish_children(r, e, 1);
+        let s = b.new_dir(e, r, 0, 0).unwrap();
+        b.add_pending(r, 1);
+        b.finish(s);
+        let n = b.begin_rescan(s, 0, 0).unwrap();
+        b.finish(n);
+        assert!(b.dir_flags(r) & D_DONE == 0);
+        b.finish(r);
+        assert!(b.dir_flags(r) & D_DONE != 0, "the root's own unit was the last");
+
+        // The root itself can be rescanned.
+        let root_new = b.begin_rescan(r, 0, 0).unwrap();
+        assert_eq!(b.dir_name(root_new), b"/the/root");
+        assert_eq!(b.dir_parent(root_new), NO_DIR);
+    }
+
+    #[test]
+    fn directories_keep_inode_and_mtime() {
+        let a = Arena::new();
+        let r = root(&a, 0);
+        a.set_dir_stat(r, 1 << 40, -5);
+        assert_eq!((a.dir_ino(r), a.dir_mtime(r)), (1 << 40, 0));
+        a.set_dir_stat(r, 7, 1_700_000_000);
+        assert_eq!(a.dir_mtime(r), 1_700_000_000);
+        a.set_dev(r, 9);
+        let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+        let s = a.new_dir(e, r, 0, 0).unwrap();
+        assert_eq!(a.dir_dev(s), 9, "inherited from the parent");
     }
 }

@@ -44,6 +44,7 @@ struct Pending {
     dev: u64,
     ino: u64,
     nlink: u64,
+    mtime_sec: i64,
 }
 
 /// A worker's findings before they are committed.
@@ -82,16 +83,23 @@ impl<'a> ArenaSink<'a> {
         self.arena.write_entry(id, &e, self.arena.reserve_names(1)?);
         let dir = self.arena.new_dir(id, NO_DIR, meta.disk_bytes(), meta.size)?;
         self.arena.set_root_name(dir, path);
-        self.arena.set_dev(dir, meta.dev);
-        self.devs.lock().unwrap().insert(dir, meta.dev);
+        self.adopt(dir, meta);
         Ok(dir)
+    }
+
+    /// Makes directory record `dir` (a root, or a record made by `Arena::begin_rescan`)
+    /// the root of the next scan: records its device, inode and mtime.
+    pub fn adopt(&self, dir: u32, meta: &Meta) {
+        self.arena.set_dev(dir, meta.dev);
+        self.arena.set_dir_stat(dir, meta.ino, meta.mtime.sec);
+        self.devs.lock().unwrap().insert(dir, meta.dev);
     }
 
     fn pending(&self, l: &mut Local, pos: Pos, name: &[u8], flags: u8, meta: Option<&Meta>, descend: bool) {
         let name_off = l.names.len() as u32;
         l.names.extend_from_slice(name);
-        let (disk, apparent, dev, ino, nlink) =
-            meta.map_or((0, 0, 0, 0, 0), |m| (m.disk_bytes(), m.size, m.dev, m.ino, m.nlink));
+        let (disk, apparent, dev, ino, nlink, mtime_sec) =
+            meta.map_or((0, 0, 0, 0, 0, 0), |m| (m.disk_bytes(), m.size, m.dev, m.ino, m.nlink, m.mtime.sec));
         l.entries.push(Pending {
             idx: pos.idx,
             name_pos: pos.name_pos as u32,
@@ -104,6 +112,7 @@ impl<'a> ArenaSink<'a> {
             dev,
             ino,
             nlink,
+            mtime_sec,
         });
     }
 }
@@ -170,6 +179,7 @@ impl Sink for ArenaSink<'_> {
                 errors |= flags & arena::F_ERROR != 0;
                 if flags & 3 == arena::KIND_DIR {
                     let Ok(sub) = a.new_dir(id, dir, p.disk, p.apparent) else { break };
+                    a.set_dir_stat(sub, p.ino, p.mtime_sec);
                     if p.dev != dir_dev {
                         a.set_dev(sub, p.dev);
                     }

@@ -34,7 +34,9 @@
 
 mod arena;
 mod arena_sink;
+mod browse;
 mod cli;
+mod delete;
 mod du;
 mod exclude;
 mod floor;
@@ -45,13 +47,16 @@ mod reader;
 mod records;
 mod report;
 mod scan;
+mod term;
 mod timefmt;
 mod units;
+mod width;
 
 #[allow(unsafe_code)]
 #[cfg_attr(target_os = "linux", path = "../platform/linux.rs")]
 #[cfg_attr(target_os = "macos", path = "../platform/macos.rs")]
-#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), path = "../platform/portable.rs")]
+#[cfg_attr(windows, path = "../platform/windows.rs")]
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos", windows)), path = "../platform/portable.rs")]
 mod platform;
 
 #[allow(dead_code)]
@@ -113,7 +118,11 @@ fn main() {
                     args.remove(0);
                     std::process::exit(run_floor(&prog, args));
                 }
-                "browse" | "dupes" => {
+                "browse" => {
+                    args.remove(0);
+                    std::process::exit(run_browse(&prog, args));
+                }
+                "dupes" => {
                     eprintln!("{prog}: '{first}' is not available in this build yet; 'dfdu -- {first}' names a file");
                     std::process::exit(2);
                 }
@@ -170,6 +179,19 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
     let (entries, bytes) = floor::walk::<reader::Native>(&dir, threads);
     println!("{bytes}\t{entries} entries");
     0
+}
+
+fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
+    let a = match browse::parse(prog, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let (threads, fd_budget) = resources(a.threads);
+    if reader::portable_requested() {
+        browse::run::<reader::Portable>(&a, threads, fd_budget)
+    } else {
+        browse::run::<reader::Native>(&a, threads, fd_budget)
+    }
 }
 
 fn run_du(prog: &str, args: Vec<OsString>) -> i32 {

@@ -482,7 +482,7 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
             if show {
                 s.spawn(|| progress(&arena, &sink, root, start, &stop));
             }
-            scan::scan::<R, ArenaSink>(&walk, &sink, &cpath, &meta);
+            scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
             stop.store(true, Ordering::Relaxed);
         });
         roots.push(root);
