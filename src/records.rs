@@ -5,8 +5,8 @@
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::scan::{Child, Listed, Measure, Pos, Seen, Sink, TimeKind};
-use std::ffi::CString;
 use std::collections::HashSet;
+use std::ffi::CString;
 use std::sync::Mutex;
 
 /// What an item stands for.
