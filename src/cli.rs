@@ -3,6 +3,7 @@
 //! messages), then the derived settings `du` runs with. The help text lives here too.
 
 use crate::exclude::Exclude;
+use crate::meta::os_bytes;
 use crate::quote::{quote, quotef};
 use crate::scan::TimeKind;
 use crate::units::{self, NumError, Scale};
@@ -225,18 +226,6 @@ fn read_all(name: &std::ffi::OsStr) -> std::io::Result<Vec<u8>> {
     std::fs::read(name)
 }
 
-fn bytes_of(s: &std::ffi::OsStr) -> Vec<u8> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        s.as_bytes().to_vec()
-    }
-    #[cfg(not(unix))]
-    {
-        s.to_string_lossy().into_owned().into_bytes()
-    }
-}
-
 /// Parses du's arguments (without argv[0]). `env` reads environment variables.
 pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Parsed {
     use lexopt::Arg;
@@ -354,7 +343,7 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
                 }
             },
         };
-        let vbytes = value.as_deref().map(bytes_of).unwrap_or_default();
+        let vbytes = value.as_deref().map(os_bytes).unwrap_or_default();
         let vstr = String::from_utf8_lossy(&vbytes).into_owned();
         match id {
             '0' => o.null = true,
@@ -513,7 +502,7 @@ fn finish(
         }
     }
     if o.files0_from.is_some() && !o.operands.is_empty() {
-        eprintln!("{prog}: extra operand {}", quote(&bytes_of(&o.operands[0])));
+        eprintln!("{prog}: extra operand {}", quote(&os_bytes(&o.operands[0])));
         eprintln!("file operands cannot be combined with --files0-from");
         try_help(&prog);
         return Parsed::Exit(1);

@@ -5,6 +5,7 @@
 //! line is byte-for-byte what du prints.
 
 use crate::cli::{Deref, DuOptions};
+use crate::meta::os_bytes;
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::quote::{quoteaf, quotef};
 use crate::reader::Reader;
@@ -101,17 +102,6 @@ fn write_failed(prog: &str, e: &io::Error) -> i32 {
     let errno = Errno(e.raw_os_error().unwrap_or(5));
     eprintln!("{prog}: write error: {}", crate::platform::errno_text(errno));
     1
-}
-
-#[cfg(unix)]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    s.as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    s.to_string_lossy().into_owned().into_bytes()
 }
 
 /// Reads the NUL-separated names of `--files0-from`.

@@ -70,3 +70,17 @@ pub struct LocalTime {
     pub gmtoff: i64,
     pub zone: String,
 }
+
+/// The bytes of an OS string: exact on Unix; elsewhere its UTF-8 form (the native
+/// readers there convert losslessly themselves).
+pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        s.as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        s.to_string_lossy().into_owned().into_bytes()
+    }
+}

@@ -5,6 +5,7 @@
 use crate::arena::{self, Arena};
 use crate::arena_sink::ArenaSink;
 use crate::exclude::Exclude;
+use crate::meta::os_bytes;
 use crate::meta::Kind;
 use crate::quote::quotef;
 use crate::reader::Reader;
@@ -147,17 +148,6 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         a.dirs.push(".".into());
     }
     Ok(a)
-}
-
-#[cfg(unix)]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    s.as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    s.to_string_lossy().into_owned().into_bytes()
 }
 
 /// What the report says about one root.
