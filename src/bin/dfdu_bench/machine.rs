@@ -39,8 +39,8 @@ pub fn machine() -> Machine {
     }
 }
 
-/// "ext4 on /dev/vda, mounted at / (rw,relatime; superblock rw,discard,…)" for the mount holding `dir`, found as
-/// the longest mount point in /proc/self/mountinfo that is a prefix of `dir`.
+/// "ext4 on /dev/vda, mounted at / (rw,relatime; superblock rw,discard,…)" for the mount
+/// holding `dir`: the longest mount point in /proc/self/mountinfo that is a prefix of `dir`.
 pub fn filesystem_of(dir: &Path) -> String {
     let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut best: Option<(usize, String)> = None;
@@ -55,8 +55,16 @@ pub fn filesystem_of(dir: &Path) -> String {
         }
         let mount_point = unescape_octal(left[4]);
         let covers = dir.starts_with(&mount_point);
-        if covers && best.as_ref().is_none_or(|(len, _)| mount_point.len() >= *len) {
-            let description = format!("{} on {}, mounted at {mount_point} ({})", right[0], right[1], left[5]);
+        let longer = match &best {
+            Some((best_len, _)) => mount_point.len() >= *best_len,
+            None => true,
+        };
+        if covers && longer {
+            let (fs_type, source, super_options) = (right[0], right[1], right.get(2).unwrap_or(&""));
+            let mount_options = left[5];
+            let description = format!(
+                "{fs_type} on {source}, mounted at {mount_point} ({mount_options}; superblock {super_options})"
+            );
             best = Some((mount_point.len(), description));
         }
     }
