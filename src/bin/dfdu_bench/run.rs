@@ -13,6 +13,7 @@
 
 use std::ffi::OsString;
 use std::fs;
+use std::io::{self, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -35,7 +36,8 @@ Times dfdu and every peer found on PATH (or in ~/.cargo/bin): dfdu -s, dfdu scan
   --warmup N    uncounted runs per tool first (default 2; 0 with --cold)
   --cold        drop the page cache before every run (sync; echo 3 > drop_caches; root)
   --dfdu PATH   the dfdu binary (default: dfdu on PATH, else next to dfdu-bench)
-  --out FILE    the Markdown report (default: DIR/../results-YYYY-MM-DD.md)
+  --out FILE    write the Markdown report here (default: append it to
+                DIR/../results-YYYY-MM-DD.md, one file per day next to the tree)
 
 Each tool's byte total is read once, untimed, with its raw-bytes flag and compared with
 du -s -B1. CPU time and peak RSS come from GNU time (/usr/bin/time) when installed.";
@@ -101,11 +103,27 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
         gnu_time: timer.gnu_time().map(Path::to_path_buf),
     };
     let text = report::render(&input);
-    let out = args.out.unwrap_or_else(|| dir.parent().unwrap_or(&dir).join(format!("results-{date}.md")));
-    fs::write(&out, &text).map_err(|e| format!("run: write {}: {e}", out.display()))?;
+    let written = match args.out {
+        Some(out) => fs::write(&out, &text).map(|()| (out, "written to")),
+        None => {
+            // The default is one file per day next to the tree; a second report that day
+            // (another tree, or cold after warm) is appended rather than overwriting it.
+            let out = dir.parent().unwrap_or(&dir).join(format!("results-{date}.md"));
+            append(&out, &text).map(|()| (out, "appended to"))
+        }
+    };
+    let (out, how) = written.map_err(|e| format!("run: write report: {e}"))?;
     say!("{text}");
-    eprintln!("dfdu-bench run: report written to {}", out.display());
+    eprintln!("dfdu-bench run: report {how} {}", out.display());
     Ok(())
+}
+
+/// Appends `text` to `path`, after a Markdown rule if the file already has something in it.
+fn append(path: &Path, text: &str) -> io::Result<()> {
+    let separator = if path.metadata().is_ok_and(|meta| meta.len() > 0) { "\n---\n\n" } else { "" };
+    let mut file = fs::OpenOptions::new().create(true).append(true).open(path)?;
+    file.write_all(separator.as_bytes())?;
+    file.write_all(text.as_bytes())
 }
 
 fn parse(args: Vec<OsString>) -> Result<RunArgs, String> {
