@@ -296,9 +296,12 @@ pub struct Browser<'a> {
     limits: Limits,
     pub root: u32,
     cwd: u32,
-    /// The selected row and the entry on it (followed across re-sorts).
+    /// The selected row and the entry on it (followed across re-sorts once chosen).
     sel: usize,
     sel_id: Option<u32>,
+    /// The user chose `sel_id` (moved, or came back from it). Until then the cursor
+    /// stays on the first row while a scan reorders the listing under it.
+    chosen: bool,
     /// First listed row shown.
     top: usize,
     sort: SortKey,
@@ -335,6 +338,7 @@ impl<'a> Browser<'a> {
             cwd: root,
             sel: 0,
             sel_id: None,
+            chosen: false,
             top: 0,
             sort: SortKey::Size,
             desc: true,
@@ -442,6 +446,7 @@ impl<'a> Browser<'a> {
         // Leave directories that were deleted under us.
         while self.cwd != self.root && self.a.removed(self.a.dir_entry(self.cwd)) {
             self.sel_id = Some(self.a.dir_entry(self.cwd));
+            self.chosen = true;
             self.cwd = self.a.dir_parent(self.cwd);
         }
         let Some(kids) = self.a.children(self.cwd) else {
@@ -477,8 +482,10 @@ impl<'a> Browser<'a> {
             dirs.then(primary).then_with(|| names.get(x.id).cmp(names.get(y.id))).then(x.id.cmp(&y.id))
         });
         self.items = items;
-        // Follow the selected entry to its new row; if it is gone, stay on the row.
-        if let Some(id) = self.sel_id {
+        // Follow the chosen entry to its new row; if it is gone, stay on the row.
+        if !self.chosen {
+            self.sel = 0;
+        } else if let Some(id) = self.sel_id {
             if let Some(k) = self.items.iter().position(|it| it.id == id) {
                 self.sel = k;
             }
@@ -493,12 +500,14 @@ impl<'a> Browser<'a> {
         }
         self.sel = k.min(self.items.len() - 1);
         self.sel_id = Some(self.items[self.sel].id);
+        self.chosen = true;
     }
 
     fn open(&mut self, dir: u32, select: Option<u32>) {
         self.cwd = dir;
         self.sel = 0;
         self.sel_id = select;
+        self.chosen = select.is_some();
         self.top = 0;
         self.stale = true;
     }
@@ -819,7 +828,7 @@ impl Browser<'_> {
         } else {
             ""
         };
-        let title = format!(" dfdu {} ~ Use the arrow keys to navigate, press ? for help", env!("DFDU_VERSION"));
+        let title = format!(" dfdu {} ~ Use the arrow keys to navigate, press ? for help", env!("CARGO_PKG_VERSION"));
         scr.put(0, 0, &fit(&title, w - tag.len()), Style::REVERSE);
         scr.put(0, w - tag.len(), tag, Style { bold: true, ..Style::REVERSE });
     }
@@ -1268,10 +1277,10 @@ pub fn run<R: Reader>(args: &BrowseArgs, threads: usize, fd_budget: usize) -> i3
             };
             match result {
                 Ok(imported) => {
+                    let from = if f == "-" { "standard input".to_string() } else { escape(&os_bytes(f)) };
                     let line = format!(
-                        "Imported {} entries from {} (written by {})",
+                        "Imported {} entries from {from} (written by {})",
                         grouped(arena.entry_count() as u64),
-                        escape(&os_bytes(f)),
                         escape(imported.progname.as_bytes())
                     );
                     (imported.root, None, line)
@@ -1745,6 +1754,31 @@ mod tests {
         assert!(j.text().contains("(empty directory)"));
         j.keys(&[Char('<'), End, Enter]);
         assert!(j.screen.row_text(1).starts_with("--- /r ---"), "files do not open");
+    }
+
+    #[test]
+    fn the_cursor_stays_on_top_while_the_scan_reorders_until_the_user_moves() {
+        let (a, r) = sample();
+        let mut j = Journey::new(&a, r);
+        let find = |name: &[u8]| {
+            let mut n = Vec::new();
+            a.children(r).unwrap().find(|&id| {
+                a.child_name(r, id, &mut n);
+                n == name
+            })
+        };
+        let mid = a.dir_of(find(b"mid").unwrap());
+        // A scan adds to mid: it becomes the largest.
+        a.add_up(mid, 4 << 20, 4 << 20, 1);
+        j.b.mark_stale();
+        j.draw();
+        assert_eq!(j.selected_row(), "/mid", "still the first row");
+        j.keys(&[Key::Down, Key::Up]);
+        a.add_up(a.dir_of(find(b"empty").unwrap()), 8 << 20, 8 << 20, 1);
+        j.b.mark_stale();
+        j.draw();
+        assert_eq!(j.names()[0], "/empty");
+        assert_eq!(j.selected_row(), "/mid", "a chosen entry is followed");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!
 //! `argv` → `cli` (what the user typed) → `du` (the GNU du drop-in) → `scan` (a fixed
 //! pool of workers that lists and stats the tree through a `Reader`) → records → `du`
-//! walks the records in GNU order and prints.
+//! walks the records in GNU order and prints. `dfdu scan` and `dfdu browse` run the same
+//! pool into the arena instead; the browser reads the arena while the scan writes it.
 //!
 //! # Code map
 //!
@@ -15,11 +16,18 @@
 //!   hands entries to a `Sink`.
 //! * `records.rs` — du's sink: one record per directory, entries only where needed.
 //! * `reader.rs` — the `Reader` seam: `Native` (platform/) and `Portable` (std::fs).
-//! * `arena.rs` — every entry in 12 bytes plus its name; `arena_sink.rs` fills it.
+//! * `arena.rs` — every entry in 8 bytes plus its name; `arena_sink.rs` fills it.
 //! * `report.rs` — `dfdu scan`; `ncdu.rs` — ncdu JSON export and import.
+//! * `browse.rs` — `dfdu browse`: `Browser` (state, keys, drawing into a `Screen`; no
+//!   I/O) and the loop that runs scans, rescans and deletes beside it.
+//! * `term.rs` — the terminal layer: `Screen` and its diffing painter, the key
+//!   `Decoder`, name escaping and truncation, the raw-mode `Session`; `width.rs` — how
+//!   many columns a character takes.
+//! * `delete.rs` — removal that stays inside the selection (no-follow, checked inodes).
 //! * `meta.rs` — plain data: `Meta` (one stat), `Errno`, `LocalTime`.
 //! * `units.rs`, `exclude.rs`, `quote.rs`, `timefmt.rs` — GNU-compatible formats.
-//! * `platform/linux.rs` — getdents64 + statx; `platform/portable.rs` — std::fs.
+//! * `platform/linux.rs` — getdents64 + statx; `platform/portable.rs` — std::fs;
+//!   `platform/unix_term.rs` — termios raw mode and signals (Linux and macOS).
 //! * `platform/macos.rs` — getattrlistbulk, one call per batch of entries;
 //!   `platform/macos_attrs.rs` — its buffer parser: pure, safe, tested on every platform.
 //!
@@ -29,6 +37,8 @@
 //! * Workers never print; everything the user sees is written by one thread, in order.
 //! * No recursion on the scan or print paths: deep trees cannot overflow a stack.
 //! * No per-entry heap allocation while scanning; results are committed per directory.
+//! * The browser never sorts more than the directory it shows, and deletes only what
+//!   the scan saw, through handles it has checked (see `delete.rs`).
 
 #![deny(unsafe_code)]
 
@@ -216,6 +226,8 @@ Usage:
   {prog} [du options] [FILE]...   GNU du drop-in (see '{prog} --help')
   {prog} scan [options] [DIR]...  totals, counts, largest entries; ncdu export
                                   and import (see '{prog} scan --help')
+  {prog} browse [options] [DIR]   browse, sort and delete, during and after the
+                                  scan (see '{prog} browse --help')
   {prog} help                     this overview
 
 Under the name 'du' (installed or symlinked), dfdu is du and nothing else.",

@@ -474,9 +474,9 @@ fn decode_escape(b: &[u8]) -> Step {
             };
             Step::Key(key, 3)
         }
-        0x1b => Step::Key(Key::Esc, 1),
-        // Alt and a key: not one of ours.
-        _ => Step::Key(Key::Other, 2),
+        // Anything else after ESC: the user pressed Esc and then a key, faster than
+        // the wait for a sequence (dfdu has no Alt bindings).
+        _ => Step::Key(Key::Esc, 1),
     }
 }
 
@@ -628,7 +628,7 @@ mod tests {
         d.flush(&mut out);
         assert_eq!(out, [Esc]);
         assert_eq!(keys(&[b"\x1b\x1b"]), [Esc, Esc]);
-        assert_eq!(keys(&[b"\x1bx"]), [Other], "Alt-x is not ours");
+        assert_eq!(keys(&[b"\x1bq"]), [Esc, Char('q')], "Esc and a key typed fast are both kept");
         assert_eq!(keys(&[b"\x03\x1a"]), [Ctrl('c'), Ctrl('z')]);
     }
 

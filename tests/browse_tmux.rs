@@ -1,0 +1,509 @@
+//! `dfdu browse` in a real terminal: each test starts a private tmux server (its own
+//! socket, no config), runs dfdu in a pane on a tree built for the test, types keys with
+//! `send-keys`, reads the screen with `capture-pane`, and checks the file system
+//! afterwards. Every deletion happens inside the test's own temporary directory.
+//!
+//! dfdu runs under a small shell script that, once dfdu exits, prints its exit status
+//! and whether the terminal is back in canonical mode, so the tests can also see that
+//! quitting, SIGTERM and Ctrl-Z put the terminal back.
+//!
+//! Without tmux every test prints `SKIP: ...` and passes.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn have_tmux() -> bool {
+    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: tmux is not installed; the real-terminal journeys of dfdu browse did not run");
+    }
+    ok
+}
+
+fn scratch(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dfdu-tmux-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(p: &Path, bytes: usize) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, vec![b'x'; bytes]).unwrap();
+}
+
+/// Every path below `root`, relative, directories with a trailing `/`.
+fn listing(root: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() {
+                out.insert(format!("{rel}/"));
+                stack.push(p);
+            } else {
+                out.insert(rel);
+            }
+        }
+    }
+    out
+}
+
+/// One tmux server with one window running dfdu.
+struct Term {
+    socket: String,
+    dir: PathBuf,
+}
+
+static SERVERS: AtomicUsize = AtomicUsize::new(0);
+
+impl Term {
+    /// Starts `dfdu browse ARGS` in a `cols` × `rows` window; `env` is put before it.
+    fn start(dir: &Path, env: &str, args: &str, cols: u16, rows: u16) -> Term {
+        let socket = format!("dfdu-test-{}-{}", std::process::id(), SERVERS.fetch_add(1, Ordering::Relaxed));
+        let script = dir.join(format!("{socket}.sh"));
+        std::fs::write(
+            &script,
+            format!(
+                "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n\
+                 trap : INT\n\
+                 {env} '{}' browse {args}\n\
+                 echo \"EXIT=$?\"\n\
+                 stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon | sed 's/^/MODE=/'\n\
+                 sleep 600\n",
+                env!("CARGO_BIN_EXE_dfdu")
+            ),
+        )
+        .unwrap();
+        let t = Term { socket, dir: dir.to_path_buf() };
+        let (c, r) = (cols.to_string(), rows.to_string());
+        t.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &c,
+            "-y",
+            &r,
+            "sh",
+            script.to_str().unwrap(),
+        ]);
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        let out = Command::new("tmux").arg("-u").arg("-L").arg(&self.socket).args(args).output().expect("tmux runs");
+        assert!(
+            out.status.success() || args[0] == "kill-server",
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.tmux(&["send-keys", "-t", "t", k]);
+        }
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    fn screen_with_escapes(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-e", "-t", "t"]).stdout).into_owned()
+    }
+
+    /// Waits until the screen satisfies `ok`; panics with the screen after `WAIT`.
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            if start.elapsed() > WAIT {
+                panic!("timed out waiting for {what}; the screen was:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        self.wait(text, |s| s.contains(text))
+    }
+
+    /// The listing's names, top to bottom (last word of each row).
+    fn names(&self) -> Vec<String> {
+        let s = self.screen();
+        s.lines()
+            .skip(2)
+            .take_while(|l| l.contains(" [") && !l.trim().is_empty())
+            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Moves the cursor onto the row named `name` (from the top).
+    fn select(&self, name: &str) {
+        self.keys(&["Home"]);
+        let names = self.names();
+        let k = names.iter().position(|n| n == name).unwrap_or_else(|| panic!("{name} not in {names:?}"));
+        for _ in 0..k {
+            self.keys(&["j"]);
+        }
+    }
+
+    fn resize(&self, cols: u16, rows: u16) {
+        self.tmux(&["resize-window", "-t", "t", "-x", &cols.to_string(), "-y", &rows.to_string()]);
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+        let _ = std::fs::remove_file(self.dir.join(format!("{}.sh", self.socket)));
+    }
+}
+
+/// A tree with distinct sizes, so the size order is known.
+fn sample(root: &Path) {
+    write(&root.join("alpha/one.bin"), 400_000);
+    write(&root.join("alpha/deep/er/two.bin"), 100_000);
+    write(&root.join("beta/a"), 120_000);
+    write(&root.join("beta/b/c"), 60_000);
+    write(&root.join("gamma/x"), 30_000);
+    write(&root.join("delta.txt"), 8_000);
+    write(&root.join("日本語の名前.txt"), 12_000);
+}
+
+/// Whether `raw` (a capture with escapes) sets a foreground or background colour; tmux's
+/// own resets to the defaults (39, 49) do not count.
+fn has_colour(raw: &str) -> bool {
+    raw.split("\x1b[").skip(1).any(|seq| {
+        let params = seq.split('m').next().unwrap_or("");
+        params.split(';').any(|p| matches!(p.parse::<u32>(), Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)))
+    })
+}
+
+/// The process id of the `dfdu browse` running on `tree` (from /proc).
+fn browse_pid(tree: &Path) -> Option<u32> {
+    let want = tree.to_string_lossy();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.len() >= 3
+            && args[0].ends_with("dfdu")
+            && args[1] == "browse"
+            && args.last().is_some_and(|a| *a == want)
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn navigate_sort_delete_and_quit() {
+    if !have_tmux() {
+        return;
+    }
+    let t = scratch("journey");
+    let tree = t.join("tree");
+    sample(&tree);
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 80, 24);
+    let s = term.wait_for("Scan finished");
+    assert!(s.lines().next().unwrap().contains("dfdu"), "header:\n{s}");
+    assert!(has_colour(&term.screen_with_escapes()), "directories are coloured by default");
+    assert!(s.contains(&format!("--- {} ", tree.display())) || s.contains(&format!("─── {} ", tree.display())));
+    assert_eq!(term.names(), ["/alpha", "/beta", "/gamma", "日本語の名前.txt", "delta.txt"]);
+
+    // Into alpha and back out.
+    term.select("/alpha");
+    term.keys(&["Enter"]);
+    term.wait_for(&format!("{}/alpha ", tree.display()));
+    assert_eq!(term.names(), ["one.bin", "/deep"]);
+    term.keys(&["Down", "l"]);
+    term.wait_for("/er");
+    term.keys(&["h", "Left"]);
+    term.wait(&format!("{} (the root)", tree.display()), |s| {
+        s.contains(&format!("{} ", tree.display())) && s.contains("/gamma")
+    });
+
+    // Sort by name, reverse it, back to size.
+    term.keys(&["n"]);
+    term.wait("name order", |s| s.find("/alpha") < s.find("/beta") && s.find("delta.txt") < s.find("日本語"));
+    assert_eq!(term.names(), ["/alpha", "/beta", "delta.txt", "/gamma", "日本語の名前.txt"]);
+    term.keys(&["n"]);
+    term.wait("reverse name order", |s| s.find("日本語") < s.find("/alpha"));
+    term.keys(&["s"]);
+    term.wait("size order", |s| s.find("/alpha") < s.find("/beta") && s.find("/gamma") < s.find("delta.txt"));
+
+    // Help and info open and close.
+    term.keys(&["?"]);
+    term.wait_for("dfdu help");
+    term.keys(&["q"]);
+    term.wait("help closed", |s| !s.contains("dfdu help"));
+    term.keys(&["i"]);
+    term.wait_for("Apparent:");
+    term.keys(&["i"]);
+    term.wait("info closed", |s| !s.contains("Apparent:"));
+
+    // Delete beta: cancel once, then confirm.
+    let before = listing(&tree);
+    term.select("/beta");
+    term.keys(&["d"]);
+    term.wait_for("Confirm delete");
+    let s = term.screen();
+    assert!(s.contains(&format!("{}/beta", tree.display())) && s.contains("4 items"), "{s}");
+    term.keys(&["n"]);
+    term.wait("cancelled", |s| !s.contains("Confirm delete"));
+    assert_eq!(listing(&tree), before, "cancel deletes nothing");
+    term.keys(&["d"]);
+    term.wait_for("Confirm delete");
+    term.keys(&["y"]);
+    term.wait_for("Deleted");
+    assert_eq!(term.names(), ["/alpha", "/gamma", "日本語の名前.txt", "delta.txt"]);
+    let gone: BTreeSet<String> = ["beta/", "beta/a", "beta/b/", "beta/b/c"].iter().map(|s| s.to_string()).collect();
+    let expected: BTreeSet<String> = before.difference(&gone).cloned().collect();
+    assert_eq!(listing(&tree), expected, "exactly beta is gone");
+
+    // Quit: the terminal is back in canonical mode and dfdu said 0.
+    term.keys(&["q"]);
+    let s = term.wait_for("MODE=");
+    assert!(s.contains("EXIT=0") && s.contains("MODE=icanon"), "{s}");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
+
+#[test]
+fn a_directory_swapped_for_a_symlink_after_the_scan_is_not_followed() {
+    if !have_tmux() {
+        return;
+    }
+    let t = scratch("swap");
+    let tree = t.join("tree");
+    write(&tree.join("sel/inner/file"), 1000);
+    write(&tree.join("sel/plain"), 1000);
+    write(&tree.join("outside/precious"), 5000);
+    write(&t.join("far/also-precious"), 5000);
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 80, 24);
+    term.wait_for("Scan finished");
+    // Between the scan and the delete: sel/inner becomes a link to a directory outside
+    // the selection, and sel itself keeps its inode.
+    std::fs::remove_dir_all(tree.join("sel/inner")).unwrap();
+    std::os::unix::fs::symlink(t.join("far"), tree.join("sel/inner")).unwrap();
+    term.select("/sel");
+    term.keys(&["d"]);
+    term.wait_for("Confirm delete");
+    term.keys(&["y"]);
+    let s = term.wait_for("could not be deleted");
+    assert!(s.contains("sel/inner"), "the failure names the swapped directory:\n{s}");
+    assert!(t.join("far/also-precious").exists(), "nothing outside the selection is removed");
+    assert!(tree.join("outside/precious").exists());
+    assert!(tree.join("sel/inner").is_symlink(), "the link itself is left alone");
+    assert!(!tree.join("sel/plain").exists(), "the rest of the selection is removed");
+    term.keys(&["Escape"]);
+    term.wait("message closed", |s| !s.contains("could not be deleted"));
+    assert!(term.names().contains(&"/sel".to_string()), "what failed is still shown");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
+
+#[test]
+fn a_hundred_thousand_entry_subtree_is_deleted_and_nothing_else() {
+    if !have_tmux() {
+        return;
+    }
+    let t = scratch("big");
+    let tree = t.join("tree");
+    for d in 0..100 {
+        let dir = tree.join(format!("huge/d{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..999 {
+            std::fs::write(dir.join(format!("f{f:03}")), b"").unwrap();
+        }
+    }
+    write(&tree.join("keep/k1"), 10);
+    write(&tree.join("keep/sub/k2"), 10);
+    write(&tree.join("huge-sibling"), 10);
+    let keep = listing(&tree.join("keep"));
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    term.select("/huge");
+    term.keys(&["d"]);
+    let s = term.wait_for("Confirm delete");
+    assert!(s.contains("100,001 items"), "100 directories, 99,900 files and huge itself:\n{s}");
+    term.keys(&["y"]);
+    let s = term.wait_for("Deleted");
+    assert!(s.contains("100,001 items removed"), "{s}");
+    assert!(!tree.join("huge").exists());
+    assert_eq!(listing(&tree.join("keep")), keep);
+    assert!(tree.join("huge-sibling").exists());
+    assert_eq!(term.names(), ["/keep", "huge-sibling"]);
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
+
+#[test]
+fn resizes_and_a_tiny_window() {
+    if !have_tmux() {
+        return;
+    }
+    let t = scratch("resize");
+    let tree = t.join("tree");
+    sample(&tree);
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 80, 24);
+    term.wait_for("Scan finished");
+    term.resize(30, 8);
+    term.wait_for("window too small");
+    term.keys(&["j"]);
+    term.resize(120, 30);
+    let s = term.wait("the listing at 120 columns", |s| s.contains("/alpha") && s.lines().count() >= 29);
+    let footer = s.lines().filter(|l| l.contains("Total disk usage")).count();
+    assert_eq!(footer, 1, "{s}");
+    assert!(s.lines().nth(1).unwrap().chars().count() >= 119, "the path line spans the width:\n{s}");
+    term.resize(40, 10);
+    term.wait("the listing at 40x10", |s| s.contains("/alpha") && !s.contains("too small"));
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
+
+#[test]
+fn ascii_without_colour() {
+    if !have_tmux() {
+        return;
+    }
+    let t = scratch("ascii");
+    let tree = t.join("tree");
+    sample(&tree);
+    let term = Term::start(&t, "NO_COLOR=1", &format!("--ascii '{}'", tree.display()), 80, 24);
+    let s = term.wait_for("Scan finished");
+    assert!(s.contains("--- ") && s.contains("[##########] /alpha"), "ASCII lines and bars:\n{s}");
+    term.keys(&["?"]);
+    let s = term.wait_for("dfdu help");
+    assert!(s.contains("+- dfdu help") && s.contains("| up, k"), "ASCII boxes:\n{s}");
+    assert!(!s.chars().any(|c| matches!(c, '─' | '│' | '┌' | '█')), "{s}");
+    let raw = term.screen_with_escapes();
+    assert!(!has_colour(&raw), "no colour codes with NO_COLOR: {raw:?}");
+    term.keys(&["q", "q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
+
+#[test]
+fn signals_and_job_control_restore_the_terminal() {
+    if !have_tmux() {
+        return;
+    }
+    let t = scratch("signals");
+    let tree = t.join("tree");
+    sample(&tree);
+    // SIGTERM: the terminal is restored and the status says which signal.
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 80, 24);
+    term.wait_for("Scan finished");
+    let pid = browse_pid(&tree).expect("dfdu browse is running");
+    Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    let s = term.wait_for("MODE=");
+    assert!(s.contains("EXIT=143") && s.contains("MODE=icanon"), "{s}");
+    drop(term);
+
+    // Ctrl-C quits cleanly too (the terminal keeps ISIG).
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 80, 24);
+    term.wait_for("Scan finished");
+    term.keys(&["C-c"]);
+    let s = term.wait_for("MODE=");
+    assert!(s.contains("EXIT=130") && s.contains("MODE=icanon"), "{s}");
+    drop(term);
+
+    // Ctrl-Z in an interactive shell: stopped with the terminal restored, then `fg`
+    // brings the browser back, redrawn.
+    let socket = format!("dfdu-test-{}-jobs", std::process::id());
+    let term = Term { socket: socket.clone(), dir: t.clone() };
+    term.tmux(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "bash --norc --noprofile -i",
+    ]);
+    term.wait("a prompt", |s| s.contains('$') || s.contains('#'));
+    let cmd = format!("LC_ALL=C.UTF-8 '{}' browse '{}'", env!("CARGO_BIN_EXE_dfdu"), tree.display());
+    term.tmux(&["send-keys", "-t", "t", "-l", &cmd]);
+    term.keys(&["Enter"]);
+    term.wait_for("Scan finished");
+    term.keys(&["C-z"]);
+    term.wait_for("Stopped");
+    // Quoted so that the echoed command line itself does not contain the marker.
+    term.tmux(&["send-keys", "-t", "t", "-l", "stty -a | grep -o -- '-*icanon' | sed 's/^/MO''DE=/'"]);
+    term.keys(&["Enter"]);
+    let s = term.wait_for("MODE=");
+    assert!(s.contains("MODE=icanon") && !s.contains("MODE=-icanon"), "cooked mode while stopped:\n{s}");
+    term.tmux(&["send-keys", "-t", "t", "-l", "fg"]);
+    term.keys(&["Enter"]);
+    term.wait("the browser again", |s| s.contains("/alpha") && s.contains("Total disk usage"));
+    term.keys(&["j"]);
+    term.keys(&["q"]);
+    term.wait("the shell again", |s| !s.contains("Total disk usage"));
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
+
+#[test]
+fn an_imported_export_from_standard_input_browses_but_never_deletes() {
+    if !have_tmux() {
+        return;
+    }
+    let t = scratch("import");
+    let tree = t.join("tree");
+    sample(&tree);
+    let export = t.join("export.json");
+    let st =
+        Command::new(env!("CARGO_BIN_EXE_dfdu")).args(["scan", "-q", "-o"]).arg(&export).arg(&tree).output().unwrap();
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let before = listing(&tree);
+    // The export comes on stdin, so the keys must come from /dev/tty.
+    let term = Term::start(&t, &format!("cat '{}' |", export.display()), "-f -", 80, 24);
+    let s = term.wait_for("Imported");
+    assert!(s.contains("[imported]") && s.contains("/alpha"), "{s}");
+    term.keys(&["Enter"]);
+    term.wait_for("one.bin");
+    term.keys(&["d"]);
+    term.wait_for("an imported export");
+    term.keys(&["y", "r"]);
+    term.wait_for("Rescanning needs the file system");
+    term.keys(&["Escape", "q"]);
+    term.wait_for("EXIT=0");
+    assert_eq!(listing(&tree), before, "nothing deleted");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
