@@ -125,7 +125,7 @@ impl Sink for ArenaSink<'_> {
         match seen {
             Seen::Ok(m) => {
                 let mut flags = kind_bits(m.kind);
-                if m.kind != Kind::Dir && m.nlink > 1 {
+                if m.may_have_links() {
                     flags |= arena::F_HARDLINK;
                 }
                 self.pending(l, pos, name, flags, Some(m), m.kind == Kind::Dir);

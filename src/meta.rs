@@ -37,6 +37,8 @@ pub struct Meta {
     pub kind: Kind,
     pub dev: u64,
     pub ino: u64,
+    /// Number of names; 0 when the listing that produced this `Meta` cannot tell (NT
+    /// directory queries carry no link count): see `may_have_links`.
     pub nlink: u64,
     /// Allocated size in 512-byte units (`st_blocks`).
     pub blocks: u64,
@@ -50,6 +52,12 @@ pub struct Meta {
 impl Meta {
     pub fn disk_bytes(&self) -> u64 {
         self.blocks.saturating_mul(512)
+    }
+
+    /// A non-directory that may be reached under another name, so it must be counted
+    /// once per (dev, ino): more than one link, or a link count nobody knows (`nlink` 0).
+    pub fn may_have_links(&self) -> bool {
+        self.kind != Kind::Dir && self.nlink != 1
     }
 }
 

@@ -229,7 +229,7 @@ impl Sink for Records {
             l.subdirs.push((at, rec, time_of(meta, keep.time)));
             return;
         }
-        if keep.all_candidates || meta.nlink > 1 {
+        if keep.all_candidates || meta.may_have_links() {
             if !keep.fold_links {
                 self.push(l, pos, name, ItemKind::Candidate, 0, Some(meta));
                 return;
