@@ -9,7 +9,7 @@ COLD     ?=
 MUSL_X86 := x86_64-unknown-linux-musl
 MUSL_ARM := aarch64-unknown-linux-musl
 
-.PHONY: help build release static test test-du lint check-targets bench bench-deps clean
+.PHONY: help build release static test test-du test-windows lint check-targets bench bench-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -32,6 +32,10 @@ static: ## static musl binaries (x86_64 with mimalloc; aarch64 without), with si
 
 test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests
 	$(CARGO) test --release
+	CARGO=$(CARGO) tests/wine/run
+
+test-windows: ## cross-build dfdu.exe, run it and its platform tests under Wine, compare with Linux du
+	CARGO=$(CARGO) tests/wine/run
 
 lint: ## rustfmt and clippy (warnings are errors)
 	$(CARGO) fmt --all -- --check
