@@ -25,8 +25,8 @@
 //!   hold hard links (anything but FAT, exFAT, CDFS and UDF) a listed file therefore
 //!   has `nlink = 0`, "unknown" (`Meta::may_have_links`): the scanner keeps it as a
 //!   hard-link candidate and counts each file id once, as GNU du counts an inode once.
-//!   The cost is an item (48 bytes) and one hash insert per file instead of a stat per
-//!   file; `stat_path`/`stat_at` (arguments, `-L`) report the true `NumberOfLinks`. A
+//!   The cost, instead of a stat per file, is a hash-set entry (or du's 48-byte item)
+//!   per file; `stat_path`/`stat_at` (arguments, `-L`) report the true `NumberOfLinks`. A
 //!   file id of 0 or -1 (some network and ReFS volumes) cannot be matched and is never
 //!   a candidate.
 //! * **Devices** are volume serial numbers, queried once per root (and per followed
