@@ -28,7 +28,7 @@ use crate::arena::{self, Arena, NO_DIR};
 use crate::arena_sink::ArenaSink;
 use crate::delete;
 use crate::exclude::Exclude;
-use crate::meta::Kind;
+use crate::meta::{os_bytes, Errno, Kind, Meta};
 use crate::platform;
 use crate::quote::quotef;
 use crate::reader::Reader;
@@ -162,17 +162,6 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
     }
     a.dir = dirs.pop().unwrap_or_else(|| ".".into());
     Ok(a)
-}
-
-#[cfg(unix)]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    s.as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    s.to_string_lossy().into_owned().into_bytes()
 }
 
 // ---------------------------------------------------------------- the view
@@ -1221,8 +1210,26 @@ struct Job<'a> {
     entries_at_start: u32,
 }
 
+/// The two things the browser needs from a `Reader`, as plain function pointers so
+/// that the loop is compiled once, not once per reader.
+#[derive(Clone, Copy)]
+pub struct Fs {
+    pub stat_path: fn(&std::ffi::CStr, bool) -> Result<Meta, Errno>,
+    pub scan: fn(&Walk, &ArenaSink, &std::ffi::CStr, &Meta, u32),
+}
+
+impl Fs {
+    pub fn of<R: Reader>() -> Fs {
+        Fs {
+            stat_path: R::stat_path,
+            scan: |w, sink, root, meta, token| scan::scan_as::<R, ArenaSink>(w, sink, root, meta, token),
+        }
+    }
+}
+
 /// What the loop needs besides the browser.
 struct Ctx<'a> {
+    fs: Fs,
     arena: &'a Arena,
     args: &'a BrowseArgs,
     threads: usize,
@@ -1257,7 +1264,7 @@ fn progress_line(a: &Arena, verb: &str, sink: &ArenaSink, entries: u32, start: I
 }
 
 /// Runs `dfdu browse`; returns the exit status (quitting exits the process directly).
-pub fn run<R: Reader>(args: &BrowseArgs, threads: usize, fd_budget: usize) -> i32 {
+pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let arena = Arena::new();
     let sink = Arc::new(ArenaSink::new(&arena));
     let no_links = HashSet::new();
@@ -1297,7 +1304,7 @@ pub fn run<R: Reader>(args: &BrowseArgs, threads: usize, fd_budget: usize) -> i3
                 eprintln!("{prog} browse: invalid directory name");
                 return 2;
             };
-            let meta = match R::stat_path(&cpath, true) {
+            let meta = match (fs.stat_path)(&cpath, true) {
                 Ok(m) if m.kind == Kind::Dir => m,
                 Ok(_) => {
                     eprintln!("{prog} browse: {} is not a directory", quotef(&path));
@@ -1321,7 +1328,7 @@ pub fn run<R: Reader>(args: &BrowseArgs, threads: usize, fd_budget: usize) -> i3
             return 1;
         }
     };
-    let ctx = Ctx { arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev: None };
+    let ctx = Ctx { fs, arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev: None };
     let ctx = Ctx { one_fs_dev: scan_from.as_ref().filter(|_| args.one_fs).map(|(_, m)| m.dev), ..ctx };
     let mut browser = Browser::new(&arena, root, look, limits);
     browser.set_apparent(args.apparent);
@@ -1334,13 +1341,13 @@ pub fn run<R: Reader>(args: &BrowseArgs, threads: usize, fd_budget: usize) -> i3
         if let Some((cpath, meta)) = &scan_from {
             let (sink, done, ctx) = (sink.clone(), scan_done.clone(), &ctx);
             s.spawn(move || {
-                scan::scan_as::<R, ArenaSink>(&ctx.walk(), &sink, cpath, meta, root);
+                (ctx.fs.scan)(&ctx.walk(), &sink, cpath, meta, root);
                 done.set(start);
             });
         } else {
             scan_done.set(start);
         }
-        let code = ui::<R>(s, &ctx, session, browser, (sink, scan_done), first_line);
+        let code = ui(s, &ctx, session, browser, (sink, scan_done), first_line);
         // The scan may still be running: quitting does not wait for it.
         std::process::exit(code)
     })
@@ -1361,7 +1368,7 @@ fn mtime_of_path(path: &[u8]) -> Option<i64> {
 }
 
 /// The browser's loop: keys, signals, resizes, frames, and the jobs keys start.
-fn ui<'s, 'a: 's, R: Reader>(
+fn ui<'s, 'a: 's>(
     s: &'s std::thread::Scope<'s, 'a>,
     ctx: &'a Ctx<'a>,
     mut session: Session,
@@ -1459,7 +1466,7 @@ fn ui<'s, 'a: 's, R: Reader>(
                         return 0;
                     }
                     Action::Delete { dir, id } => job = Some(start_delete(s, a, &mut status, dir, id)),
-                    Action::Rescan { dir } => match start_rescan::<R>(s, ctx, &mut browser, dir) {
+                    Action::Rescan { dir } => match start_rescan(s, ctx, &mut browser, dir) {
                         Ok(j) => job = Some(j),
                         Err(msg) => browser.message("Cannot rescan", vec![msg]),
                     },
@@ -1532,7 +1539,7 @@ fn start_delete<'s, 'a: 's>(
     Job { delete: Some((progress, total)), sink: None, done, label, start: Instant::now(), entries_at_start: 0 }
 }
 
-fn start_rescan<'s, 'a: 's, R: Reader>(
+fn start_rescan<'s, 'a: 's>(
     s: &'s std::thread::Scope<'s, 'a>,
     ctx: &'a Ctx<'a>,
     browser: &mut Browser<'a>,
@@ -1543,7 +1550,7 @@ fn start_rescan<'s, 'a: 's, R: Reader>(
     let label = escape(&path);
     let cpath = CString::new(path).map_err(|_| "invalid path".to_string())?;
     let is_root = a.dir_parent(old) == NO_DIR;
-    let meta = match R::stat_path(&cpath, is_root) {
+    let meta = match (ctx.fs.stat_path)(&cpath, is_root) {
         Ok(m) if m.kind == Kind::Dir => m,
         Ok(_) => return Err(format!("{label} is no longer a directory.")),
         Err(e) => return Err(format!("{label}: {}", platform::errno_text(e))),
@@ -1556,7 +1563,7 @@ fn start_rescan<'s, 'a: 's, R: Reader>(
     let done = Arc::new(Done::default());
     let (sk, d, start) = (sink.clone(), done.clone(), Instant::now());
     s.spawn(move || {
-        scan::scan_as::<R, ArenaSink>(&ctx.walk(), &sk, &cpath, &meta, new);
+        (ctx.fs.scan)(&ctx.walk(), &sk, &cpath, &meta, new);
         d.set(start);
     });
     Ok(Job { delete: None, sink: Some(sink), done, label, start: Instant::now(), entries_at_start })

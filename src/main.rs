@@ -197,11 +197,12 @@ fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
         Err(code) => return code,
     };
     let (threads, fd_budget) = resources(a.threads);
-    if reader::portable_requested() {
-        browse::run::<reader::Portable>(&a, threads, fd_budget)
+    let fs = if reader::portable_requested() {
+        browse::Fs::of::<reader::Portable>()
     } else {
-        browse::run::<reader::Native>(&a, threads, fd_budget)
-    }
+        browse::Fs::of::<reader::Native>()
+    };
+    browse::run(&a, fs, threads, fd_budget)
 }
 
 fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
