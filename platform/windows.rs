@@ -29,6 +29,9 @@
 //!   per file; `stat_path`/`stat_at` (arguments, `-L`) report the true `NumberOfLinks`. A
 //!   file id of 0 or -1 (some network and ReFS volumes) cannot be matched and is never
 //!   a candidate.
+//! * **Directories count 0 bytes**, however they are asked about: NTFS lists them with
+//!   no size, and a directory given as an argument must agree with the same directory
+//!   met inside a scan.
 //! * **Devices** are volume serial numbers, queried once per root (and per followed
 //!   reparse point); a directory reached without following one stays on its parent's
 //!   volume, so children inherit it.
@@ -588,13 +591,18 @@ fn stat_handle(handle: Handle, volume: Option<u64>) -> Result<Meta, Errno> {
         query(handle, FILE_ATTRIBUTE_TAG_INFORMATION, false, &mut tag)?;
         reparse_tag = u32_at(as_bytes(&tag), 4);
     }
+    let kind = kind_of(attributes, reparse_tag);
+    // A directory listing reports 0 bytes for every directory; a directory's own index
+    // allocation, which this query would give, is left out the same way here, so that
+    // an argument and the same directory met inside a scan agree.
+    let (allocation, end_of_file) = if kind == Kind::Dir { (0, 0) } else { (i64_at(standard, 0), i64_at(standard, 8)) };
     Ok(Meta {
-        kind: kind_of(attributes, reparse_tag),
+        kind,
         dev: volume.unwrap_or_else(|| volume_of(handle).0),
         ino: internal[0],
         nlink: u64::from(u32_at(standard, 16)),
-        blocks: blocks_of(i64_at(standard, 0)),
-        size: i64_at(standard, 8).max(0) as u64,
+        blocks: blocks_of(allocation),
+        size: end_of_file.max(0) as u64,
         atime: timespec_of(i64_at(basic, 8)),
         mtime: timespec_of(i64_at(basic, 16)),
         ctime: timespec_of(i64_at(basic, 24)),
@@ -718,13 +726,16 @@ fn listed_meta(rec: &[u8], dir: &Dir) -> Meta {
     let matchable = file_id != 0 && file_id != -1;
     // 0: "unknown", which makes the scanner count the file once per file id.
     let nlink = if kind == Kind::File && dir.links && matchable { 0 } else { 1 };
+    // Directories count 0 bytes, as NTFS lists them and as `stat_handle` reports them.
+    let (allocation, end_of_file) =
+        if kind == Kind::Dir { (0, 0) } else { (i64_at(rec, REC_ALLOCATION), i64_at(rec, REC_END_OF_FILE)) };
     Meta {
         kind,
         dev: dir.volume,
         ino: file_id as u64,
         nlink,
-        blocks: blocks_of(i64_at(rec, REC_ALLOCATION)),
-        size: i64_at(rec, REC_END_OF_FILE).max(0) as u64,
+        blocks: blocks_of(allocation),
+        size: end_of_file.max(0) as u64,
         atime: timespec_of(i64_at(rec, REC_LAST_ACCESS)),
         mtime: timespec_of(i64_at(rec, REC_LAST_WRITE)),
         ctime: timespec_of(i64_at(rec, REC_CHANGE)),
