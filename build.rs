@@ -15,5 +15,12 @@ fn main() {
     let full = if commit.is_empty() { version.to_string() } else { format!("{version} ({commit})") };
     println!("cargo:rustc-env=DFDU_VERSION={full}");
     println!("cargo:rerun-if-changed=.git/HEAD");
+    // HEAD names a branch; the branch's file (or packed-refs) moves with each commit.
+    if let Ok(head) = std::fs::read_to_string(".git/HEAD") {
+        if let Some(branch) = head.trim().strip_prefix("ref: ") {
+            println!("cargo:rerun-if-changed=.git/{branch}");
+        }
+    }
+    println!("cargo:rerun-if-changed=.git/packed-refs");
     println!("cargo:rerun-if-changed=build.rs");
 }

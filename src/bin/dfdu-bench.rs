@@ -5,10 +5,8 @@
 //!   tree (see `plan`), or a single wide directory.
 //! - `run`: times dfdu and every peer disk-usage tool found on PATH, interleaved
 //!   round-robin, checks each one's byte total against GNU du, and writes a Markdown report.
-//! - `floor`: not provided. A floor walker must call openat/getdents64/statx directly, and
-//!   std exposes none of them without `unsafe` (std's `read_dir` opens every directory by its
-//!   full path and `DirEntry::metadata` asks statx for every field), so its numbers would not
-//!   be a floor. The main program is the place for it (see the note in `main`).
+//! - The floor (the least a walker can do: openat + getdents64 + one statx per entry) is
+//!   `dfdu floor`, inside dfdu where the raw system calls live; `run` times it as a row.
 //!
 //! Code map (`src/bin/dfdu_bench/`):
 //! - `cli.rs`: argument cursor, number formatting.
@@ -70,14 +68,11 @@ dfdu-bench: test trees and timings for dfdu and its peers
 usage:
   dfdu-bench gen [--entries N] [--wide N] [--seed N] [--threads N] [--force] [--dry-run] DIR
   dfdu-bench run --dir DIR [--runs N] [--warmup N] [--cold] [--dfdu PATH] [--out FILE]
-  dfdu-bench floor ...   (not provided; see `dfdu-bench floor`)
   dfdu-bench SUBCOMMAND --help";
 
 const FLOOR_NOTE: &str = "\
-dfdu-bench floor: not provided. A floor walker needs raw openat/getdents64/statx, which std
-does not expose without `unsafe`, and this binary has none. std's read_dir + metadata opens
-each directory by full path and requests every statx field, so it would not measure the
-floor. The floor belongs inside dfdu (platform/), where `unsafe` is allowed and fenced.";
+The floor walker is `dfdu floor [-j N] DIR`, inside dfdu where the raw system calls live;
+`dfdu-bench run` times it beside the tools.";
 
 fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();

@@ -149,6 +149,17 @@ const DFDU_SCAN: Spec = Spec {
     version_args: &["--version"],
 };
 
+/// The minimal walker (no hard-link bookkeeping, no records) with dfdu's default thread
+/// count: the yardstick for dfdu's CPU per entry. It counts every hard link.
+const DFDU_FLOOR: Spec = Spec {
+    name: "floor",
+    program: "dfdu",
+    args: &["floor", "{DIR}"],
+    bytes_args: Some(&["floor", "{DIR}"]),
+    parse: Parse::FirstNumber,
+    version_args: &["--version"],
+};
+
 /// The tools to time, dfdu first, and the names of those that are not installed.
 pub fn discover(dir: &Path, dfdu: Option<PathBuf>, n_cpus: usize) -> (Vec<Tool>, Vec<String>) {
     let mut tools = Vec::new();
@@ -158,7 +169,10 @@ pub fn discover(dir: &Path, dfdu: Option<PathBuf>, n_cpus: usize) -> (Vec<Tool>,
             let scan_works = quiet_success(&program, &["scan", "--help"]);
             tools.push(make_tool(&DFDU, program.clone(), dir, n_cpus));
             if scan_works {
-                tools.push(make_tool(&DFDU_SCAN, program, dir, n_cpus));
+                tools.push(make_tool(&DFDU_SCAN, program.clone(), dir, n_cpus));
+            }
+            if quiet_success(&program, &["floor", "-j", "1", "/dev/null"]) {
+                tools.push(make_tool(&DFDU_FLOOR, program, dir, n_cpus));
             }
         }
         None => skipped.push("dfdu".to_string()),
