@@ -50,39 +50,39 @@ impl Style {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One cell: a character (`'\0'` for the right half of a wide one), its style, and
+/// any zero-width marks after it (an index into `Screen::marks`, 0 for none). Twelve
+/// bytes and no allocation, so a frame and its predecessor cost little.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Cell {
-    /// The character cluster; empty for the right half of a wide character.
-    text: String,
+    ch: char,
     style: Style,
+    marks: u32,
 }
 
-impl Default for Cell {
-    fn default() -> Self {
-        Cell { text: " ".into(), style: Style::PLAIN }
-    }
-}
+const BLANK: Cell = Cell { ch: ' ', style: Style::PLAIN, marks: 0 };
+/// The right half of a wide character.
+const WIDE_REST: char = '\0';
 
 /// A frame: `width` × `height` cells.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Screen {
     pub width: usize,
     pub height: usize,
     cells: Vec<Cell>,
+    /// Zero-width marks that follow a cell's character (rare: combining accents).
+    marks: Vec<String>,
 }
 
 impl Screen {
     pub fn new(width: usize, height: usize) -> Screen {
-        Screen { width, height, cells: vec![Cell::default(); width * height] }
+        Screen { width, height, cells: vec![BLANK; width * height], marks: Vec::new() }
     }
 
     /// Blanks every cell.
     pub fn clear(&mut self) {
-        for c in &mut self.cells {
-            c.text.clear();
-            c.text.push(' ');
-            c.style = Style::PLAIN;
-        }
+        self.cells.fill(BLANK);
+        self.marks.clear();
     }
 
     fn cell(&mut self, row: usize, col: usize) -> &mut Cell {
@@ -90,20 +90,35 @@ impl Screen {
     }
 
     /// Sets one cell, blanking the other half of any wide character it cuts in two.
-    fn set(&mut self, row: usize, col: usize, text: &str, style: Style) {
-        if self.cell(row, col).text.is_empty() && col > 0 {
+    fn set(&mut self, row: usize, col: usize, ch: char, style: Style) {
+        if self.cell(row, col).ch == WIDE_REST && col > 0 {
             let left = self.cell(row, col - 1);
-            left.text.clear();
-            left.text.push(' ');
+            *left = Cell { ch: ' ', marks: 0, ..*left };
         }
-        if col + 1 < self.width && self.cell(row, col + 1).text.is_empty() {
+        if col + 1 < self.width && self.cell(row, col + 1).ch == WIDE_REST {
             let right = self.cell(row, col + 1);
-            right.text.push(' ');
+            right.ch = ' ';
         }
-        let c = self.cell(row, col);
-        c.text.clear();
-        c.text.push_str(text);
-        c.style = style;
+        *self.cell(row, col) = Cell { ch, style, marks: 0 };
+    }
+
+    /// Adds a zero-width mark to the cluster in cell (`row`, `col`).
+    fn add_mark(&mut self, row: usize, col: usize, mark: char) {
+        let k = self.cell(row, col).marks;
+        if k == 0 {
+            self.marks.push(mark.to_string());
+            self.cell(row, col).marks = self.marks.len() as u32;
+        } else {
+            self.marks[k as usize - 1].push(mark);
+        }
+    }
+
+    fn marks_of(&self, c: &Cell) -> &str {
+        if c.marks == 0 {
+            ""
+        } else {
+            &self.marks[c.marks as usize - 1]
+        }
     }
 
     /// Draws `s` from (`row`, `col`), clipped at the right edge; returns the column after
@@ -113,17 +128,16 @@ impl Screen {
             return col;
         }
         let mut x = col;
-        let mut buf = [0u8; 4];
         for ch in s.chars() {
             let w = char_width(ch);
             if w == 0 {
                 // A mark joins the cluster to its left (skipping a wide character's
                 // right half); with nothing on the left it is dropped.
                 let mut at = x;
-                while at > col && at > 0 {
+                while at > col {
                     at -= 1;
-                    if !self.cell(row, at).text.is_empty() {
-                        self.cell(row, at).text.push(ch);
+                    if self.cell(row, at).ch != WIDE_REST {
+                        self.add_mark(row, at, ch);
                         break;
                     }
                 }
@@ -132,13 +146,13 @@ impl Screen {
             if x + w > self.width {
                 // A wide character that does not fit leaves a blank, not half a glyph.
                 if x < self.width {
-                    self.set(row, x, " ", style);
+                    self.set(row, x, ' ', style);
                 }
                 return self.width;
             }
-            self.set(row, x, ch.encode_utf8(&mut buf), style);
+            self.set(row, x, ch, style);
             if w == 2 {
-                self.set(row, x + 1, "", style);
+                self.set(row, x + 1, WIDE_REST, style);
             }
             x += w;
         }
@@ -147,19 +161,28 @@ impl Screen {
 
     /// Fills `n` cells of `row` from `col` with `ch` (a one-column character).
     pub fn fill(&mut self, row: usize, col: usize, n: usize, ch: char, style: Style) {
-        let mut buf = [0u8; 4];
-        let s = ch.encode_utf8(&mut buf);
         for x in col..(col + n).min(self.width) {
             if row < self.height {
-                self.set(row, x, s, style);
+                self.set(row, x, ch, style);
             }
+        }
+    }
+
+    fn push_cell(&self, c: &Cell, out: &mut String) {
+        if c.ch != WIDE_REST {
+            out.push(c.ch);
+            out.push_str(self.marks_of(c));
         }
     }
 
     /// The text of one row (right halves of wide characters left out).
     #[cfg(test)]
     pub fn row_text(&self, row: usize) -> String {
-        self.cells[row * self.width..(row + 1) * self.width].iter().map(|c| c.text.as_str()).collect()
+        let mut out = String::new();
+        for c in &self.cells[row * self.width..(row + 1) * self.width] {
+            self.push_cell(c, &mut out);
+        }
+        out
     }
 
     /// All rows, trailing blanks trimmed, joined by newlines (what tests compare).
@@ -174,20 +197,28 @@ impl Screen {
         self.cells[row * self.width + col].style
     }
 
+    /// Whether row `row` looks the same here and in `other` (same size).
+    fn same_row(&self, other: &Screen, row: usize) -> bool {
+        let range = row * self.width..(row + 1) * self.width;
+        self.cells[range.clone()]
+            .iter()
+            .zip(&other.cells[range])
+            .all(|(a, b)| a.ch == b.ch && a.style == b.style && self.marks_of(a) == other.marks_of(b))
+    }
+
     /// Appends the bytes that turn `prev` (or, without it, anything) into this frame.
     pub fn paint(&self, prev: Option<&Screen>, color: bool, out: &mut Vec<u8>) {
         let prev = prev.filter(|p| p.width == self.width && p.height == self.height);
         if prev.is_none() {
             out.extend_from_slice(b"\x1b[0m\x1b[H\x1b[2J");
         }
+        let mut text = String::new();
         for row in 0..self.height {
-            let cells = &self.cells[row * self.width..(row + 1) * self.width];
-            if let Some(p) = prev {
-                if p.cells[row * self.width..(row + 1) * self.width] == *cells {
-                    continue;
-                }
+            if prev.is_some_and(|p| self.same_row(p, row)) {
+                continue;
             }
-            let blank = |c: &Cell| c.text == " " && c.style == Style::PLAIN;
+            let cells = &self.cells[row * self.width..(row + 1) * self.width];
+            let blank = |c: &Cell| c.ch == ' ' && c.marks == 0 && c.style == Style::PLAIN;
             let end = cells.iter().rposition(|c| !blank(c)).map_or(0, |i| i + 1);
             out.extend_from_slice(format!("\x1b[{};1H", row + 1).as_bytes());
             let mut current = None;
@@ -196,7 +227,9 @@ impl Screen {
                     sgr(c.style, color, out);
                     current = Some(c.style);
                 }
-                out.extend_from_slice(c.text.as_bytes());
+                text.clear();
+                self.push_cell(c, &mut text);
+                out.extend_from_slice(text.as_bytes());
             }
             out.extend_from_slice(b"\x1b[0m");
             if end < self.width {
