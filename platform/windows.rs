@@ -1436,6 +1436,15 @@ mod tests {
     }
 
     #[test]
+    fn arguments_keep_unpaired_surrogates_on_their_way_to_nt_paths() {
+        let units = [0x43, 0x3A, 0x5C, 0x61, 0xD800, 0x62]; // C:\a?b with a lone surrogate
+        let bytes = crate::meta::os_bytes(&OsString::from_wide(&units));
+        assert_eq!(bytes, wtf8(&units));
+        let nt = nt_path(&CString::new(bytes).unwrap()).unwrap();
+        assert_eq!(&nt[4..], &units, "\\??\\ and then the argument, unchanged");
+    }
+
+    #[test]
     fn nt_paths_have_the_kernel_prefix() {
         let p = nt_path(c"\\\\?\\C:\\x").unwrap();
         assert_eq!(String::from_utf16(&p).unwrap(), "\\??\\C:\\x");
