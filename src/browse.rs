@@ -1256,7 +1256,8 @@ impl<'a> Ctx<'a> {
 fn progress_line(a: &Arena, verb: &str, sink: &ArenaSink, entries: u32, start: Instant, width_cols: usize) -> String {
     let secs = start.elapsed().as_secs_f64().max(0.001);
     let dir = sink.last_dir.load(AtomicOrdering::Relaxed);
-    let head = format!("{verb}: {} entries, {:.0}/s ", grouped(entries as u64), entries as f64 / secs);
+    let rate = grouped((entries as f64 / secs) as u64);
+    let head = format!("{verb}: {} entries, {rate}/s  ", grouped(entries as u64));
     let room = width_cols.saturating_sub(width(&head));
     let path = escape(&dir_path(a, dir));
     let path = if width(&path) > room { fit(&path, room) } else { path };
