@@ -1505,7 +1505,8 @@ fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, j: Job, sca
     };
     let removed = p.removed.load(AtomicOrdering::Relaxed);
     let failed = p.failed.load(AtomicOrdering::Relaxed);
-    status.line = format!("Deleted {}: {} items removed in {secs:.2} s", j.label, grouped(removed));
+    let noun = if removed == 1 { "item" } else { "items" };
+    status.line = format!("Deleted {}: {} {noun} removed in {secs:.2} s", j.label, grouped(removed));
     if failed > 0 {
         status.line.push_str(&format!(", {} failed", grouped(failed)));
         let failures = p.failures.lock().unwrap();

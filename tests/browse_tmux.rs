@@ -265,6 +265,17 @@ fn navigate_sort_delete_and_quit() {
     term.keys(&["i"]);
     term.wait("info closed", |s| !s.contains("Apparent:"));
 
+    // Rescan gamma after a file appears in it: the new size shows.
+    write(&tree.join("gamma/new.bin"), 900_000);
+    term.select("/gamma");
+    term.keys(&["r"]);
+    term.wait_for("Rescanned");
+    term.wait("gamma on top", |s| s.find("/gamma") < s.find("/alpha"));
+    std::fs::remove_file(tree.join("gamma/new.bin")).unwrap();
+    term.select("/gamma");
+    term.keys(&["r"]);
+    term.wait("gamma small again", |s| s.find("/gamma") > s.find("/beta"));
+
     // Delete beta: cancel once, then confirm.
     let before = listing(&tree);
     term.select("/beta");
