@@ -20,14 +20,14 @@ build: ## debug build
 release: ## optimised build: target/release/dfdu
 	$(CARGO) build --release --bin dfdu
 
-static: ## static musl binaries (x86_64 with mimalloc; aarch64 without), with sizes
-	$(CARGO) build --release --bin dfdu --target $(MUSL_X86) --features mimalloc
-	@ls -l target/$(MUSL_X86)/release/dfdu | awk '{print "x86_64 static: " $$5 " bytes"}'
-	@file target/$(MUSL_X86)/release/dfdu
+static: ## static musl binaries for x86_64 and aarch64 (profile "static"), with their sizes
+	$(CARGO) build --profile static --bin dfdu --target $(MUSL_X86)
+	@ls -l target/$(MUSL_X86)/static/dfdu | awk '{print "x86_64 static: " $$5 " bytes"}'
+	@file target/$(MUSL_X86)/static/dfdu
 	@if rustup target list --installed | grep -q $(MUSL_ARM); then \
 	  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
-	  $(CARGO) build --release --bin dfdu --target $(MUSL_ARM) && \
-	  ls -l target/$(MUSL_ARM)/release/dfdu | awk '{print "aarch64 static: " $$5 " bytes"}'; \
+	  $(CARGO) build --profile static --bin dfdu --target $(MUSL_ARM) && \
+	  ls -l target/$(MUSL_ARM)/static/dfdu | awk '{print "aarch64 static: " $$5 " bytes"}'; \
 	else echo "aarch64-unknown-linux-musl target not installed: skipped"; fi
 
 test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests

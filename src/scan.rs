@@ -275,7 +275,8 @@ pub fn join_path(out: &mut Vec<u8>, base: &[u8], name: &[u8]) {
 struct Worker<'s, 'a, R: Reader, S: Sink> {
     shared: &'s Shared<'a, R, S>,
     stack: Vec<Job<R::Dir>>,
-    lister: R::Lister,
+    /// The listing buffer; taken out while a listing runs (the callback needs `self`).
+    lister: Option<R::Lister>,
     local: S::Local,
     children: Vec<Child>,
     path_buf: Vec<u8>,
@@ -286,7 +287,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         Worker {
             shared,
             stack: Vec::new(),
-            lister: R::Lister::default(),
+            lister: Some(R::Lister::default()),
             local: S::Local::default(),
             children: Vec::new(),
             path_buf: Vec::new(),
@@ -428,7 +429,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut split: Vec<((u32, u64), Vec<u8>)> = Vec::new();
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
-        let mut lister = std::mem::take(&mut self.lister);
+        let mut lister = self.lister.take().unwrap_or_default();
         let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
             if idx < SPLIT_AFTER || meta.is_some() {
                 let pos = Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos };
@@ -461,7 +462,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             idx = idx.saturating_add(1);
             name_pos += S::name_cost(name.to_bytes().len());
         });
-        self.lister = lister;
+        self.lister = Some(lister);
         if chunk_len > 0 {
             split.push((chunk_base, chunk));
         }
