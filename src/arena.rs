@@ -183,8 +183,8 @@ pub struct NewEntry<'a> {
 
 /// The arena. See the module doc.
 pub struct Arena {
-    // Chunks of 768 KiB, 256 KiB and 64 KiB: a partly used last chunk wastes little.
-    entries: Chunked<Entry, 16>,
+    // Chunks of 128 KiB, 256 KiB and 64 KiB: a partly used last chunk wastes little.
+    entries: Chunked<Entry, 14>,
     dirs: Chunked<DirSlot, 12>,
     names: Chunked<AtomicU8, 16>,
     next_entry: AtomicU64,

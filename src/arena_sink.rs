@@ -11,7 +11,7 @@
 use crate::arena::{self, Arena, NewEntry, NO_DIR};
 use crate::meta::{Errno, Kind, Meta};
 use crate::scan::{Child, Listed, Pos, Seen, Sink};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -20,7 +20,7 @@ use std::sync::Mutex;
 pub struct ArenaSink<'a> {
     arena: &'a Arena,
     /// First name seen of each multiply-linked inode.
-    links: Mutex<HashMap<(u64, u64), u32>>,
+    links: Mutex<HashSet<(u64, u64)>>,
     /// (first id, count, first name byte) reserved for a directory's children, until
     /// they are published.
     reserved: Mutex<HashMap<u32, (u32, u32, u32)>>,
@@ -36,14 +36,14 @@ struct Pending {
     idx: u32,
     name_pos: u32,
     name_off: u32,
-    name_len: u32,
+    name_len: u16,
     flags: u8,
     descend: bool,
+    nlink: u32,
     disk: u64,
     apparent: u64,
     dev: u64,
     ino: u64,
-    nlink: u64,
     mtime_sec: i64,
 }
 
@@ -67,7 +67,7 @@ impl<'a> ArenaSink<'a> {
     pub fn new(arena: &'a Arena) -> Self {
         ArenaSink {
             arena,
-            links: Mutex::new(HashMap::new()),
+            links: Mutex::new(HashSet::new()),
             reserved: Mutex::new(HashMap::new()),
             devs: Mutex::new(HashMap::new()),
             last_dir: AtomicU32::new(0),
@@ -104,14 +104,14 @@ impl<'a> ArenaSink<'a> {
             idx: pos.idx,
             name_pos: pos.name_pos as u32,
             name_off,
-            name_len: name.len() as u32,
+            name_len: name.len().min(u16::MAX as usize) as u16,
             flags,
             descend,
             disk,
             apparent,
             dev,
             ino,
-            nlink,
+            nlink: nlink.min(u32::MAX as u64) as u32,
             mtime_sec,
         });
     }
@@ -159,21 +159,17 @@ impl Sink for ArenaSink<'_> {
         if first != u32::MAX {
             for p in &l.entries {
                 let id = first + p.idx;
-                let name = &l.names[p.name_off as usize..(p.name_off + p.name_len) as usize];
+                let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
                 let mut flags = p.flags;
                 if flags & arena::F_HARDLINK != 0 {
-                    if let std::collections::hash_map::Entry::Vacant(v) =
-                        self.links.lock().unwrap().entry((p.dev, p.ino))
-                    {
-                        v.insert(id);
-                    } else {
+                    if !self.links.lock().unwrap().insert((p.dev, p.ino)) {
                         flags |= arena::F_DUP_LINK;
                     }
                 }
                 let e = NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
                 a.write_entry(id, &e, names_at + p.name_pos);
                 if flags & arena::F_HARDLINK != 0 {
-                    a.note_link(id, p.dev, p.ino, p.nlink.min(u32::MAX as u64) as u32);
+                    a.note_link(id, p.dev, p.ino, p.nlink);
                 }
                 items += 1;
                 errors |= flags & arena::F_ERROR != 0;

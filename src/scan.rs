@@ -40,8 +40,11 @@ use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-/// Entries of one directory stat'ed by its lister before the rest is cut into chunks.
+/// Entries of one directory stat'ed by its lister before the rest is cut into chunks. A
+/// `CONTIGUOUS` sink holds the lister's entries until the listing ends, so it cuts
+/// earlier: its chunks wait as bare names, which cost less than sized entries.
 const SPLIT_AFTER: u32 = 2048;
+const SPLIT_AFTER_CONTIGUOUS: u32 = 512;
 /// Names per chunk job.
 const CHUNK_ENTRIES: usize = 2048;
 /// Path length (with its NUL) at which `stat` of a full path fails on Linux.
@@ -431,7 +434,8 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let dir = guard.as_ref().expect("a node being listed holds its handle");
         let mut lister = self.lister.take().unwrap_or_default();
         let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
-            if idx < SPLIT_AFTER || meta.is_some() {
+            let split_after = if S::CONTIGUOUS { SPLIT_AFTER_CONTIGUOUS } else { SPLIT_AFTER };
+            if idx < split_after || meta.is_some() {
                 let pos = Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos };
                 self.entry(&node, dir, name, pos, meta);
             } else {
