@@ -20,8 +20,9 @@
 //!   Entries past the first `SPLIT_AFTER` are cut into chunks of `CHUNK_ENTRIES` names.
 //!   A chunk goes to the shared queue when a worker is idle, otherwise the lister stats
 //!   it itself. A sink that needs a directory's children under contiguous ids
-//!   (`Sink::CONTIGUOUS`) gets the entry count (`Sink::listed`) before any chunk runs,
-//!   so chunks are handed out only once the listing is complete.
+//!   (`Sink::CONTIGUOUS`) gets the entry count (`Sink::listed`) when the listing ends;
+//!   chunks stat'ed before that park their results on the directory's node, and the
+//!   lister commits them right after its own.
 //! * Results are **committed once per directory (or chunk)** through `Sink::commit`:
 //!   no lock and no allocation per entry. `Sink::written` follows once the listing and
 //!   all its chunks are committed.
@@ -35,6 +36,7 @@
 use crate::exclude::Exclude;
 use crate::meta::{Errno, Kind, Meta};
 use crate::reader::Reader;
+use std::any::Any;
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -141,7 +143,7 @@ pub struct Listed {
 /// the argument is token 0.
 pub trait Sink: Sync {
     /// Per-worker scratch between commits.
-    type Local: Default + Send;
+    type Local: Default + Send + 'static;
     /// Children of one directory need contiguous ids: `listed` must come first.
     const CONTIGUOUS: bool;
     /// Files one entry into `local`. A directory the sink wants entered comes back from
@@ -182,6 +184,9 @@ struct Node<D> {
     path: Option<Vec<u8>>,
     /// Length of that path (kept always: -L stops at PATH_MAX like GNU du).
     path_len: usize,
+    /// For a `CONTIGUOUS` sink: chunks stat'ed before the listing ended wait here (as the
+    /// sink's `Local`) until the listing is committed; `true` once it is.
+    parked: Mutex<(bool, Vec<Box<dyn Any + Send>>)>,
 }
 
 impl<D> Node<D> {
@@ -253,6 +258,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         follow: walk.follow_root,
         path: walk.exclude.map(|_| root.to_bytes().to_vec()),
         path_len: root.to_bytes().len(),
+        parked: Mutex::new((false, Vec::new())),
     });
     let threads = walk.threads.max(1);
     std::thread::scope(|s| {
@@ -402,6 +408,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     ino: child.ino,
                     follow,
                     path,
+                    parked: Mutex::new((false, Vec::new())),
                 });
                 self.list_dir(node);
             }
@@ -448,10 +455,12 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 if chunk_len == CHUNK_ENTRIES {
                     let names = std::mem::take(&mut chunk);
                     chunk_len = 0;
-                    // Hand the chunk to an idle worker now; a sink that needs the
-                    // whole listing first (`CONTIGUOUS`) gets its chunks afterwards.
+                    // Hand the chunk to an idle worker now (a `CONTIGUOUS` sink's chunk
+                    // results wait in `parked` until the listing is committed).
                     if S::CONTIGUOUS {
-                        split.push((chunk_base, names));
+                        if let Err(names) = self.offer_chunk(&node, chunk_base, names) {
+                            split.push((chunk_base, names));
+                        }
                     } else if let Err(names) = self.offer_chunk(&node, chunk_base, names) {
                         // Nobody is idle: commit what the listing found so far, then stat
                         // the chunk here, so memory stays flat however wide the directory.
@@ -476,6 +485,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         self.shared.sink.listed(node.dir, idx, name_pos);
         let listed = Listed { entries: idx, sort_by_inode, error };
         self.commit(&node, Some(listed));
+        if S::CONTIGUOUS {
+            self.commit_parked(&node);
+        }
         for (base, names) in split {
             self.dispatch(&node, base, names);
         }
@@ -547,8 +559,33 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 sink.entry(&mut self.local, pos, name.to_bytes(), Seen::Error(e));
             });
         }
+        if S::CONTIGUOUS {
+            let mut parked = node.parked.lock().unwrap();
+            if !parked.0 {
+                // The listing is still being read: its ids are not reserved yet.
+                parked.1.push(Box::new(std::mem::take(&mut self.local)));
+                return;
+            }
+        }
         self.commit(node, None);
         self.wrote(node);
+    }
+
+    /// After a `CONTIGUOUS` listing is committed: marks it so and commits the chunks that
+    /// finished while it was being read.
+    fn commit_parked(&mut self, node: &Arc<Node<R::Dir>>) {
+        let waiting = {
+            let mut parked = node.parked.lock().unwrap();
+            parked.0 = true;
+            std::mem::take(&mut parked.1)
+        };
+        let own = std::mem::take(&mut self.local);
+        for local in waiting {
+            self.local = *local.downcast::<S::Local>().expect("parked values are the sink's Local");
+            self.commit(node, None);
+            self.wrote(node);
+        }
+        self.local = own;
     }
 
     /// Stats one entry (unless the listing brought its metadata) and hands it to the sink.
