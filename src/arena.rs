@@ -145,6 +145,19 @@ impl<T: Default, const LEAF: u32> Chunked<T, LEAF> {
     pub fn at(&self, i: u32) -> &T {
         &self.leaf(i)[(i & ((1 << LEAF) - 1)) as usize]
     }
+
+    /// Slots `i .. i + len` as runs of slices (a run ends where a chunk does), so a
+    /// caller looks each chunk up once rather than once per slot.
+    pub fn runs(&self, mut i: u32, mut len: usize, f: &mut dyn FnMut(&[T])) {
+        while len > 0 {
+            let off = (i & ((1 << LEAF) - 1)) as usize;
+            let leaf = self.leaf(i);
+            let n = len.min(leaf.len() - off);
+            f(&leaf[off..off + n]);
+            i += n as u32;
+            len -= n;
+        }
+    }
 }
 
 impl<T: Default, const LEAF: u32> Default for Chunked<T, LEAF> {
@@ -355,34 +368,43 @@ impl Arena {
 
     fn put_name(&self, name: &[u8], at: u32) {
         let len = name.len().min(u16::MAX as usize);
-        let mut p = at;
-        let mut put = |b: u8| {
-            self.names.at(p).store(b, Relaxed);
-            p += 1;
-        };
-        if len >= 255 {
-            put(255);
-            put(len as u8);
-            put((len >> 8) as u8);
+        let mut head = [len as u8, 0, 0];
+        let head = if len >= 255 {
+            head = [255, len as u8, (len >> 8) as u8];
+            &head[..]
         } else {
-            put(len as u8);
+            &head[..1]
+        };
+        let mut bytes = head.iter().chain(&name[..len]);
+        self.names.runs(at, head.len() + len, &mut |run| {
+            for (cell, &b) in run.iter().zip(&mut bytes) {
+                cell.store(b, Relaxed);
+            }
+        });
+    }
+
+    /// (length, where the bytes start) of the name stored at `at`.
+    fn name_header(&self, at: u32) -> (usize, u32) {
+        let len = self.names.at(at).load(Relaxed) as usize;
+        if len == 255 {
+            let long =
+                self.names.at(at + 1).load(Relaxed) as usize | (self.names.at(at + 2).load(Relaxed) as usize) << 8;
+            return (long, at + 3);
         }
-        for &b in &name[..len] {
-            put(b);
-        }
+        (len, at + 1)
     }
 
     /// Reads the name stored at `at` into `out`; returns where the next name starts.
     pub fn read_name(&self, at: u32, out: &mut Vec<u8>) -> u32 {
         out.clear();
-        let mut p = at;
-        let mut len = self.names.at(p).load(Relaxed) as usize;
-        p += 1;
-        if len == 255 {
-            len = self.names.at(p).load(Relaxed) as usize | (self.names.at(p + 1).load(Relaxed) as usize) << 8;
-            p += 2;
-        }
-        out.extend((0..len as u32).map(|i| self.names.at(p + i).load(Relaxed)));
+        let (len, p) = self.name_header(at);
+        self.names.runs(p, len, &mut |run| out.extend(run.iter().map(|c| c.load(Relaxed))));
+        p + len as u32
+    }
+
+    /// Where the name after the one stored at `at` starts.
+    fn skip_name(&self, at: u32) -> u32 {
+        let (len, p) = self.name_header(at);
         p + len as u32
     }
 
@@ -396,7 +418,7 @@ impl Arena {
         let first = self.dirs.at(dir).first_child.load(Relaxed);
         let mut at = self.names_at(dir);
         for _ in first..id {
-            at = self.read_name(at, out);
+            at = self.skip_name(at);
         }
         self.read_name(at, out);
     }

@@ -192,7 +192,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
     let mut dirs_heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
     let mut files_heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
     let push = |h: &mut BinaryHeap<Reverse<(u64, u32, u32)>>, v: (u64, u32, u32)| {
-        if top == 0 {
+        if top == 0 || (h.len() == top && h.peek().is_some_and(|Reverse(min)| v <= *min)) {
             return;
         }
         h.push(Reverse(v));
