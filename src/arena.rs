@@ -447,6 +447,11 @@ impl Arena {
         (self.entries.at(id).flags_blocks.load(Acquire) >> 24) as u8
     }
 
+    /// Adds flag bits to a written entry.
+    pub fn add_flags(&self, id: u32, bits: u8) {
+        self.entries.at(id).flags_blocks.fetch_or((bits as u32) << 24, AcqRel);
+    }
+
     pub fn kind(&self, id: u32) -> u8 {
         self.flags(id) & 3
     }

@@ -11,7 +11,8 @@
 use crate::arena::{self, Arena, NewEntry, NO_DIR};
 use crate::meta::{Errno, Kind, Meta};
 use crate::scan::{Child, Listed, Pos, Seen, Sink};
-use std::collections::{HashMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -20,7 +21,8 @@ use std::sync::Mutex;
 pub struct ArenaSink<'a> {
     arena: &'a Arena,
     /// First name seen of each multiply-linked inode.
-    links: Mutex<HashSet<(u64, u64)>>,
+    /// First name (entry id) seen of each file that may have several.
+    links: Mutex<HashMap<(u64, u64), u32>>,
     /// (first id, count, first name byte) reserved for a directory's children, until
     /// they are published.
     reserved: Mutex<HashMap<u32, (u32, u32, u32)>>,
@@ -67,7 +69,7 @@ impl<'a> ArenaSink<'a> {
     pub fn new(arena: &'a Arena) -> Self {
         ArenaSink {
             arena,
-            links: Mutex::new(HashSet::new()),
+            links: Mutex::new(HashMap::new()),
             reserved: Mutex::new(HashMap::new()),
             devs: Mutex::new(HashMap::new()),
             last_dir: AtomicU32::new(0),
@@ -125,7 +127,9 @@ impl Sink for ArenaSink<'_> {
         match seen {
             Seen::Ok(m) => {
                 let mut flags = kind_bits(m.kind);
-                if m.may_have_links() {
+                // A file whose link count is unknown (nlink 0: NT directory queries) is
+                // only marked once a second name shows up, in `commit`.
+                if m.kind != Kind::Dir && m.nlink > 1 {
                     flags |= arena::F_HARDLINK;
                 }
                 self.pending(l, pos, name, flags, Some(m), m.kind == Kind::Dir);
@@ -161,15 +165,31 @@ impl Sink for ArenaSink<'_> {
                 let id = first + p.idx;
                 let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
                 let mut flags = p.flags;
-                if flags & arena::F_HARDLINK != 0 {
-                    if !self.links.lock().unwrap().insert((p.dev, p.ino)) {
-                        flags |= arena::F_DUP_LINK;
+                let unknown_links = p.nlink == 0
+                    && flags & 3 != arena::KIND_DIR
+                    && flags & (arena::F_ERROR | arena::F_EXCLUDED | arena::F_OTHER_FS) == 0;
+                let e = |flags| NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
+                if flags & arena::F_HARDLINK != 0 || unknown_links {
+                    // Under the lock, so a later name can mark the first one afterwards.
+                    let mut links = self.links.lock().unwrap();
+                    match links.entry((p.dev, p.ino)) {
+                        Entry::Vacant(v) => {
+                            v.insert(id);
+                        }
+                        Entry::Occupied(o) => {
+                            flags |= arena::F_HARDLINK | arena::F_DUP_LINK;
+                            if unknown_links {
+                                a.add_flags(*o.get(), arena::F_HARDLINK);
+                                a.note_link(*o.get(), p.dev, p.ino, 2);
+                            }
+                        }
                     }
-                }
-                let e = NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
-                a.write_entry(id, &e, names_at + p.name_pos);
-                if flags & arena::F_HARDLINK != 0 {
-                    a.note_link(id, p.dev, p.ino, p.nlink);
+                    a.write_entry(id, &e(flags), names_at + p.name_pos);
+                    if flags & arena::F_HARDLINK != 0 {
+                        a.note_link(id, p.dev, p.ino, p.nlink.max(2));
+                    }
+                } else {
+                    a.write_entry(id, &e(flags), names_at + p.name_pos);
                 }
                 items += 1;
                 errors |= flags & arena::F_ERROR != 0;
