@@ -27,11 +27,11 @@
 use crate::arena::{self, Arena, NO_DIR};
 use crate::arena_sink::ArenaSink;
 use crate::delete;
-use crate::exclude::Exclude;
 use crate::meta::{os_bytes, Errno, Kind, Meta};
 use crate::platform;
 use crate::quote::quotef;
 use crate::reader::Reader;
+use crate::report::WalkArgs;
 use crate::report::{child_path, dir_path};
 use crate::scan::{self, Walk};
 use crate::term::{escape, fit, width, Color, Decoder, Key, Screen, Session, Style};
@@ -57,11 +57,7 @@ pub struct BrowseArgs {
     pub prog: String,
     pub apparent: bool,
     pub si: bool,
-    pub one_fs: bool,
-    pub exclude: Exclude,
-    pub follow: bool,
-    pub threads: Option<usize>,
-    pub input: Option<OsString>,
+    pub walk: WalkArgs,
     pub read_only: bool,
     pub ascii: bool,
     pub no_color: bool,
@@ -99,11 +95,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         prog: prog.to_string(),
         apparent: false,
         si: false,
-        one_fs: false,
-        exclude: Exclude::default(),
-        follow: false,
-        threads: None,
-        input: None,
+        walk: WalkArgs::default(),
         read_only: false,
         ascii: false,
         no_color: false,
@@ -121,26 +113,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Ok(None) => break,
             Err(e) => return Err(bad(e.to_string())),
         };
-        let value = |p: &mut lexopt::Parser| p.value().map_err(|e| bad(e.to_string()));
         match arg {
-            Short('x') | Long("one-file-system") => a.one_fs = true,
-            Long("exclude") => a.exclude.add(os_bytes(&value(&mut p)?).as_slice()),
-            Short('X') | Long("exclude-from") => {
-                let f = value(&mut p)?;
-                match std::fs::read(&f) {
-                    Ok(text) => a.exclude.add_lines(&text),
-                    Err(e) => return Err(bad(format!("{}: {e}", quotef(&os_bytes(&f))))),
-                }
-            }
-            Short('L') | Long("dereference") => a.follow = true,
-            Short('j') | Long("threads") => {
-                let v = value(&mut p)?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if (1..=1024).contains(&n) => a.threads = Some(n),
-                    _ => return Err(bad(format!("invalid number of threads '{}'", v.to_string_lossy()))),
-                }
-            }
-            Short('f') | Long("file") => a.input = Some(value(&mut p)?),
             Long("apparent-size") => a.apparent = true,
             Long("si") => a.si = true,
             Long("read-only") => a.read_only = true,
@@ -151,10 +124,13 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
                 return Err(0);
             }
             Value(v) => dirs.push(v),
-            other => return Err(bad(other.unexpected().to_string())),
+            other => {
+                let name = crate::report::OptName::of(&other);
+                a.walk.take(name, &mut p, &bad)?
+            }
         }
     }
-    if a.input.is_some() && !dirs.is_empty() {
+    if a.walk.input.is_some() && !dirs.is_empty() {
         return Err(bad("-f reads an export; it takes no directory".into()));
     }
     if dirs.len() > 1 {
@@ -1242,10 +1218,10 @@ impl<'a> Ctx<'a> {
     fn walk(&self) -> Walk<'a> {
         Walk {
             threads: self.threads,
-            follow_all: self.args.follow,
+            follow_all: self.args.walk.follow,
             follow_root: true,
             one_fs_dev: self.one_fs_dev,
-            exclude: (!self.args.exclude.is_empty()).then_some(&self.args.exclude),
+            exclude: (!self.args.walk.exclude.is_empty()).then_some(&self.args.walk.exclude),
             seen_before: self.no_links,
             claim_dirs: true,
             fd_budget: self.fd_budget,
@@ -1270,7 +1246,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let sink = Arc::new(ArenaSink::new(&arena));
     let no_links = HashSet::new();
     let prog = &args.prog;
-    let (root, scan_from, first_line) = match &args.input {
+    let (root, scan_from, first_line) = match &args.walk.input {
         Some(f) => {
             let result = if f == "-" {
                 crate::ncdu::import(std::io::stdin().lock(), &arena)
@@ -1321,7 +1297,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         }
     };
     let look = Look { ascii: args.ascii || !utf8_locale(), color: !args.no_color && !no_color_env(), si: args.si };
-    let limits = Limits { read_only: args.read_only, imported: args.input.is_some() };
+    let limits = Limits { read_only: args.read_only, imported: args.walk.input.is_some() };
     let session = match Session::start(look.color) {
         Ok(s) => s,
         Err(e) => {
@@ -1330,10 +1306,10 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         }
     };
     let ctx = Ctx { fs, arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev: None };
-    let ctx = Ctx { one_fs_dev: scan_from.as_ref().filter(|_| args.one_fs).map(|(_, m)| m.dev), ..ctx };
+    let ctx = Ctx { one_fs_dev: scan_from.as_ref().filter(|_| args.walk.one_fs).map(|(_, m)| m.dev), ..ctx };
     let mut browser = Browser::new(&arena, root, look, limits);
     browser.set_apparent(args.apparent);
-    if args.input.is_none() {
+    if args.walk.input.is_none() {
         browser.set_mtime_source(Box::new(mtime_of_path));
     }
     std::thread::scope(|s| {

@@ -158,7 +158,7 @@ fn run_scan(prog: &str, args: Vec<OsString>) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let (threads, fd_budget) = resources(a.threads);
+    let (threads, fd_budget) = resources(a.walk.threads);
     if reader::portable_requested() {
         report::run::<reader::Portable>(&a, threads, fd_budget)
     } else {
@@ -196,7 +196,7 @@ fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let (threads, fd_budget) = resources(a.threads);
+    let (threads, fd_budget) = resources(a.walk.threads);
     let fs = if reader::portable_requested() {
         browse::Fs::of::<reader::Portable>()
     } else {

@@ -21,19 +21,75 @@ use std::time::{Duration, Instant};
 /// Version of the `--json` report layout; bump on any incompatible change.
 pub const REPORT_VERSION: u32 = 1;
 
+/// An option as lexopt returned it, owned, so the parser is free to read its value.
+pub struct OptName {
+    short: Option<char>,
+    long: String,
+    unexpected: String,
+}
+
+impl OptName {
+    pub fn of(arg: &lexopt::Arg) -> OptName {
+        let (short, long) = match arg {
+            lexopt::Arg::Short(c) => (Some(*c), String::new()),
+            lexopt::Arg::Long(l) => (None, l.to_string()),
+            lexopt::Arg::Value(_) => (None, String::new()),
+        };
+        OptName { short, long, unexpected: arg.clone().unexpected().to_string() }
+    }
+}
+
+/// The options `dfdu scan` and `dfdu browse` share: what to walk and how.
+#[derive(Default)]
+pub struct WalkArgs {
+    pub one_fs: bool,
+    pub exclude: Exclude,
+    pub follow: bool,
+    pub threads: Option<usize>,
+    /// An export to read instead of scanning (`-f`).
+    pub input: Option<OsString>,
+}
+
+impl WalkArgs {
+    /// Takes `arg`, one of the shared options (reading its value from `p`); anything else
+    /// is a usage error. `bad` reports a usage error and gives the exit status.
+    pub fn take(&mut self, arg: OptName, p: &mut lexopt::Parser, bad: &dyn Fn(String) -> i32) -> Result<(), i32> {
+        let OptName { short, long, unexpected } = arg;
+        let mut value = || p.value().map_err(|e| bad(e.to_string()));
+        match (short, long.as_str()) {
+            (Some('x'), _) | (_, "one-file-system") => self.one_fs = true,
+            (_, "exclude") => self.exclude.add(&os_bytes(&value()?)),
+            (Some('X'), _) | (_, "exclude-from") => {
+                let f = value()?;
+                match std::fs::read(&f) {
+                    Ok(text) => self.exclude.add_lines(&text),
+                    Err(e) => return Err(bad(format!("{}: {e}", quotef(&os_bytes(&f))))),
+                }
+            }
+            (Some('L'), _) | (_, "dereference") => self.follow = true,
+            (Some('j'), _) | (_, "threads") => {
+                let v = value()?;
+                match v.to_str().and_then(|s| s.parse().ok()) {
+                    Some(n) if (1..=1024).contains(&n) => self.threads = Some(n),
+                    _ => return Err(bad(format!("invalid number of threads '{}'", v.to_string_lossy()))),
+                }
+            }
+            (Some('f'), _) | (_, "file") => self.input = Some(value()?),
+            _ => return Err(bad(unexpected)),
+        }
+        Ok(())
+    }
+}
+
 /// `dfdu scan` options.
 pub struct ScanArgs {
     pub prog: String,
     pub bytes: bool,
     pub si: bool,
     pub apparent: bool,
-    pub one_fs: bool,
-    pub exclude: Exclude,
-    pub follow: bool,
-    pub threads: Option<usize>,
+    pub walk: WalkArgs,
     pub json: bool,
     pub output: Option<OsString>,
-    pub input: Option<OsString>,
     pub top: usize,
     pub quiet: bool,
     pub dirs: Vec<OsString>,
@@ -74,13 +130,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         bytes: false,
         si: false,
         apparent: false,
-        one_fs: false,
-        exclude: Exclude::default(),
-        follow: false,
-        threads: None,
+        walk: WalkArgs::default(),
         json: false,
         output: None,
-        input: None,
         top: 10,
         quiet: false,
         dirs: Vec::new(),
@@ -102,23 +154,6 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
             Short('h') | Long("human-readable") => a.si = false,
             Long("si") => a.si = true,
             Long("apparent-size") => a.apparent = true,
-            Short('x') | Long("one-file-system") => a.one_fs = true,
-            Long("exclude") => a.exclude.add(os_bytes(&value(&mut p)?).as_slice()),
-            Short('X') | Long("exclude-from") => {
-                let f = value(&mut p)?;
-                match std::fs::read(&f) {
-                    Ok(text) => a.exclude.add_lines(&text),
-                    Err(e) => return Err(bad(format!("{}: {e}", quotef(&os_bytes(&f))))),
-                }
-            }
-            Short('L') | Long("dereference") => a.follow = true,
-            Short('j') | Long("threads") => {
-                let v = value(&mut p)?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if (1..=1024).contains(&n) => a.threads = Some(n),
-                    _ => return Err(bad(format!("invalid number of threads '{}'", v.to_string_lossy()))),
-                }
-            }
             Long("top") => {
                 let v = value(&mut p)?;
                 match v.to_str().and_then(|s| s.parse().ok()) {
@@ -128,23 +163,25 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
             }
             Long("json") => a.json = true,
             Short('o') | Long("output") => a.output = Some(value(&mut p)?),
-            Short('f') | Long("file") => a.input = Some(value(&mut p)?),
             Short('q') | Long("quiet") => a.quiet = true,
             Long("help") => {
                 print!("{HELP}");
                 return Err(0);
             }
             Value(v) => a.dirs.push(v),
-            other => return Err(bad(other.unexpected().to_string())),
+            other => {
+                let name = OptName::of(&other);
+                a.walk.take(name, &mut p, &bad)?
+            }
         }
     }
-    if a.input.is_some() && !a.dirs.is_empty() {
+    if a.walk.input.is_some() && !a.dirs.is_empty() {
         return Err(bad("-f reads an export; it takes no directories".into()));
     }
     if a.output.is_some() && a.dirs.len() > 1 {
         return Err(bad("an export holds one directory; give one DIR with -o".into()));
     }
-    if a.dirs.is_empty() && a.input.is_none() {
+    if a.dirs.is_empty() && a.walk.input.is_none() {
         a.dirs.push(".".into());
     }
     Ok(a)
@@ -410,8 +447,8 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     let start = Instant::now();
     let mut roots = Vec::new();
     let mut failed = 0u64;
-    let mut source = if args.input.is_some() { "import".to_string() } else { "scan".to_string() };
-    if let Some(f) = &args.input {
+    let mut source = if args.walk.input.is_some() { "import".to_string() } else { "scan".to_string() };
+    if let Some(f) = &args.walk.input {
         let result = if f == "-" {
             crate::ncdu::import(io::stdin().lock(), &arena)
         } else {
@@ -458,10 +495,10 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
         let empty = HashSet::new();
         let walk = Walk {
             threads,
-            follow_all: args.follow,
+            follow_all: args.walk.follow,
             follow_root: true,
-            one_fs_dev: args.one_fs.then_some(meta.dev),
-            exclude: (!args.exclude.is_empty()).then_some(&args.exclude),
+            one_fs_dev: args.walk.one_fs.then_some(meta.dev),
+            exclude: (!args.walk.exclude.is_empty()).then_some(&args.walk.exclude),
             seen_before: &empty,
             claim_dirs: true,
             fd_budget,
