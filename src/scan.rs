@@ -197,8 +197,21 @@ impl<D> Node<D> {
 }
 
 enum Job<D> {
-    Dir { parent: Arc<Node<D>>, child: Child },
-    Chunk { node: Arc<Node<D>>, base_idx: u32, base_name_pos: u64, names: Vec<u8> },
+    Dir {
+        parent: Arc<Node<D>>,
+        child: Child,
+    },
+    Chunk {
+        node: Arc<Node<D>>,
+        base_idx: u32,
+        base_name_pos: u64,
+        names: Vec<u8>,
+    },
+    /// Commit a parked chunk's results (a `CONTIGUOUS` sink's, once the listing is in).
+    Commit {
+        node: Arc<Node<D>>,
+        local: Box<dyn Any + Send>,
+    },
 }
 
 struct Queue<D> {
@@ -324,6 +337,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     self.stat_chunk(&node, (base_idx, base_name_pos), &names);
                     self.release(&node);
                 }
+                Job::Commit { node, local } => self.commit_local(&node, local),
             }
         }
     }
@@ -511,7 +525,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 node.unwritten.fetch_sub(1, Ordering::AcqRel);
                 match job {
                     Job::Chunk { names, .. } => Err(names),
-                    Job::Dir { .. } => unreachable!("offer returns the job it was given"),
+                    _ => unreachable!("offer returns the job it was given"),
                 }
             }
         }
@@ -571,20 +585,29 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         self.wrote(node);
     }
 
-    /// After a `CONTIGUOUS` listing is committed: marks it so and commits the chunks that
-    /// finished while it was being read.
+    /// After a `CONTIGUOUS` listing is committed: marks it so and has the chunks that
+    /// finished while it was being read committed, by idle workers where there are any.
     fn commit_parked(&mut self, node: &Arc<Node<R::Dir>>) {
         let waiting = {
             let mut parked = node.parked.lock().unwrap();
             parked.0 = true;
             std::mem::take(&mut parked.1)
         };
-        let own = std::mem::take(&mut self.local);
         for local in waiting {
-            self.local = *local.downcast::<S::Local>().expect("parked values are the sink's Local");
-            self.commit(node, None);
-            self.wrote(node);
+            if let Err(Job::Commit { node, local }) = self.offer(Job::Commit { node: node.clone(), local }) {
+                self.commit_local(&node, local);
+            }
         }
+    }
+
+    /// Commits a parked chunk's results.
+    fn commit_local(&mut self, node: &Arc<Node<R::Dir>>, local: Box<dyn Any + Send>) {
+        let own = std::mem::replace(
+            &mut self.local,
+            *local.downcast::<S::Local>().expect("parked values are the sink's Local"),
+        );
+        self.commit(node, None);
+        self.wrote(node);
         self.local = own;
     }
 
