@@ -99,7 +99,6 @@ pub enum Seen<'m> {
     /// Matched an exclude pattern (not stat'ed).
     Excluded,
     /// On another device under `-x`.
-    #[allow(dead_code)]
     OtherFs(&'m Meta),
     /// A directory already being scanned under another name (`-L`).
     Repeat(&'m Meta),
