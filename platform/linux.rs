@@ -11,7 +11,7 @@
 //! `term_signals`, `term_stop_self` and the `SIG_*` bits, here from `unix_term.rs`), no
 //! printing, no policy. Everything `unsafe` in dfdu lives in this directory.
 
-use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use crate::meta::{Errno, Kind, Meta, Timespec};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxFlags, CWD};
 use std::ffi::CStr;
@@ -21,6 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[path = "unix_term.rs"]
 mod unix_term;
 pub use unix_term::*;
+#[path = "unix_time.rs"]
+mod unix_time;
+pub use unix_time::local_time;
 
 /// An open directory handle.
 pub struct Dir {
@@ -256,64 +259,6 @@ pub fn errno_text(e: Errno) -> String {
         }
     };
     text.to_string()
-}
-
-/// Mirror of C's `struct tm` as glibc and musl lay it out on Linux.
-#[repr(C)]
-struct Tm {
-    tm_sec: i32,
-    tm_min: i32,
-    tm_hour: i32,
-    tm_mday: i32,
-    tm_mon: i32,
-    tm_year: i32,
-    tm_wday: i32,
-    tm_yday: i32,
-    tm_isdst: i32,
-    tm_gmtoff: i64,
-    tm_zone: *const std::ffi::c_char,
-}
-
-extern "C" {
-    fn localtime_r(t: *const i64, out: *mut Tm) -> *mut Tm;
-    fn tzset();
-}
-
-/// Converts seconds since the epoch to local time the way the C library does (honouring
-/// `TZ` and `/etc/localtime`). `None` when the time is out of the C library's range.
-pub fn local_time(sec: i64) -> Option<LocalTime> {
-    let mut tm = MaybeUninit::<Tm>::zeroed();
-    // SAFETY: tzset takes no arguments and only reads the environment; localtime_r writes
-    // into the caller-provided, properly sized and aligned `tm` and reads `sec` by
-    // pointer; both pointers are valid for the duration of the call.
-    let ok = unsafe {
-        tzset();
-        !localtime_r(&sec, tm.as_mut_ptr()).is_null()
-    };
-    if !ok {
-        return None;
-    }
-    // SAFETY: localtime_r returned non-null, so it initialised every field of `tm`.
-    let tm = unsafe { tm.assume_init() };
-    let zone = if tm.tm_zone.is_null() {
-        String::new()
-    } else {
-        // SAFETY: tm_zone, when non-null, points at a NUL-terminated string owned by the C
-        // library that stays valid until the next tzset; we copy it out immediately.
-        unsafe { CStr::from_ptr(tm.tm_zone) }.to_string_lossy().into_owned()
-    };
-    Some(LocalTime {
-        year: tm.tm_year as i64 + 1900,
-        month: tm.tm_mon as u32 + 1,
-        day: tm.tm_mday as u32,
-        hour: tm.tm_hour as u32,
-        minute: tm.tm_min as u32,
-        second: tm.tm_sec as u32,
-        weekday: tm.tm_wday as u32,
-        yearday: tm.tm_yday as u32,
-        gmtoff: tm.tm_gmtoff,
-        zone,
-    })
 }
 
 extern "C" {
