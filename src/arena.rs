@@ -536,26 +536,31 @@ impl Arena {
 
     // ---- totals and completion ----
 
-    /// Adds sizes and items to `dir` and all its ancestors.
-    pub fn add_up(&self, mut dir: u32, disk: u64, apparent: u64, items: u64) {
+    /// Runs `f` on `dir` and each of its ancestors.
+    fn each_ancestor(&self, mut dir: u32, f: impl Fn(&DirSlot)) {
         while dir != NO_DIR {
             let d = self.dirs.at(dir);
-            d.total_disk.fetch_add(disk, Relaxed);
-            d.total_apparent.fetch_add(apparent, Relaxed);
-            d.items.fetch_add(items as u32, Relaxed);
+            f(d);
             dir = d.parent.load(Relaxed);
         }
     }
 
+    /// Adds sizes and items to `dir` and all its ancestors.
+    pub fn add_up(&self, dir: u32, disk: u64, apparent: u64, items: u64) {
+        self.each_ancestor(dir, |d| {
+            d.total_disk.fetch_add(disk, Relaxed);
+            d.total_apparent.fetch_add(apparent, Relaxed);
+            d.items.fetch_add(items as u32, Relaxed);
+        });
+    }
+
     /// Takes sizes and items away from `dir` and all its ancestors.
-    pub fn sub_up(&self, mut dir: u32, disk: u64, apparent: u64, items: u64) {
-        while dir != NO_DIR {
-            let d = self.dirs.at(dir);
+    pub fn sub_up(&self, dir: u32, disk: u64, apparent: u64, items: u64) {
+        self.each_ancestor(dir, |d| {
             d.total_disk.fetch_sub(disk, Relaxed);
             d.total_apparent.fetch_sub(apparent, Relaxed);
             d.items.fetch_sub(items as u32, Relaxed);
-            dir = d.parent.load(Relaxed);
-        }
+        });
     }
 
     /// Whether entry `id` was deleted.
