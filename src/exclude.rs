@@ -108,17 +108,7 @@ pub fn fnmatch(pattern: &[u8], s: &[u8]) -> bool {
 /// Length of the character at the start of `s`: a whole UTF-8 sequence when valid,
 /// else one byte.
 fn char_len(s: &[u8]) -> usize {
-    let want = match s[0] {
-        0xC2..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF4 => 4,
-        _ => return 1,
-    };
-    if s.len() >= want && std::str::from_utf8(&s[..want]).is_ok() {
-        want
-    } else {
-        1
-    }
+    crate::quote::utf8_len(s).max(1)
 }
 
 fn decode(s: &[u8]) -> u32 {

@@ -161,8 +161,9 @@ fn shell_escape(s: &[u8], always: bool) -> String {
     out
 }
 
-/// Length of a valid UTF-8 sequence at the start of `s`, 0 if invalid.
-fn utf8_len(s: &[u8]) -> usize {
+/// Length of a valid multi-byte UTF-8 sequence at the start of `s`, 0 if there is none
+/// (ASCII included: callers treat single bytes themselves).
+pub fn utf8_len(s: &[u8]) -> usize {
     let n = match s[0] {
         0xC2..=0xDF => 2,
         0xE0..=0xEF => 3,
