@@ -476,12 +476,6 @@ fn decode_escape(b: &[u8]) -> Step {
                 .and_then(|p| std::str::from_utf8(p).ok()?.parse().ok())
                 .unwrap_or(0);
             let key = match fin {
-                b'A' => Key::Up,
-                b'B' => Key::Down,
-                b'C' => Key::Right,
-                b'D' => Key::Left,
-                b'H' => Key::Home,
-                b'F' => Key::End,
                 b'~' => match first {
                     1 | 7 => Key::Home,
                     4 | 8 => Key::End,
@@ -490,22 +484,13 @@ fn decode_escape(b: &[u8]) -> Step {
                     3 => Key::Delete,
                     _ => Key::Other,
                 },
-                _ => Key::Other,
+                _ => final_key(fin),
             };
             Step::Key(key, i + 1)
         }
         b'O' => {
             let Some(&fin) = b.get(2) else { return Step::Incomplete };
-            let key = match fin {
-                b'A' => Key::Up,
-                b'B' => Key::Down,
-                b'C' => Key::Right,
-                b'D' => Key::Left,
-                b'H' => Key::Home,
-                b'F' => Key::End,
-                _ => Key::Other,
-            };
-            Step::Key(key, 3)
+            Step::Key(final_key(fin), 3)
         }
         // Anything else after ESC: the user pressed Esc and then a key, faster than
         // the wait for a sequence (dfdu has no Alt bindings).
@@ -613,6 +598,19 @@ impl Session {
     /// Puts the terminal back.
     pub fn leave(self) {
         restore();
+    }
+}
+
+/// The key named by the final byte of `ESC [ …` and `ESC O …` (arrows, Home, End).
+fn final_key(fin: u8) -> Key {
+    match fin {
+        b'A' => Key::Up,
+        b'B' => Key::Down,
+        b'C' => Key::Right,
+        b'D' => Key::Left,
+        b'H' => Key::Home,
+        b'F' => Key::End,
+        _ => Key::Other,
     }
 }
 
