@@ -18,12 +18,8 @@ use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-#[path = "unix_term.rs"]
-mod unix_term;
-pub use unix_term::*;
-#[path = "unix_time.rs"]
-mod unix_time;
-pub use unix_time::local_time;
+pub use super::unix::term::*;
+pub use super::unix::time::local_time;
 
 /// An open directory handle.
 pub struct Dir {

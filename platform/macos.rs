@@ -30,19 +30,15 @@
 //! * **Threads**: the performance cores (`hw.perflevel0.physicalcpu`, else
 //!   `hw.physicalcpu`), at most 8: more threads make APFS slower.
 
-use crate::macos_attrs::{self as attrs, AttrSet};
+use super::macos_attrs::{self as attrs, AttrSet};
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 
 // The browser's terminal and signals: shared with Linux.
-#[path = "unix_term.rs"]
-mod unix_term;
-pub use unix_term::*;
-#[path = "unix_time.rs"]
-mod unix_time;
-pub use unix_time::local_time;
+pub use super::unix::term::*;
+pub use super::unix::time::local_time;
 
 /// An open directory handle.
 pub struct Dir {

@@ -42,48 +42,26 @@
 
 #![deny(unsafe_code)]
 
-mod arena;
-mod arena_sink;
 mod browse;
-mod cli;
-mod delete;
 mod du;
-mod exclude;
-mod floor;
 mod meta;
-mod ncdu;
-mod quote;
-mod reader;
-mod records;
 mod report;
-mod scan;
 mod term;
-mod timefmt;
-mod units;
-mod width;
+mod text;
+mod tree;
+mod walk;
 
 #[allow(unsafe_code)]
-#[cfg_attr(target_os = "linux", path = "../platform/linux.rs")]
-#[cfg_attr(target_os = "macos", path = "../platform/macos.rs")]
-#[cfg_attr(windows, path = "../platform/windows.rs")]
-#[cfg_attr(not(any(target_os = "linux", target_os = "macos", windows)), path = "../platform/portable.rs")]
+#[path = "../platform/mod.rs"]
 mod platform;
-
-#[allow(dead_code)]
-#[path = "../platform/portable.rs"]
-mod portable;
-
-// The getattrlistbulk parser is plain Rust: built on macOS, and everywhere for its tests.
-#[cfg(any(test, target_os = "macos"))]
-#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-#[path = "../platform/macos_attrs.rs"]
-mod macos_attrs;
 
 #[cfg(all(feature = "mimalloc", target_os = "linux", target_env = "musl"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use du::cli;
 use std::ffi::OsString;
+use walk::{floor, reader};
 
 /// Default worker count, the platform's choice: on Linux every CPU this process may use
 /// (affinity and cgroup quotas honoured), on macOS the performance cores, at most 8. See

@@ -2,15 +2,15 @@
 //! report — totals, counts, the largest directories and files — as text or as a
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
-use crate::arena::{self, Arena};
-use crate::arena_sink::ArenaSink;
-use crate::exclude::Exclude;
 use crate::meta::os_bytes;
 use crate::meta::Kind;
-use crate::quote::quotef;
-use crate::reader::Reader;
-use crate::scan::{self, Walk};
-use crate::units::{format_size, Scale};
+use crate::text::exclude::Exclude;
+use crate::text::quote::quotef;
+use crate::text::units::{format_size, Scale};
+use crate::tree::arena::{self, Arena};
+use crate::tree::sink::ArenaSink;
+use crate::walk::reader::Reader;
+use crate::walk::scan::{self, Walk};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::ffi::{CString, OsString};
@@ -450,10 +450,10 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     let mut source = if args.walk.input.is_some() { "import".to_string() } else { "scan".to_string() };
     if let Some(f) = &args.walk.input {
         let result = if f == "-" {
-            crate::ncdu::import(io::stdin().lock(), &arena)
+            crate::tree::ncdu::import(io::stdin().lock(), &arena)
         } else {
             match std::fs::File::open(f) {
-                Ok(file) => crate::ncdu::import(io::BufReader::with_capacity(256 * 1024, file), &arena),
+                Ok(file) => crate::tree::ncdu::import(io::BufReader::with_capacity(256 * 1024, file), &arena),
                 Err(e) => {
                     eprintln!("{} scan: cannot open {}: {e}", args.prog, quotef(&os_bytes(f)));
                     return 1;
@@ -525,10 +525,10 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
         if let Some(&root) = roots.first() {
             let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             let written = if to_stdout {
-                crate::ncdu::export(&arena, root, ts, &mut io::stdout().lock())
+                crate::tree::ncdu::export(&arena, root, ts, &mut io::stdout().lock())
             } else {
                 std::fs::File::create(out)
-                    .and_then(|f| crate::ncdu::export(&arena, root, ts, &mut io::BufWriter::new(f)))
+                    .and_then(|f| crate::tree::ncdu::export(&arena, root, ts, &mut io::BufWriter::new(f)))
             };
             if let Err(e) = written {
                 eprintln!("{} scan: cannot write {}: {e}", args.prog, quotef(&os_bytes(out)));

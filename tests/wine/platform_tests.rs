@@ -9,8 +9,5 @@
 #[path = "../../src/meta.rs"]
 mod meta;
 
-#[path = "../../platform/portable.rs"]
-mod portable;
-
-#[path = "../../platform/windows.rs"]
+#[path = "../../platform/mod.rs"]
 mod platform;

@@ -82,10 +82,10 @@ impl ReaderTypes for Native {
 reader_impl!(Native, crate::platform);
 
 impl ReaderTypes for Portable {
-    type Dir = crate::portable::Dir;
-    type Lister = crate::portable::Lister;
+    type Dir = crate::platform::portable::Dir;
+    type Lister = crate::platform::portable::Lister;
 }
-reader_impl!(Portable, crate::portable);
+reader_impl!(Portable, crate::platform::portable);
 
 /// True when the user asked for the portable oracle reader.
 pub fn portable_requested() -> bool {

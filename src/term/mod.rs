@@ -17,9 +17,11 @@
 //! Also here: `escape` (names as text: control characters and invalid UTF-8 as `\x..`)
 //! and `fit` (exactly N columns, long text cut in the middle).
 
+pub mod width;
+
 use crate::meta::Errno;
 use crate::platform;
-use crate::width::char_width;
+use crate::term::width::char_width;
 
 /// Foreground colours the browser uses (only with colour on).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -291,7 +293,7 @@ pub fn escape(bytes: &[u8]) -> String {
 
 /// Columns `s` takes.
 pub fn width(s: &str) -> usize {
-    crate::width::str_width(s)
+    crate::term::width::str_width(s)
 }
 
 /// `s` in exactly `cols` columns: padded with spaces, or cut in the middle with `...`

@@ -24,17 +24,18 @@
 //! shown directory's files when it sorts by mtime or shows the info panel, and keeps
 //! those times until it leaves the directory. An imported scan has directory times only.
 
-use crate::arena::{self, Arena, NO_DIR};
-use crate::arena_sink::ArenaSink;
-use crate::delete;
+pub mod delete;
+
 use crate::meta::{os_bytes, Errno, Kind, Meta};
 use crate::platform;
-use crate::quote::quotef;
-use crate::reader::Reader;
 use crate::report::WalkArgs;
 use crate::report::{child_path, dir_path};
-use crate::scan::{self, Walk};
 use crate::term::{escape, fit, width, Color, Decoder, Key, Screen, Session, Style};
+use crate::text::quote::quotef;
+use crate::tree::arena::{self, Arena, NO_DIR};
+use crate::tree::sink::ArenaSink;
+use crate::walk::reader::Reader;
+use crate::walk::scan::{self, Walk};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsString};
@@ -1249,10 +1250,10 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let (root, scan_from, first_line) = match &args.walk.input {
         Some(f) => {
             let result = if f == "-" {
-                crate::ncdu::import(std::io::stdin().lock(), &arena)
+                crate::tree::ncdu::import(std::io::stdin().lock(), &arena)
             } else {
                 match std::fs::File::open(f) {
-                    Ok(file) => crate::ncdu::import(std::io::BufReader::with_capacity(256 * 1024, file), &arena),
+                    Ok(file) => crate::tree::ncdu::import(std::io::BufReader::with_capacity(256 * 1024, file), &arena),
                     Err(e) => {
                         eprintln!("{prog} browse: cannot open {}: {e}", quotef(&os_bytes(f)));
                         return 1;
@@ -1553,7 +1554,7 @@ mod tests {
     //! sizes, no file system), in the manner of dua-cli's `journeys_readonly.rs`.
 
     use super::*;
-    use crate::arena::{name_cost, NewEntry};
+    use crate::tree::arena::{name_cost, NewEntry};
     use std::collections::BTreeMap;
 
     /// A tree to build: files by path with their size; directories are implied.

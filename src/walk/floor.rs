@@ -6,7 +6,7 @@
 //! same reader calls dfdu itself uses. `make bench` compares dfdu's CPU per entry with it.
 
 use crate::meta::Kind;
-use crate::reader::Reader;
+use crate::walk::reader::Reader;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

@@ -2,11 +2,11 @@
 //! long-option abbreviations, permutation, `--`, `POSIXLY_CORRECT` and its exact error
 //! messages), then the derived settings `du` runs with. The help text lives here too.
 
-use crate::exclude::Exclude;
 use crate::meta::os_bytes;
-use crate::quote::{quote, quotef};
-use crate::scan::TimeKind;
-use crate::units::{self, NumError, Scale};
+use crate::text::exclude::Exclude;
+use crate::text::quote::{quote, quotef};
+use crate::text::units::{self, NumError, Scale};
+use crate::walk::scan::TimeKind;
 use std::ffi::OsString;
 
 /// How symlinks are followed.

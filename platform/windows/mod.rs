@@ -810,7 +810,7 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
         return None;
     }
     let gmtoff = (local_ticks as i64 - utc_ticks as i64) / 10_000_000;
-    let mut out = crate::portable::local_time(sec.checked_add(gmtoff)?)?;
+    let mut out = crate::platform::portable::local_time(sec.checked_add(gmtoff)?)?;
     out.gmtoff = gmtoff;
     out.zone = zone_name(gmtoff);
     Some(out)

@@ -6,7 +6,7 @@
 //! most 32 KiB, nesting at most `MAX_DEPTH`, sizes at most `MAX_SIZE`, integers that
 //! must fit their field. Bad input gets an error naming the byte offset, never a panic.
 
-use crate::arena::{self, Arena, NewEntry, NO_DIR};
+use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 

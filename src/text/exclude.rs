@@ -108,7 +108,7 @@ pub fn fnmatch(pattern: &[u8], s: &[u8]) -> bool {
 /// Length of the character at the start of `s`: a whole UTF-8 sequence when valid,
 /// else one byte.
 fn char_len(s: &[u8]) -> usize {
-    crate::quote::utf8_len(s).max(1)
+    crate::text::quote::utf8_len(s).max(1)
 }
 
 fn decode(s: &[u8]) -> u32 {

@@ -4,7 +4,7 @@
 //! proportional to what du prints, not to the tree.
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
-use crate::scan::{Child, Listed, Measure, Pos, Seen, Sink, TimeKind};
+use crate::walk::scan::{Child, Listed, Measure, Pos, Seen, Sink, TimeKind};
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::sync::Mutex;

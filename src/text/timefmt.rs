@@ -175,7 +175,7 @@ mod tests {
     use super::*;
 
     fn utc(sec: i64) -> LocalTime {
-        crate::portable::local_time(sec).unwrap()
+        crate::platform::portable::local_time(sec).unwrap()
     }
 
     #[test]

@@ -24,9 +24,9 @@
 //! is marked and its sizes leave every ancestor), so the browser always shows what is
 //! still on disk as far as the scan knows: what was removed is gone, what failed stays.
 
-use crate::arena::{self, Arena};
 use crate::meta::Errno;
 use crate::platform::{self, Dir};
+use crate::tree::arena::{self, Arena};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -246,9 +246,9 @@ fn remove_leaf(a: &Arena, h: &Dir, dir: u32, id: u32, name: &CString, p: &Progre
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arena_sink::ArenaSink;
-    use crate::reader::{Native, Reader};
-    use crate::scan::{self, Walk};
+    use crate::tree::sink::ArenaSink;
+    use crate::walk::reader::{Native, Reader};
+    use crate::walk::scan::{self, Walk};
     use std::collections::HashSet;
     use std::ffi::CString;
     use std::path::{Path, PathBuf};

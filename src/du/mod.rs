@@ -4,14 +4,17 @@
 //! links are charged to the same path, errors come out in the same order, and every
 //! line is byte-for-byte what du prints.
 
-use crate::cli::{Deref, DuOptions};
+pub mod cli;
+pub mod records;
+
+use crate::du::cli::{Deref, DuOptions};
+use crate::du::records::{ItemKind, Keep, Records, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE};
 use crate::meta::os_bytes;
 use crate::meta::{Errno, Kind, Meta, Timespec};
-use crate::quote::{quoteaf, quotef};
-use crate::reader::Reader;
-use crate::records::{self, ItemKind, Keep, Records, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE};
-use crate::scan::{self, Measure, Walk};
-use crate::units::format_size;
+use crate::text::quote::{quoteaf, quotef};
+use crate::text::units::format_size;
+use crate::walk::reader::Reader;
+use crate::walk::scan::{self, Measure, Walk};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsString};
 use std::io::{self, Write};
@@ -374,7 +377,9 @@ impl<W: Write> Run<'_, W> {
         if o.time.is_some() {
             line.push(b'\t');
             match crate::platform::local_time(acc.time.sec) {
-                Some(lt) => line.extend_from_slice(crate::timefmt::format(&o.time_format, acc.time, &lt).as_bytes()),
+                Some(lt) => {
+                    line.extend_from_slice(crate::text::timefmt::format(&o.time_format, acc.time, &lt).as_bytes())
+                }
                 None => line.extend_from_slice(acc.time.sec.to_string().as_bytes()),
             }
         }

@@ -33,9 +33,9 @@
 //!   (never by a long path), so a huge tree never runs into EMFILE.
 //! * Workers never print: errors are handed to the sink as data.
 
-use crate::exclude::Exclude;
 use crate::meta::{Errno, Kind, Meta};
-use crate::reader::Reader;
+use crate::text::exclude::Exclude;
+use crate::walk::reader::Reader;
 use std::any::Any;
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};

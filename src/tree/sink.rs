@@ -8,9 +8,9 @@
 //! Multiply-linked files count once per (dev, ino): the first name committed is counted,
 //! later names carry `F_DUP_LINK` (which name wins depends on thread timing; totals do not).
 
-use crate::arena::{self, Arena, NewEntry, NO_DIR};
 use crate::meta::{Errno, Kind, Meta};
-use crate::scan::{Child, Listed, Pos, Seen, Sink};
+use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
+use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::CString;

@@ -1,0 +1,43 @@
+//! The operating system, behind one set of names. This file is the only place that
+//! chooses a platform: `backend` is `linux.rs`, `macos.rs`, `windows/` or, anywhere
+//! else, the std::fs `portable.rs`, and everything it exports is `platform::NAME`.
+//!
+//! # The contract every backend implements
+//!
+//! The same type and function names, no printing, no policy:
+//!
+//! * Reading a tree (`walk::reader::Native`): `Dir` (an open directory handle), `Lister`
+//!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
+//!   `stat_at`, `Lister::list`, `sorts_by_inode`, `errno_text`.
+//! * The process: `local_time`, `raise_fd_limit`, `default_threads`, `default_sigpipe`.
+//! * The browser's delete: `dir_id` and `remove_at`.
+//! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
+//!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
+//!   (Linux and macOS share theirs in `unix/term.rs`).
+//!
+//! `portable` is also compiled on every platform as the std::fs oracle
+//! (`DFDU_READER=portable`, and the reference the native readers are tested against).
+//! `macos_attrs` (the `getattrlistbulk` buffer parser) is plain safe Rust, built on macOS
+//! and, for its tests, everywhere.
+//!
+//! Everything `unsafe` in dfdu lives in this directory, each block under a `// SAFETY:`
+//! comment.
+
+#[cfg_attr(target_os = "linux", path = "linux.rs")]
+#[cfg_attr(target_os = "macos", path = "macos.rs")]
+#[cfg_attr(windows, path = "windows/mod.rs")]
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos", windows)), path = "portable.rs")]
+mod backend;
+pub use backend::*;
+
+/// What Linux and macOS share: the terminal, signals and local time.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod unix;
+
+#[allow(dead_code)]
+pub mod portable;
+
+// The getattrlistbulk parser is plain Rust: built on macOS, and everywhere for its tests.
+#[cfg(any(test, target_os = "macos"))]
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+pub mod macos_attrs;
