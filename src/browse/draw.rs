@@ -1,0 +1,499 @@
+//! Drawing the view into a `term::Screen`: header, path, listing rows with their
+//! marks and graph, footer, and the help, confirmation and info boxes.
+
+use super::*;
+use crate::platform;
+use crate::report::{child_path, dir_path};
+use crate::term::{escape, fit, width, Color, Screen, Style};
+use crate::tree::arena::{self};
+
+/// `n` bytes in 9 columns: `  123 B  `, ` 12.5 KiB` (or `kB` with `--si`).
+pub fn size_text(n: u64, si: bool) -> String {
+    let (base, units): (f64, [&str; 7]) = if si {
+        (1000.0, ["B", "kB", "MB", "GB", "TB", "PB", "EB"])
+    } else {
+        (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"])
+    };
+    if n < 1000 {
+        return format!("{n:>5} B  ");
+    }
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 999.95 && u < 6 {
+        v /= base;
+        u += 1;
+    }
+    format!("{v:>5.1} {:<3}", units[u])
+}
+
+/// `1234567` as `1,234,567`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub(super) fn time_text(sec: i64) -> String {
+    match platform::local_time(sec) {
+        Some(t) => format!("{:04}-{:02}-{:02} {:02}:{:02}", t.year, t.month, t.day, t.hour, t.minute),
+        None => "?".into(),
+    }
+}
+
+/// Box-drawing characters: corners, horizontal, vertical.
+pub(super) struct Frame {
+    pub(super) tl: char,
+    pub(super) tr: char,
+    pub(super) bl: char,
+    pub(super) br: char,
+    pub(super) h: char,
+    pub(super) v: char,
+}
+
+pub(super) const FRAME_UNICODE: Frame = Frame { tl: '┌', tr: '┐', bl: '└', br: '┘', h: '─', v: '│' };
+pub(super) const FRAME_ASCII: Frame = Frame { tl: '+', tr: '+', bl: '+', br: '+', h: '-', v: '|' };
+
+pub(super) const HELP_KEYS: &[(&str, &str)] = &[
+    ("up, k / down, j", "move the cursor"),
+    ("PgUp / PgDn", "move a page"),
+    ("Home / End", "first / last entry"),
+    ("right, l, Enter", "open the selected directory"),
+    ("left, h, <, Bksp", "go to the parent directory"),
+    ("s  n  C  M", "sort by size, name, items, mtime"),
+    ("", "(the same key again reverses)"),
+    ("t", "directories first, on / off"),
+    ("a", "apparent size / disk usage"),
+    ("c", "item count column"),
+    ("g", "percentage, graph, both, none"),
+    ("i", "information about the selected entry"),
+    ("r", "rescan the selected directory"),
+    ("d", "delete the selected entry (asks first)"),
+    ("?", "this help;  q  quit"),
+];
+
+pub(super) const HELP_MARKS: &[(&str, &str)] = &[
+    ("!", "could not be read"),
+    (".", "something below could not be read"),
+    ("*", "still being scanned"),
+    ("<", "excluded (--exclude)"),
+    (">", "on another file system (-x), not entered"),
+    ("@", "symbolic link or special file"),
+    ("H", "file with several hard links"),
+    ("e", "empty directory"),
+    ("", ""),
+    ("/name", "a directory"),
+    ("", ""),
+    ("", "Sizes of directories still being scanned grow"),
+    ("", "as the scan goes; so do the totals."),
+];
+
+impl Browser<'_> {
+    pub(super) fn frame_chars(&self) -> &'static Frame {
+        if self.look.ascii {
+            &FRAME_ASCII
+        } else {
+            &FRAME_UNICODE
+        }
+    }
+
+    pub(super) fn tint(&self, style: Style, c: Color) -> Style {
+        if self.look.color {
+            style.fg(c)
+        } else {
+            style
+        }
+    }
+
+    /// Draws a whole frame of `scr`'s size.
+    pub fn render(&mut self, scr: &mut Screen, st: &Status) {
+        scr.clear();
+        let (w, h) = (scr.width, scr.height);
+        if w < MIN_WIDTH || h < MIN_HEIGHT {
+            let need = format!("need {MIN_WIDTH}x{MIN_HEIGHT}, have {w}x{h}");
+            for (r, l) in ["dfdu: window too small", need.as_str(), "q quits"].iter().enumerate().take(h) {
+                scr.put(r, 0, l, Style::PLAIN);
+            }
+            return;
+        }
+        self.refresh();
+        let list_top = 2;
+        let mut list_end = h - 2;
+        let info = matches!(self.modal, Modal::Info) && self.sel_id.is_some();
+        let info_h = 11.min(h - 5);
+        if info {
+            list_end = (h - 2 - info_h).max(list_top + 1);
+        }
+        self.rows = list_end - list_top;
+        self.scroll();
+        self.draw_header(scr);
+        self.draw_path(scr);
+        self.draw_list(scr, list_top, list_end);
+        scr.put(h - 2, 0, &fit(&st.line, w), Style::PLAIN);
+        self.draw_footer(scr, st);
+        match &self.modal {
+            Modal::None => {}
+            Modal::Info => {
+                if let Some(id) = self.sel_id {
+                    let lines = self.info_lines(id);
+                    self.draw_box(scr, h - 2 - info_h, 0, info_h, w, " Entry ", &lines, None);
+                }
+            }
+            Modal::Help(page) => self.draw_help(scr, *page),
+            Modal::Confirm { dir, id, yes } => self.draw_confirm(scr, *dir, *id, *yes),
+            Modal::Message { title, lines } => {
+                let bw = (lines.iter().map(|l| width(l)).max().unwrap_or(0) + 4).clamp(30, (w - 4).min(76));
+                let mut lines: Vec<String> = lines.iter().flat_map(|l| wrap(l, bw - 4)).collect();
+                lines.push(String::new());
+                lines.push("Press any key to continue.".into());
+                let bh = (lines.len() + 2).min(h - 2);
+                let title = format!(" {title} ");
+                self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, &title, &lines, None);
+            }
+        }
+    }
+
+    pub(super) fn scroll(&mut self) {
+        let rows = self.rows.max(1);
+        if self.sel < self.top {
+            self.top = self.sel;
+        }
+        if self.sel >= self.top + rows {
+            self.top = self.sel + 1 - rows;
+        }
+        self.top = self.top.min(self.items.len().saturating_sub(rows));
+    }
+
+    pub(super) fn draw_header(&self, scr: &mut Screen) {
+        let w = scr.width;
+        let tag = if self.limits.imported {
+            " [imported] "
+        } else if self.limits.read_only {
+            " [read-only] "
+        } else {
+            ""
+        };
+        let title = format!(" dfdu {} ~ Use the arrow keys to navigate, press ? for help", env!("CARGO_PKG_VERSION"));
+        scr.put(0, 0, &fit(&title, w - tag.len()), Style::REVERSE);
+        scr.put(0, w - tag.len(), tag, Style { bold: true, ..Style::REVERSE });
+    }
+
+    pub(super) fn draw_path(&self, scr: &mut Screen) {
+        let w = scr.width;
+        let hc = self.frame_chars().h;
+        let scanning = self.a.dir_flags(self.cwd) & arena::D_DONE == 0;
+        let note = if scanning { " (scanning)" } else { "" };
+        let path = escape(&dir_path(self.a, self.cwd));
+        let room = w - 6 - note.len();
+        let path = if width(&path) > room { fit(&path, room) } else { path };
+        let mut x = scr.put(1, 0, &format!("{hc}{hc}{hc} "), Style::PLAIN);
+        x = scr.put(1, x, &path, Style::BOLD);
+        x = scr.put(1, x, note, self.tint(Style::PLAIN, Color::Yellow));
+        x = scr.put(1, x, " ", Style::PLAIN);
+        scr.fill(1, x, w - x, hc, Style::PLAIN);
+    }
+
+    pub(super) fn draw_list(&mut self, scr: &mut Screen, list_top: usize, list_end: usize) {
+        if self.items.is_empty() {
+            let flags = self.a.dir_flags(self.cwd);
+            let why = if self.a.children(self.cwd).is_none() {
+                "(not listed yet: scanning)"
+            } else if flags & arena::D_READ_ERROR != 0 {
+                "(could not be read)"
+            } else {
+                "(empty directory)"
+            };
+            scr.put(list_top, 2, why, Style::PLAIN);
+            return;
+        }
+        let (total_disk, total_apparent, _) = self.a.dir_totals(self.cwd);
+        let total = if self.apparent { total_apparent } else { total_disk };
+        let max = self.items.iter().map(|it| it.size).max().unwrap_or(0);
+        let shown: Vec<usize> = (self.top..self.items.len()).take(list_end - list_top).collect();
+        for (r, k) in shown.into_iter().enumerate() {
+            self.draw_row(scr, list_top + r, k, total, max);
+        }
+    }
+
+    pub(super) fn mark(&self, id: u32) -> (char, Color) {
+        let a = self.a;
+        let flags = a.flags(id);
+        if flags & arena::F_ERROR != 0 {
+            return ('!', Color::Red);
+        }
+        if flags & arena::F_EXCLUDED != 0 {
+            return ('<', Color::Default);
+        }
+        if flags & arena::F_OTHER_FS != 0 {
+            return ('>', Color::Default);
+        }
+        match flags & 3 {
+            arena::KIND_DIR => {
+                let d = a.dir_of(id);
+                let df = a.dir_flags(d);
+                if df & arena::D_READ_ERROR != 0 {
+                    ('!', Color::Red)
+                } else if df & arena::D_DONE == 0 {
+                    ('*', Color::Yellow)
+                } else if df & arena::D_ERROR_BELOW != 0 {
+                    ('.', Color::Red)
+                } else if a.dir_totals(d).2 == 0 {
+                    ('e', Color::Default)
+                } else {
+                    (' ', Color::Default)
+                }
+            }
+            arena::KIND_SYMLINK | arena::KIND_OTHER => ('@', Color::Default),
+            _ if flags & arena::F_HARDLINK != 0 => ('H', Color::Default),
+            _ => (' ', Color::Default),
+        }
+    }
+
+    pub(super) fn graph_text(&self, size: u64, total: u64, max: u64) -> String {
+        let pct = if total == 0 { 0.0 } else { size as f64 * 100.0 / total as f64 };
+        let pct = format!("{:>5.1}%", pct.min(100.0));
+        let frac = if max == 0 { 0.0 } else { (size as f64 / max as f64).min(1.0) };
+        let bar = if self.look.ascii {
+            let n = (frac * 10.0).round() as usize;
+            format!("[{}{}]", "#".repeat(n), " ".repeat(10 - n))
+        } else {
+            let eighths = (frac * 80.0).round() as usize;
+            let mut b = "█".repeat(eighths / 8);
+            if eighths % 8 > 0 {
+                b.push([' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'][eighths % 8]);
+            }
+            let pad = 10 - width(&b);
+            format!("[{b}{}]", " ".repeat(pad))
+        };
+        match self.graph {
+            Graph::Bar => format!("{bar} "),
+            Graph::Percent => format!("{pct} "),
+            Graph::Both => format!("{pct} {bar} "),
+            Graph::Off => String::new(),
+        }
+    }
+
+    pub(super) fn draw_row(&mut self, scr: &mut Screen, row: usize, k: usize, total: u64, max: u64) {
+        let w = scr.width;
+        let id = self.items[k].id;
+        let selected = k == self.sel;
+        let base = if selected { Style::REVERSE } else { Style::PLAIN };
+        let paint = |style: Style| if selected { Style::REVERSE } else { style };
+        if selected {
+            scr.fill(row, 0, w, ' ', base);
+        }
+        let (mark, mark_color) = self.mark(id);
+        let mut x = scr.put(row, 0, &mark.to_string(), paint(self.tint(Style::PLAIN, mark_color)));
+        let size = self.size_of(id);
+        x = scr.put(row, x, &format!("{} ", size_text(size, self.look.si)), base);
+        x = scr.put(row, x, &self.graph_text(size, total, max), paint(self.tint(Style::PLAIN, Color::Green)));
+        let is_dir = is_dir_entry(self.a, id);
+        if self.show_count {
+            let count = if is_dir { compact_count(self.a.dir_totals(self.a.dir_of(id)).2) } else { String::new() };
+            x = scr.put(row, x, &format!("{count:>7} "), base);
+        }
+        if self.sort == SortKey::Mtime {
+            let t = self.mtime_for(id).map_or_else(|| "-".to_string(), time_text);
+            x = scr.put(row, x, &format!("{t:>16} "), base);
+        }
+        let name = format!("{}{}", if is_dir { '/' } else { ' ' }, escape(self.names.get(id)));
+        let style = if is_dir { self.tint(Style::BOLD, Color::Blue) } else { Style::PLAIN };
+        scr.put(row, x, &fit(&name, w.saturating_sub(x)), paint(style));
+    }
+
+    pub(super) fn draw_footer(&self, scr: &mut Screen, st: &Status) {
+        let w = scr.width;
+        let (disk, apparent, items) = self.a.dir_totals(self.cwd);
+        let disk = ("Total disk usage", disk);
+        let app = ("Apparent size", apparent);
+        let (first, second) = if self.apparent { (app, disk) } else { (disk, app) };
+        let size = |n: u64| size_text(n, self.look.si).trim().to_string();
+        let mut s =
+            format!(" {}: {}  {}: {}  Items: {}", first.0, size(first.1), second.0, size(second.1), grouped(items));
+        let root_flags = self.a.dir_flags(self.root);
+        match st.errors {
+            Some(0) => {}
+            Some(n) => s.push_str(&format!("  Errors: {}", grouped(n))),
+            None if root_flags & (arena::D_READ_ERROR | arena::D_ERROR_BELOW) != 0 => s.push_str("  Errors: some"),
+            None => {}
+        }
+        scr.put(scr.height - 1, 0, &fit(&s, w), Style::REVERSE);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn draw_box(
+        &self,
+        scr: &mut Screen,
+        top: usize,
+        left: usize,
+        height: usize,
+        width_cols: usize,
+        title: &str,
+        lines: &[String],
+        highlight: Option<usize>,
+    ) {
+        if width_cols < 6 || height < 3 {
+            return;
+        }
+        let f = self.frame_chars();
+        let inner = width_cols - 2;
+        let bottom = top + height - 1;
+        scr.put(top, left, &f.tl.to_string(), Style::PLAIN);
+        scr.fill(top, left + 1, inner, f.h, Style::PLAIN);
+        scr.put(top, left + width_cols - 1, &f.tr.to_string(), Style::PLAIN);
+        scr.put(top, left + 2, &fit(title, width(title).min(inner.saturating_sub(2))), Style::BOLD);
+        for r in top + 1..bottom {
+            scr.put(r, left, &f.v.to_string(), Style::PLAIN);
+            scr.fill(r, left + 1, inner, ' ', Style::PLAIN);
+            scr.put(r, left + width_cols - 1, &f.v.to_string(), Style::PLAIN);
+            let k = r - top - 1;
+            if let Some(line) = lines.get(k) {
+                let style = if highlight == Some(k) { Style::BOLD } else { Style::PLAIN };
+                scr.put(r, left + 2, &fit(line, inner - 2), style);
+            }
+        }
+        scr.put(bottom, left, &f.bl.to_string(), Style::PLAIN);
+        scr.fill(bottom, left + 1, inner, f.h, Style::PLAIN);
+        scr.put(bottom, left + width_cols - 1, &f.br.to_string(), Style::PLAIN);
+    }
+
+    pub(super) fn draw_help(&self, scr: &mut Screen, page: usize) {
+        let (w, h) = (scr.width, scr.height);
+        let table = if page == 0 { HELP_KEYS } else { HELP_MARKS };
+        let key_w = if page == 0 { 18 } else { 7 };
+        let mut lines: Vec<String> = table.iter().map(|(k, v)| format!("{}{v}", fit(k, key_w))).collect();
+        lines.push(String::new());
+        lines.push("1, 2 or left, right: page    q: close help".into());
+        let bw = 62.min(w - 2);
+        let bh = (lines.len() + 2).min(h);
+        let title = format!(" dfdu help ({} of 2: {}) ", page + 1, if page == 0 { "keys" } else { "marks" });
+        self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, &title, &lines, None);
+    }
+
+    pub(super) fn draw_confirm(&self, scr: &mut Screen, dir: u32, id: u32, yes: bool) {
+        let (w, h) = (scr.width, scr.height);
+        let a = self.a;
+        let is_dir = is_dir_entry(a, id);
+        let (disk, apparent, items) = if is_dir {
+            a.dir_totals(a.dir_of(id))
+        } else {
+            let (d, ap) = a.own_sizes(id);
+            (d, ap, 0)
+        };
+        let what = if is_dir { "this directory and everything in it" } else { "this entry" };
+        let size = |n: u64| size_text(n, self.look.si).trim().to_string();
+        let count = if is_dir { format!(", {} items", grouped(items + 1)) } else { String::new() };
+        let lines = vec![
+            format!("Delete {what}?"),
+            escape(&child_path(a, dir, id)),
+            format!("{} on disk, {} apparent{count}", size(disk), size(apparent)),
+            String::new(),
+            String::new(),
+            String::new(),
+            "y: delete    n or Esc: cancel".into(),
+        ];
+        let bw = 64.min(w - 2);
+        let bh = lines.len() + 2;
+        let (top, left) = ((h - bh) / 2, (w - bw) / 2);
+        self.draw_box(scr, top, left, bh, bw, " Confirm delete ", &lines, Some(0));
+        let row = top + 5;
+        let x = left + bw / 2 - 9;
+        let no_style = if yes { Style::PLAIN } else { Style::REVERSE };
+        let yes_style = if yes { Style::REVERSE } else { Style::PLAIN };
+        scr.put(row, x, "[ No ]", no_style);
+        scr.put(row, x + 11, "[ Yes ]", yes_style);
+    }
+
+    pub(super) fn info_lines(&mut self, id: u32) -> Vec<String> {
+        let a = self.a;
+        let flags = a.flags(id);
+        let kind = flags & 3;
+        let is_dir = kind == arena::KIND_DIR;
+        let kind_text = match kind {
+            _ if flags & arena::F_EXCLUDED != 0 => "excluded (not scanned)",
+            arena::KIND_DIR => "directory",
+            arena::KIND_SYMLINK => "symbolic link",
+            arena::KIND_OTHER => "special file",
+            _ => "file",
+        };
+        let (disk, apparent) = if is_dir {
+            let t = a.dir_totals(a.dir_of(id));
+            (t.0, t.1)
+        } else {
+            a.own_sizes(id)
+        };
+        let sized = |n: u64| format!("{} ({} bytes)", size_text(n, self.look.si).trim(), grouped(n));
+        let mut lines = vec![
+            format!("Name:      {}", escape(self.names.get(id))),
+            format!("Path:      {}", escape(&child_path(a, self.cwd, id))),
+            format!("Type:      {kind_text}"),
+            format!("Disk use:  {}", sized(disk)),
+            format!("Apparent:  {}", sized(apparent)),
+        ];
+        if is_dir {
+            lines.push(format!("Items:     {}", grouped(a.dir_totals(a.dir_of(id)).2)));
+        }
+        if let Some(t) = self.mtime_for(id) {
+            lines.push(format!("Modified:  {}", time_text(t)));
+        }
+        if let Some((_, ino, nlink)) = a.link_of(id) {
+            let counted = if flags & arena::F_DUP_LINK != 0 { "; counted under another name" } else { "" };
+            lines.push(format!("Links:     {nlink} names, inode {ino}{counted}"));
+        }
+        let mut notes = Vec::new();
+        if flags & arena::F_ERROR != 0 {
+            notes.push("could not be read");
+        }
+        if flags & arena::F_OTHER_FS != 0 {
+            notes.push("on another file system, not entered");
+        }
+        if is_dir {
+            let df = a.dir_flags(a.dir_of(id));
+            if df & arena::D_READ_ERROR != 0 {
+                notes.push("could not be read (fully)");
+            }
+            if df & arena::D_ERROR_BELOW != 0 {
+                notes.push("something below could not be read");
+            }
+            if df & arena::D_DONE == 0 {
+                notes.push("still being scanned");
+            }
+        }
+        if !notes.is_empty() {
+            lines.push(format!("Notes:     {}", notes.join("; ")));
+        }
+        lines
+    }
+}
+
+/// `text` broken at spaces into lines of at most `cols` columns (a longer word is cut
+/// in the middle by `fit`).
+pub(super) fn wrap(text: &str, cols: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && width(&line) + 1 + width(word) > cols {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
+}
+
+/// An item count in at most 7 columns.
+pub(super) fn compact_count(n: u64) -> String {
+    if n < 10_000_000 {
+        n.to_string()
+    } else {
+        format!("{:.1}M", n as f64 / 1e6)
+    }
+}

@@ -1,0 +1,464 @@
+//! Key journeys against an in-memory screen, on trees built in an arena (exact
+//! sizes, no file system), in the manner of dua-cli's `journeys_readonly.rs`.
+
+use super::*;
+use crate::term::{width, Key, Screen};
+use crate::tree::arena::{self, Arena, NO_DIR};
+use crate::tree::arena::{name_cost, NewEntry};
+use std::collections::BTreeMap;
+
+/// A tree to build: files by path with their size; directories are implied.
+#[derive(Default)]
+struct Node {
+    size: u64,
+    kids: BTreeMap<Vec<u8>, Node>,
+    is_dir: bool,
+}
+
+/// Builds `files` (path, bytes) under a root named `/r`; every directory is done
+/// except those named in `unlisted` (listed nowhere, still "scanning").
+fn tree(files: &[(&[u8], u64)], unlisted: &[&[u8]]) -> (Arena, u32) {
+    let mut top = Node { is_dir: true, ..Default::default() };
+    for (path, size) in files {
+        let mut n = &mut top;
+        let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+        for (i, p) in parts.iter().enumerate() {
+            n = n.kids.entry(p.to_vec()).or_default();
+            if i + 1 < parts.len() || p.is_empty() {
+                n.is_dir = true;
+            } else {
+                n.size = *size;
+            }
+        }
+    }
+    let a = Arena::new();
+    let id = a.reserve_entries(1).unwrap();
+    a.write_entry(
+        id,
+        &NewEntry { name: b"", flags: arena::KIND_DIR, ..Default::default() },
+        a.reserve_names(1).unwrap(),
+    );
+    let root = a.new_dir(id, NO_DIR, 4096, 4096).unwrap();
+    a.set_root_name(root, b"/r");
+    let mut todo = vec![(root, &top, b"/r".to_vec())];
+    while let Some((dir, node, path)) = todo.pop() {
+        let kids: Vec<(&Vec<u8>, &Node)> = node.kids.iter().filter(|(k, _)| !k.is_empty()).collect();
+        let first = a.reserve_entries(kids.len() as u32).unwrap();
+        let bytes: u64 = kids.iter().map(|(k, _)| name_cost(k.len())).sum();
+        let mut at = a.reserve_names(bytes).unwrap();
+        a.set_layout(dir, first, at);
+        let (mut disk, mut items) = (0, 0);
+        for (i, (name, kid)) in kids.iter().enumerate() {
+            let id = first + i as u32;
+            let flags = if kid.is_dir { arena::KIND_DIR } else { arena::KIND_FILE };
+            let e = NewEntry { name, flags, disk_bytes: kid.size, apparent_bytes: kid.size };
+            a.write_entry(id, &e, at);
+            at += name_cost(name.len()) as u32;
+            items += 1;
+            if kid.is_dir {
+                let sub = a.new_dir(id, dir, 4096, 4096).unwrap();
+                disk += 4096;
+                let mut p = path.clone();
+                p.push(b'/');
+                p.extend_from_slice(name);
+                if unlisted.contains(&name.as_slice()) {
+                    continue;
+                }
+                todo.push((sub, kid, p));
+            } else {
+                disk += kid.size;
+            }
+        }
+        a.add_up(dir, disk, disk, items);
+        a.publish_children(dir, first, kids.len() as u32);
+        a.set_dir_flags(dir, arena::D_DONE);
+    }
+    (a, root)
+}
+
+fn sample() -> (Arena, u32) {
+    tree(
+        &[
+            (b"big/a.bin", 1 << 20),
+            (b"big/b.bin", 512 << 10),
+            (b"big/sub/c.bin", 1 << 10),
+            (b"mid/x.txt", 200 << 10),
+            (b"small.txt", 4096),
+            (b"zero", 0),
+            (b"empty/", 0),
+        ],
+        &[],
+    )
+}
+
+struct Journey<'a> {
+    b: Browser<'a>,
+    screen: Screen,
+    status: Status,
+}
+
+impl<'a> Journey<'a> {
+    fn new(a: &'a Arena, root: u32) -> Journey<'a> {
+        Self::with(a, root, Limits::default())
+    }
+
+    fn with(a: &'a Arena, root: u32, limits: Limits) -> Journey<'a> {
+        let look = Look { ascii: true, color: false, si: false };
+        let mut j =
+            Journey { b: Browser::new(a, root, look, limits), screen: Screen::new(80, 24), status: Status::default() };
+        j.draw();
+        j
+    }
+
+    fn draw(&mut self) {
+        self.b.render(&mut self.screen, &self.status);
+    }
+
+    /// Presses the keys (one string of key names and characters) and redraws.
+    fn keys(&mut self, keys: &[Key]) -> Vec<Action> {
+        let actions = keys.iter().map(|&k| self.b.key(k)).filter(|a| *a != Action::None).collect();
+        self.draw();
+        actions
+    }
+
+    fn type_str(&mut self, s: &str) -> Vec<Action> {
+        let keys: Vec<Key> = s.chars().map(Key::Char).collect();
+        self.keys(&keys)
+    }
+
+    fn text(&self) -> String {
+        self.screen.text()
+    }
+
+    /// The names on the listing's rows, in order.
+    fn names(&self) -> Vec<String> {
+        (2..self.screen.height - 2)
+            .map(|r| self.screen.row_text(r))
+            .take_while(|l| !l.trim().is_empty() && !l.contains("(empty"))
+            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// The name on the highlighted row.
+    fn selected_row(&self) -> String {
+        let r = (2..self.screen.height - 2).find(|&r| self.screen.style_at(r, 0).reverse).expect("a selected row");
+        self.screen.row_text(r).split_whitespace().last().unwrap_or_default().to_string()
+    }
+}
+
+#[test]
+fn opens_on_the_root_sorted_by_size() {
+    let (a, r) = sample();
+    let j = Journey::new(&a, r);
+    assert!(j.screen.row_text(0).starts_with(" dfdu "), "header: {}", j.screen.row_text(0));
+    assert!(j.screen.row_text(1).starts_with("--- /r ---"));
+    assert_eq!(j.names(), ["/big", "/mid", "/empty", "small.txt", "zero"]);
+    assert_eq!(j.selected_row(), "/big");
+    assert!(j.text().contains("   1.5 MiB [##########] /big"), "{}", j.text());
+    assert!(j.text().contains("e  4.0 KiB [          ] /empty"), "an empty directory is marked: {}", j.text());
+    let footer = j.screen.row_text(23);
+    assert!(footer.contains("Total disk usage: 1.7 MiB") && footer.contains("Items: 10"), "{footer}");
+}
+
+#[test]
+fn navigation_keys() {
+    use Key::*;
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.keys(&[Down, Char('j')]);
+    assert_eq!(j.selected_row(), "/empty");
+    j.keys(&[Up]);
+    assert_eq!(j.selected_row(), "/mid");
+    j.keys(&[End]);
+    assert_eq!(j.selected_row(), "zero");
+    j.keys(&[Char('k'), Home]);
+    assert_eq!(j.selected_row(), "/big");
+    j.keys(&[Enter]);
+    assert!(j.screen.row_text(1).starts_with("--- /r/big ---"));
+    assert_eq!(j.names(), ["a.bin", "b.bin", "/sub"]);
+    j.keys(&[Char('G'), End, Right]);
+    assert_eq!(j.names(), ["c.bin"]);
+    j.keys(&[Left, Char('h')]);
+    assert!(j.screen.row_text(1).starts_with("--- /r ---"));
+    assert_eq!(j.selected_row(), "/big", "going up selects where we came from");
+    j.keys(&[Backspace, Char('<')]);
+    assert!(j.screen.row_text(1).starts_with("--- /r ---"), "the root has no parent to go to");
+    j.keys(&[Down, Down, Char('l')]);
+    assert!(j.text().contains("(empty directory)"));
+    j.keys(&[Char('<'), End, Enter]);
+    assert!(j.screen.row_text(1).starts_with("--- /r ---"), "files do not open");
+}
+
+#[test]
+fn the_cursor_stays_on_top_while_the_scan_reorders_until_the_user_moves() {
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    let find = |name: &[u8]| {
+        let mut n = Vec::new();
+        a.children(r).unwrap().find(|&id| {
+            a.child_name(r, id, &mut n);
+            n == name
+        })
+    };
+    let mid = a.dir_of(find(b"mid").unwrap());
+    // A scan adds to mid: it becomes the largest.
+    a.add_up(mid, 4 << 20, 4 << 20, 1);
+    j.b.mark_stale();
+    j.draw();
+    assert_eq!(j.selected_row(), "/mid", "still the first row");
+    j.keys(&[Key::Down, Key::Up]);
+    a.add_up(a.dir_of(find(b"empty").unwrap()), 8 << 20, 8 << 20, 1);
+    j.b.mark_stale();
+    j.draw();
+    assert_eq!(j.names()[0], "/empty");
+    assert_eq!(j.selected_row(), "/mid", "a chosen entry is followed");
+}
+
+#[test]
+fn pages_scroll_and_keep_the_cursor_visible() {
+    use Key::*;
+    let files: Vec<(Vec<u8>, u64)> = (0..100).map(|i| (format!("f{i:03}").into_bytes(), 512 * (i + 1))).collect();
+    let spec: Vec<(&[u8], u64)> = files.iter().map(|(n, s)| (n.as_slice(), *s)).collect();
+    let (a, r) = tree(&spec, &[]);
+    let mut j = Journey::new(&a, r);
+    assert_eq!(j.names().len(), 20, "80x24 shows 20 rows");
+    j.keys(&[PageDown]);
+    assert_eq!(j.selected_row(), "f079");
+    j.keys(&[PageDown, PageDown, PageDown, PageDown, PageDown]);
+    assert_eq!(j.selected_row(), "f000");
+    assert_eq!(j.names().last().unwrap(), "f000");
+    j.keys(&[PageUp]);
+    assert_eq!(j.selected_row(), "f020");
+    assert_eq!(j.names()[0], "f020", "scrolled just enough");
+}
+
+#[test]
+fn sorts_and_their_reversal() {
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.type_str("n");
+    assert_eq!(j.names(), ["/big", "/empty", "/mid", "small.txt", "zero"]);
+    j.type_str("n");
+    assert_eq!(j.names(), ["zero", "small.txt", "/mid", "/empty", "/big"]);
+    j.type_str("s");
+    assert_eq!(j.names(), ["/big", "/mid", "/empty", "small.txt", "zero"]);
+    j.type_str("s");
+    assert_eq!(j.names(), ["zero", "/empty", "small.txt", "/mid", "/big"], "ties by name");
+    j.type_str("C");
+    assert_eq!(j.names()[..2], ["/big", "/mid"], "most items first");
+    j.type_str("ts");
+    assert_eq!(j.names(), ["/big", "/mid", "/empty", "small.txt", "zero"], "directories first");
+    j.type_str("s");
+    assert_eq!(j.names(), ["/empty", "/mid", "/big", "zero", "small.txt"], "still first when reversed");
+}
+
+#[test]
+fn sort_by_mtime_uses_directory_times_and_stats_files() {
+    let (a, r) = sample();
+    let kids = a.children(r).unwrap();
+    let mut name = Vec::new();
+    for id in kids {
+        a.child_name(r, id, &mut name);
+        if a.kind(id) == arena::KIND_DIR {
+            let t = match name.as_slice() {
+                b"big" => 1_600_000_000,
+                b"mid" => 1_700_000_000,
+                _ => 1_500_000_000,
+            };
+            a.set_dir_stat(a.dir_of(id), 1, t);
+        }
+    }
+    let mut j = Journey::new(&a, r);
+    j.b.set_mtime_source(Box::new(|p: &[u8]| Some(if p.ends_with(b"zero") { 1_800_000_000 } else { 1_000_000_000 })));
+    j.type_str("M");
+    assert_eq!(j.names()[..3], ["zero", "/mid", "/big"].map(String::from), "newest first: {}", j.text());
+    assert!(j.text().contains("2027-01-15") || j.text().contains("2027-01-14"), "{}", j.text());
+    j.type_str("M");
+    assert_eq!(j.names()[0], "small.txt");
+}
+
+#[test]
+fn toggles_change_columns() {
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.type_str("g");
+    assert!(j.text().contains(" 87.7% /big"), "percentage: {}", j.text());
+    j.type_str("g");
+    assert!(j.text().contains(" 87.7% [##########] /big"));
+    j.type_str("g");
+    assert!(j.text().contains("   1.5 MiB /big"));
+    j.type_str("gc");
+    assert!(j.text().contains("[##########]       4 /big"), "count column: {}", j.text());
+    j.type_str("a");
+    let footer = j.screen.row_text(23);
+    assert!(footer.starts_with(" Apparent size:"), "{footer}");
+    j.type_str("i");
+    assert!(j.text().contains("Path:      /r/big") && j.text().contains("Items:     4"), "{}", j.text());
+    j.keys(&[Key::Down]);
+    assert!(j.text().contains("Path:      /r/mid"), "the panel follows the cursor");
+    j.type_str("i?");
+    assert!(j.text().contains("dfdu help (1 of 2: keys)"));
+    j.type_str("2");
+    assert!(j.text().contains("still being scanned"));
+    j.type_str("q");
+    assert!(!j.text().contains("dfdu help"));
+    assert_eq!(j.type_str("q"), [Action::Quit]);
+}
+
+#[test]
+fn delete_asks_and_defaults_to_no() {
+    use Key::*;
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.type_str("d");
+    let t = j.text();
+    assert!(
+        t.contains("Confirm delete") && t.contains("/r/big") && t.contains("1.5 MiB on disk") && t.contains("5 items")
+    );
+    assert!(j.keys(&[Enter]).is_empty(), "Enter takes the default: no");
+    assert!(!j.text().contains("Confirm delete"));
+    assert!(j.type_str("dn").is_empty());
+    assert!(j.keys(&[Char('d'), Esc]).is_empty());
+    assert!(j.keys(&[Char('d'), Char('x'), Char('q')]).is_empty(), "other keys do nothing, q cancels");
+    let big = j.b.selected().unwrap();
+    assert_eq!(j.keys(&[Char('d'), Tab, Enter]), [Action::Delete { dir: r, id: big }]);
+    assert_eq!(j.type_str("dy"), [Action::Delete { dir: r, id: big }]);
+    // The arena side of a completed delete: the entry leaves the listing and totals.
+    a.remove(r, big);
+    j.b.mark_stale();
+    j.draw();
+    assert_eq!(j.names(), ["/mid", "/empty", "small.txt", "zero"]);
+    assert_eq!(j.selected_row(), "/mid");
+}
+
+#[test]
+fn delete_is_refused_where_it_must_be() {
+    let (a, r) = sample();
+    for (limits, why) in [
+        (Limits { read_only: true, imported: false }, "--read-only"),
+        (Limits { read_only: false, imported: true }, "an imported export"),
+    ] {
+        let mut j = Journey::with(&a, r, limits);
+        assert!(j.type_str("d").is_empty());
+        assert!(j.text().contains(why) && !j.text().contains("Confirm"), "{}", j.text());
+        j.type_str(" ");
+        assert!(!j.text().contains(why), "any key closes the message");
+    }
+    let (a, r) = tree(&[(b"scanning/x", 1), (b"done/y", 1)], &[b"scanning"]);
+    let mut j = Journey::new(&a, r);
+    j.type_str("n");
+    let scanning = a.children(r).unwrap().find(|&id| j.b.names.get(id) == b"done").map(|d| d + 1).unwrap();
+    assert_eq!(j.names(), ["/done", "/scanning"]);
+    let d = a.dir_of(scanning);
+    assert!(a.dir_flags(d) & arena::D_DONE == 0);
+    assert!(j.text().contains("*  4.0 KiB [##########] /scanning"), "{}", j.text());
+    j.type_str("jd");
+    assert!(j.text().contains("still being scanned"), "{}", j.text());
+    j.type_str(" l");
+    assert!(j.text().contains("(not listed yet: scanning)") && j.screen.row_text(1).contains("(scanning)"));
+    let mut j = Journey::new(&a, r);
+    j.b.set_busy(true);
+    j.type_str("jd");
+    assert!(j.text().contains("Wait until"));
+}
+
+#[test]
+fn rescan_asks_for_the_selected_directory() {
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    let big = a.dir_of(j.b.selected().unwrap());
+    assert_eq!(j.type_str("r"), [Action::Rescan { dir: big }]);
+    j.keys(&[Key::End]);
+    assert_eq!(j.type_str("r"), [Action::Rescan { dir: r }], "a file selected: the directory shown");
+    let new = a.begin_rescan(r, 4096, 4096).unwrap();
+    j.b.replace_dir(r, new);
+    j.draw();
+    assert_eq!(j.b.cwd(), new);
+    assert!(j.text().contains("(not listed yet: scanning)"));
+    assert!(j.screen.row_text(1).contains("(scanning)"));
+    let mut j = Journey::with(&a, new, Limits { read_only: false, imported: true });
+    assert!(j.type_str("r").is_empty() && j.text().contains("imported"));
+}
+
+#[test]
+fn resizes_and_tiny_terminals() {
+    use Key::*;
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.keys(&[End]);
+    for (w, h) in [(120, 40), (40, 10), (80, 24), (41, 11)] {
+        j.screen = Screen::new(w, h);
+        j.draw();
+        assert_eq!(j.selected_row(), "zero", "{w}x{h}: the selection survives");
+        assert!(j.screen.row_text(h - 1).starts_with(" Total disk usage"), "{w}x{h}");
+    }
+    for (w, h) in [(39, 10), (40, 9), (20, 5), (1, 1)] {
+        j.screen = Screen::new(w, h);
+        j.draw();
+        assert!(j.screen.row_text(0).starts_with(&"dfdu: window too small"[..w.min(22)]), "{w}x{h}");
+    }
+    j.screen = Screen::new(10, 3);
+    j.draw();
+    assert_eq!(j.screen.text(), "dfdu: wind\nneed 40x10\nq quits");
+    // Every box at every small size draws without panicking.
+    for (w, h) in [(40, 10), (41, 10), (40, 11), (45, 12), (60, 15)] {
+        for keys in [&[Char('?')][..], &[Char('?'), Char('2')], &[Char('i')], &[Char('d')], &[Char('d'), Tab]] {
+            let mut j = Journey::new(&a, r);
+            j.screen = Screen::new(w, h);
+            j.keys(keys);
+            let t = j.text();
+            assert!(t.lines().count() == h && t.lines().all(|l| width(l) <= w), "{w}x{h} {keys:?}");
+            j.keys(&[Esc, Esc]);
+        }
+    }
+}
+
+#[test]
+fn odd_names_are_escaped_and_aligned() {
+    let (a, r) = tree(
+        &[
+            (b"bad\xffname", 1024),
+            (b"new\nline", 2048),
+            ("日本語のとても長いファイル名前がここにあります_and_some_more_ascii_text.dat".as_bytes(), 4096),
+            ("emoji-😀-file".as_bytes(), 512),
+            ("cafe\u{301}".as_bytes(), 3072),
+        ],
+        &[],
+    );
+    let mut j = Journey::new(&a, r);
+    j.type_str("n");
+    let t = j.text();
+    assert!(t.contains(" bad\\xffname") && t.contains(" new\\nline") && t.contains(" emoji-😀-file"), "{t}");
+    assert!(t.contains("...") && t.contains("日本語"), "{t}");
+    for row in 2..7 {
+        assert_eq!(width(&j.screen.row_text(row)), 80, "row {row} keeps its width");
+    }
+    j.screen = Screen::new(50, 12);
+    j.draw();
+    for row in 0..12 {
+        assert_eq!(width(&j.screen.row_text(row)), 50, "row {row} at 50 columns");
+    }
+}
+
+#[test]
+fn sizes_and_counts_read_well() {
+    for (n, si, want) in [
+        (0, false, "    0 B  "),
+        (999, false, "  999 B  "),
+        (1000, false, "  1.0 KiB"),
+        (1536, false, "  1.5 KiB"),
+        (1023 * 1024, false, "1023.0 KiB"),
+        (5 << 30, false, "  5.0 GiB"),
+        (1500, true, "  1.5 kB "),
+    ] {
+        let got = size_text(n, si);
+        if n == 1023 * 1024 {
+            assert_eq!(got, "  1.0 MiB", "switches unit before 4 digits");
+        } else {
+            assert_eq!(got, want);
+        }
+    }
+    assert_eq!(grouped(1234567), "1,234,567");
+    assert_eq!(grouped(12), "12");
+    assert_eq!(compact_count(12_345_678), "12.3M");
+}

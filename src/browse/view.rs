@@ -1,0 +1,487 @@
+//! The view: `Browser`, where the user is, how the listing is sorted, and what each key
+//! does. It reads the arena and does no I/O; keys that need work done come back as an
+//! `Action`.
+
+use crate::report::child_path;
+use crate::term::Key;
+use crate::tree::arena::{self, Arena, NO_DIR};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortKey {
+    Size,
+    Name,
+    Count,
+    Mtime,
+}
+
+/// What the column after the size shows (`g` cycles: bar, percent, both, none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Graph {
+    Bar,
+    Percent,
+    Both,
+    Off,
+}
+
+/// How things are drawn.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Look {
+    pub ascii: bool,
+    pub color: bool,
+    pub si: bool,
+}
+
+/// What the browser may change on disk.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits {
+    pub read_only: bool,
+    pub imported: bool,
+}
+
+/// What the loop around the browser knows: the status line and the error count.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    pub line: String,
+    /// A rescan or delete is running (only one at a time).
+    pub busy: bool,
+    /// Entries that could not be read, once counted (after the scan).
+    pub errors: Option<u64>,
+}
+
+/// Work a key asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    None,
+    Quit,
+    /// Delete entry `id` of directory `dir` (confirmed).
+    Delete {
+        dir: u32,
+        id: u32,
+    },
+    /// Rescan directory index `dir`.
+    Rescan {
+        dir: u32,
+    },
+}
+
+pub(super) enum Modal {
+    None,
+    Help(usize),
+    Info,
+    Confirm { dir: u32, id: u32, yes: bool },
+    Message { title: String, lines: Vec<String> },
+}
+
+/// The names of one directory's children, read once.
+pub(super) struct Names {
+    pub(super) dir: u32,
+    pub(super) first: u32,
+    pub(super) blob: Vec<u8>,
+    /// `n + 1` offsets into `blob`.
+    pub(super) at: Vec<u32>,
+}
+
+impl Names {
+    pub(super) fn empty() -> Names {
+        Names { dir: NO_DIR, first: 0, blob: Vec::new(), at: vec![0] }
+    }
+
+    pub(super) fn load(a: &Arena, dir: u32, kids: std::ops::Range<u32>) -> Names {
+        let mut n = Names { dir, first: kids.start, blob: Vec::new(), at: Vec::with_capacity(kids.len() + 1) };
+        let mut pos = a.names_at(dir);
+        let mut name = Vec::new();
+        n.at.push(0);
+        for _ in kids {
+            pos = a.read_name(pos, &mut name);
+            n.blob.extend_from_slice(&name);
+            n.at.push(n.blob.len() as u32);
+        }
+        n
+    }
+
+    pub(super) fn get(&self, id: u32) -> &[u8] {
+        let k = (id - self.first) as usize;
+        &self.blob[self.at[k] as usize..self.at[k + 1] as usize]
+    }
+}
+
+/// One child, with the keys it is sorted by.
+#[derive(Clone, Copy)]
+pub(super) struct Item {
+    pub(super) id: u32,
+    pub(super) is_dir: bool,
+    pub(super) size: u64,
+    pub(super) count: u64,
+    pub(super) mtime: i64,
+}
+
+/// Stats a path for its modification time (seconds); the browser's only file access.
+pub type MtimeOf<'a> = Box<dyn Fn(&[u8]) -> Option<i64> + 'a>;
+
+/// The browser's state. See the module doc.
+pub struct Browser<'a> {
+    pub(super) a: &'a Arena,
+    pub(super) look: Look,
+    pub(super) limits: Limits,
+    pub root: u32,
+    pub(super) cwd: u32,
+    /// The selected row and the entry on it (followed across re-sorts once chosen).
+    pub(super) sel: usize,
+    pub(super) sel_id: Option<u32>,
+    /// The user chose `sel_id` (moved, or came back from it). Until then the cursor
+    /// stays on the first row while a scan reorders the listing under it.
+    pub(super) chosen: bool,
+    /// First listed row shown.
+    pub(super) top: usize,
+    pub(super) sort: SortKey,
+    pub(super) desc: bool,
+    pub(super) dirs_first: bool,
+    pub(super) apparent: bool,
+    pub(super) show_count: bool,
+    pub(super) graph: Graph,
+    pub(super) modal: Modal,
+    pub(super) names: Names,
+    pub(super) items: Vec<Item>,
+    /// The listing is out of date (a key changed it, or the arena may have).
+    pub(super) stale: bool,
+    /// Rows the listing had at the last frame (page keys move by this).
+    pub(super) rows: usize,
+    pub(super) mtime_of: Option<MtimeOf<'a>>,
+    /// File mtimes of the shown directory, by entry id.
+    pub(super) mtimes: HashMap<u32, Option<i64>>,
+    /// A rescan or delete is running (the loop says so before each key and frame).
+    pub(super) busy: bool,
+}
+
+pub(super) fn is_dir_entry(a: &Arena, id: u32) -> bool {
+    a.kind(id) == arena::KIND_DIR
+}
+
+impl<'a> Browser<'a> {
+    pub fn new(a: &'a Arena, root: u32, look: Look, limits: Limits) -> Browser<'a> {
+        Browser {
+            a,
+            look,
+            limits,
+            root,
+            cwd: root,
+            sel: 0,
+            sel_id: None,
+            chosen: false,
+            top: 0,
+            sort: SortKey::Size,
+            desc: true,
+            dirs_first: false,
+            apparent: false,
+            show_count: false,
+            graph: Graph::Bar,
+            modal: Modal::None,
+            names: Names::empty(),
+            items: Vec::new(),
+            stale: true,
+            rows: 1,
+            mtime_of: None,
+            mtimes: HashMap::new(),
+            busy: false,
+        }
+    }
+
+    /// Whether a rescan or delete is running: no second one may start.
+    pub fn set_busy(&mut self, busy: bool) {
+        self.busy = busy;
+    }
+
+    /// Starts with apparent sizes shown.
+    pub fn set_apparent(&mut self, on: bool) {
+        self.apparent = on;
+        self.stale = true;
+    }
+
+    /// Lets the browser stat files for their mtimes (a live scan, not an import).
+    pub fn set_mtime_source(&mut self, f: MtimeOf<'a>) {
+        self.mtime_of = Some(f);
+    }
+
+    /// The arena may have changed: sort again before the next frame.
+    pub fn mark_stale(&mut self) {
+        self.stale = true;
+    }
+
+    /// Directory index `old` was replaced by `new` (a rescan began).
+    pub fn replace_dir(&mut self, old: u32, new: u32) {
+        if self.cwd == old {
+            self.cwd = new;
+        }
+        if self.root == old {
+            self.root = new;
+        }
+        if self.names.dir == old {
+            self.names = Names::empty();
+        }
+        self.stale = true;
+    }
+
+    /// Shows a message box until the next key.
+    pub fn message(&mut self, title: &str, lines: Vec<String>) {
+        self.modal = Modal::Message { title: title.to_string(), lines };
+    }
+
+    /// The directory shown.
+    #[cfg(test)]
+    pub fn cwd(&self) -> u32 {
+        self.cwd
+    }
+
+    /// The selected entry, if the directory has any.
+    #[cfg(test)]
+    pub fn selected(&self) -> Option<u32> {
+        self.sel_id
+    }
+
+    pub(super) fn size_of(&self, id: u32) -> u64 {
+        let (disk, apparent) = if is_dir_entry(self.a, id) {
+            let t = self.a.dir_totals(self.a.dir_of(id));
+            (t.0, t.1)
+        } else {
+            self.a.own_sizes(id)
+        };
+        if self.apparent {
+            apparent
+        } else {
+            disk
+        }
+    }
+
+    pub(super) fn mtime_for(&mut self, id: u32) -> Option<i64> {
+        if is_dir_entry(self.a, id) {
+            let t = self.a.dir_mtime(self.a.dir_of(id));
+            return (t > 0).then_some(t as i64);
+        }
+        if let Some(&t) = self.mtimes.get(&id) {
+            return t;
+        }
+        let f = self.mtime_of.as_ref()?;
+        let t = f(&child_path(self.a, self.cwd, id));
+        self.mtimes.insert(id, t);
+        t
+    }
+
+    /// Brings the sorted listing up to date, if anything may have changed.
+    pub(super) fn refresh(&mut self) {
+        if !self.stale {
+            return;
+        }
+        self.stale = false;
+        // Leave directories that were deleted under us.
+        while self.cwd != self.root && self.a.removed(self.a.dir_entry(self.cwd)) {
+            self.sel_id = Some(self.a.dir_entry(self.cwd));
+            self.chosen = true;
+            self.cwd = self.a.dir_parent(self.cwd);
+        }
+        let Some(kids) = self.a.children(self.cwd) else {
+            self.items.clear();
+            return;
+        };
+        if self.names.dir != self.cwd {
+            self.names = Names::load(self.a, self.cwd, kids.clone());
+            self.mtimes.clear();
+        }
+        let mut items = std::mem::take(&mut self.items);
+        items.clear();
+        for id in kids {
+            if self.a.removed(id) {
+                continue;
+            }
+            let is_dir = is_dir_entry(self.a, id);
+            let count = if is_dir { self.a.dir_totals(self.a.dir_of(id)).2 } else { 0 };
+            let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
+            items.push(Item { id, is_dir, size: self.size_of(id), count, mtime });
+        }
+        let names = &self.names;
+        let (sort, desc, dirs_first) = (self.sort, self.desc, self.dirs_first);
+        items.sort_unstable_by(|x, y| {
+            let dirs = if dirs_first { y.is_dir.cmp(&x.is_dir) } else { Ordering::Equal };
+            let primary = match sort {
+                SortKey::Size => x.size.cmp(&y.size),
+                SortKey::Count => x.count.cmp(&y.count),
+                SortKey::Mtime => x.mtime.cmp(&y.mtime),
+                SortKey::Name => names.get(x.id).cmp(names.get(y.id)),
+            };
+            let primary = if desc { primary.reverse() } else { primary };
+            dirs.then(primary).then_with(|| names.get(x.id).cmp(names.get(y.id))).then(x.id.cmp(&y.id))
+        });
+        self.items = items;
+        // Follow the chosen entry to its new row; if it is gone, stay on the row.
+        if !self.chosen {
+            self.sel = 0;
+        } else if let Some(id) = self.sel_id {
+            if let Some(k) = self.items.iter().position(|it| it.id == id) {
+                self.sel = k;
+            }
+        }
+        self.sel = self.sel.min(self.items.len().saturating_sub(1));
+        self.sel_id = self.items.get(self.sel).map(|it| it.id);
+    }
+
+    pub(super) fn select(&mut self, k: usize) {
+        if self.items.is_empty() {
+            return;
+        }
+        self.sel = k.min(self.items.len() - 1);
+        self.sel_id = Some(self.items[self.sel].id);
+        self.chosen = true;
+    }
+
+    pub(super) fn open(&mut self, dir: u32, select: Option<u32>) {
+        self.cwd = dir;
+        self.sel = 0;
+        self.sel_id = select;
+        self.chosen = select.is_some();
+        self.top = 0;
+        self.stale = true;
+    }
+
+    pub(super) fn set_sort(&mut self, key: SortKey) {
+        if self.sort == key {
+            self.desc = !self.desc;
+        } else {
+            self.sort = key;
+            self.desc = key != SortKey::Name;
+        }
+        self.stale = true;
+    }
+
+    /// Handles one key.
+    pub fn key(&mut self, k: Key) -> Action {
+        self.refresh();
+        match &mut self.modal {
+            Modal::Help(page) => {
+                match k {
+                    Key::Char('1') | Key::Left | Key::Char('h') => *page = 0,
+                    Key::Char('2') | Key::Right | Key::Char('l') => *page = 1,
+                    Key::Char('q') | Key::Char('?') | Key::Esc | Key::Enter => self.modal = Modal::None,
+                    _ => {}
+                }
+                return Action::None;
+            }
+            Modal::Confirm { dir, id, yes } => {
+                let (dir, id) = (*dir, *id);
+                match k {
+                    Key::Char('y') | Key::Char('Y') => {
+                        self.modal = Modal::None;
+                        return Action::Delete { dir, id };
+                    }
+                    Key::Enter if *yes => {
+                        self.modal = Modal::None;
+                        return Action::Delete { dir, id };
+                    }
+                    Key::Left | Key::Right | Key::Tab | Key::Char('h') | Key::Char('l') => *yes = !*yes,
+                    Key::Char('n') | Key::Char('N') | Key::Esc | Key::Char('q') | Key::Enter => {
+                        self.modal = Modal::None
+                    }
+                    _ => {}
+                }
+                return Action::None;
+            }
+            Modal::Message { .. } => {
+                self.modal = Modal::None;
+                return Action::None;
+            }
+            Modal::Info if matches!(k, Key::Char('i') | Key::Esc) => {
+                self.modal = Modal::None;
+                return Action::None;
+            }
+            Modal::Info | Modal::None => {}
+        }
+        let page = self.rows.max(1);
+        match k {
+            Key::Up | Key::Char('k') => self.select(self.sel.saturating_sub(1)),
+            Key::Down | Key::Char('j') => self.select(self.sel + 1),
+            Key::PageUp => self.select(self.sel.saturating_sub(page)),
+            Key::PageDown => self.select(self.sel + page),
+            Key::Home => self.select(0),
+            Key::End => self.select(usize::MAX),
+            Key::Right | Key::Char('l') | Key::Enter => {
+                if let Some(id) = self.sel_id.filter(|&id| is_dir_entry(self.a, id)) {
+                    self.open(self.a.dir_of(id), None);
+                }
+            }
+            Key::Left | Key::Char('h') | Key::Backspace | Key::Char('<') if self.cwd != self.root => {
+                let came_from = self.a.dir_entry(self.cwd);
+                self.open(self.a.dir_parent(self.cwd), Some(came_from));
+            }
+            Key::Char('s') => self.set_sort(SortKey::Size),
+            Key::Char('n') => self.set_sort(SortKey::Name),
+            Key::Char('C') => self.set_sort(SortKey::Count),
+            Key::Char('M') => self.set_sort(SortKey::Mtime),
+            Key::Char('t') => {
+                self.dirs_first = !self.dirs_first;
+                self.stale = true;
+            }
+            Key::Char('a') => {
+                self.apparent = !self.apparent;
+                self.stale = true;
+            }
+            Key::Char('c') => self.show_count = !self.show_count,
+            Key::Char('g') => {
+                self.graph = match self.graph {
+                    Graph::Bar => Graph::Percent,
+                    Graph::Percent => Graph::Both,
+                    Graph::Both => Graph::Off,
+                    Graph::Off => Graph::Bar,
+                }
+            }
+            Key::Char('i') if self.sel_id.is_some() => self.modal = Modal::Info,
+            Key::Char('?') => self.modal = Modal::Help(0),
+            Key::Char('d') => self.ask_delete(),
+            Key::Char('r') => return self.ask_rescan(),
+            Key::Char('q') => return Action::Quit,
+            _ => {}
+        }
+        Action::None
+    }
+
+    pub(super) fn refuse(&mut self, why: &str) {
+        self.message("Not possible", vec![why.to_string()]);
+    }
+
+    pub(super) fn ask_delete(&mut self) {
+        let Some(id) = self.sel_id else { return };
+        if self.limits.imported {
+            return self.refuse("Deleting needs a scan of the file system; this is an imported export.");
+        }
+        if self.limits.read_only {
+            return self.refuse("Deleting is off (--read-only).");
+        }
+        if self.busy {
+            return self.refuse("Wait until the running rescan or deletion has finished.");
+        }
+        if is_dir_entry(self.a, id) && self.a.dir_flags(self.a.dir_of(id)) & arena::D_DONE == 0 {
+            return self.refuse("This directory is still being scanned; it can be deleted once its scan is done.");
+        }
+        self.modal = Modal::Confirm { dir: self.cwd, id, yes: false };
+    }
+
+    pub(super) fn ask_rescan(&mut self) -> Action {
+        if self.limits.imported {
+            self.refuse("Rescanning needs the file system; this is an imported export.");
+            return Action::None;
+        }
+        if self.busy {
+            self.refuse("Wait until the running rescan or deletion has finished.");
+            return Action::None;
+        }
+        let flags_ok = |id: u32| self.a.flags(id) & (arena::F_EXCLUDED | arena::F_OTHER_FS) == 0;
+        let dir = match self.sel_id {
+            Some(id) if is_dir_entry(self.a, id) && flags_ok(id) => self.a.dir_of(id),
+            _ => self.cwd,
+        };
+        if self.a.dir_flags(dir) & arena::D_DONE == 0 {
+            self.refuse("This directory is still being scanned.");
+            return Action::None;
+        }
+        Action::Rescan { dir }
+    }
+}
