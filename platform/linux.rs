@@ -3,28 +3,20 @@
 //! `RawDir`), entries sized with `statx` (no-follow, no-automount, don't-sync), falling
 //! back to `fstatat` where the kernel or a seccomp filter refuses `statx`.
 //!
-//! Contract shared by every file under `platform/`: the same type and function names
-//! (`Dir`, `Lister`, `open_path`, `open_at`, `stat_path`, `stat_at`, `Lister::list`,
-//! `sorts_by_inode`, `errno_text`, `local_time`, `raise_fd_limit`, `default_threads`,
-//! `default_sigpipe`; for the browser's delete `dir_id` and `remove_at`; for its
-//! terminal `term_raw_enter`, `term_raw_leave`, `term_size`, `term_write`, `term_wait`,
-//! `term_signals`, `term_stop_self` and the `SIG_*` bits, here from `unix_term.rs`), no
-//! printing, no policy. Everything `unsafe` in dfdu lives in this directory.
+//! Implements the contract in `platform/mod.rs`; the directory handles, terminal and
+//! local time are `unix/`'s, shared with macOS.
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxFlags, CWD};
+use rustix::fd::AsFd;
+use rustix::fs::{AtFlags, RawDir, StatxFlags, CWD};
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::unix::dir::errno;
+pub use super::unix::dir::*;
 pub use super::unix::term::*;
 pub use super::unix::time::local_time;
-
-/// An open directory handle.
-pub struct Dir {
-    fd: OwnedFd,
-}
 
 /// Bytes handed to one `getdents64` call; allocated once per worker.
 const LIST_BUFFER_BYTES: usize = 32 * 1024;
@@ -43,29 +35,6 @@ impl Default for Lister {
 /// Set once `statx` has answered ENOSYS (old kernel, seccomp): use `fstatat` from then on.
 static NO_STATX: AtomicBool = AtomicBool::new(false);
 
-fn errno(e: rustix::io::Errno) -> Errno {
-    Errno(e.raw_os_error())
-}
-
-fn dir_flags(follow: bool) -> OFlags {
-    let base = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    if follow {
-        base
-    } else {
-        base | OFlags::NOFOLLOW
-    }
-}
-
-/// Opens a directory named by a path relative to the working directory.
-pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
-}
-
-/// Opens the directory `name` inside `parent`.
-pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
-}
-
 /// Stats a path relative to the working directory.
 pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
     stat_impl(CWD, path, follow)
@@ -75,19 +44,6 @@ pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
 #[inline]
 pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
     stat_impl(dir.fd.as_fd(), name, follow)
-}
-
-/// (device, inode) of an open directory, as `stat_at` reports them.
-pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
-    let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
-    Ok((st.st_dev as u64, st.st_ino as u64))
-}
-
-/// Removes the entry `name` of `dir` itself, never what it points to: an empty
-/// directory when `is_dir`, anything else (a symlink is unlinked, not followed) when not.
-pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
-    let flags = if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
-    rustix::fs::unlinkat(&dir.fd, name, flags).map_err(errno)
 }
 
 fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Errno> {
@@ -255,20 +211,4 @@ pub fn errno_text(e: Errno) -> String {
         }
     };
     text.to_string()
-}
-
-extern "C" {
-    fn signal(signum: i32, handler: usize) -> usize;
-}
-
-/// Restores the default action for SIGPIPE (Rust's runtime ignores it), so that a closed
-/// pipe ends dfdu silently the way it ends GNU du.
-pub fn default_sigpipe() {
-    const SIGPIPE: i32 = 13;
-    const SIG_DFL: usize = 0;
-    // SAFETY: setting SIGPIPE back to SIG_DFL installs no handler code; it only changes
-    // the kernel's disposition for a signal this process does not otherwise use.
-    unsafe {
-        signal(SIGPIPE, SIG_DFL);
-    }
 }

@@ -32,18 +32,15 @@
 
 use super::macos_attrs::{self as attrs, AttrSet};
 use crate::meta::{Errno, Kind, Meta, Timespec};
-use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd};
+use rustix::fs::{AtFlags, CWD};
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 
 // The browser's terminal and signals: shared with Linux.
+use super::unix::dir::errno;
+pub use super::unix::dir::*;
 pub use super::unix::term::*;
 pub use super::unix::time::local_time;
-
-/// An open directory handle.
-pub struct Dir {
-    fd: OwnedFd,
-}
 
 /// Bytes handed to one `getattrlistbulk` call: about 900 entries with typical names.
 /// Allocated once per worker; far larger than any single entry (so ERANGE cannot mean
@@ -94,44 +91,8 @@ extern "C" {
 const EIO: i32 = 5;
 const ERANGE: i32 = 34;
 
-fn errno(e: rustix::io::Errno) -> Errno {
-    Errno(e.raw_os_error())
-}
-
 fn last_errno() -> Errno {
     Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(EIO))
-}
-
-fn dir_flags(follow: bool) -> OFlags {
-    let base = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    if follow {
-        base
-    } else {
-        base | OFlags::NOFOLLOW
-    }
-}
-
-/// Opens a directory named by a path relative to the working directory.
-pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
-}
-
-/// Opens the directory `name` inside `parent`.
-pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
-    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
-}
-
-/// (device, inode) of an open directory (for the browser's delete check).
-pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
-    let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
-    Ok((st.st_dev as u64, st.st_ino))
-}
-
-/// Removes the entry `name` of `dir` itself, never what it points to: an empty
-/// directory when `is_dir`, anything else when not.
-pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
-    let flags = if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
-    rustix::fs::unlinkat(&dir.fd, name, flags).map_err(errno)
 }
 
 /// Stats a path relative to the working directory.
@@ -292,21 +253,5 @@ pub fn errno_text(e: Errno) -> String {
     match s.find(" (os error") {
         Some(cut) => s[..cut].to_string(),
         None => s,
-    }
-}
-
-extern "C" {
-    fn signal(signum: c_int, handler: usize) -> usize;
-}
-
-/// Restores the default action for SIGPIPE (Rust's runtime ignores it), so that a closed
-/// pipe ends dfdu silently the way it ends du.
-pub fn default_sigpipe() {
-    const SIGPIPE: c_int = 13;
-    const SIG_DFL: usize = 0;
-    // SAFETY: setting SIGPIPE back to SIG_DFL installs no handler code; it only changes
-    // the kernel's disposition for a signal this process does not otherwise use.
-    unsafe {
-        signal(SIGPIPE, SIG_DFL);
     }
 }

@@ -43,12 +43,10 @@
 //!   via `std::path::absolute`) and opened as an NT path (`\??\C:\...`), which skips the
 //!   Win32 MAX_PATH check.
 //!
-//! Contract shared with the other files under `platform/`: the same names (`Dir`,
-//! `Lister`, `open_path`, `open_at`, `stat_path`, `stat_at`, `Lister::list`,
-//! `sorts_by_inode`, `errno_text`, `local_time`, `raise_fd_limit`, `default_threads`,
-//! `default_sigpipe`, `dir_id`, `remove_at`, the `term_*` functions and `SIG_*` bits of
-//! `unix_term.rs`), no printing, no policy. Every `unsafe` block below is an FFI call or a view of a buffer
-//! the OS filled; each states what makes it sound.
+//! Implements the contract in `platform/mod.rs`, no printing, no policy. Files:
+//! `ffi.rs` (the declarations), `fs.rs` (handles, names, directories, stat, listing,
+//! messages, time, delete), `term.rs` (the console). Every `unsafe` block is an FFI call
+//! or a view of a buffer the OS filled; each states what makes it sound.
 
 mod ffi;
 mod fs;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 // ---------------------------------------------------------------------------------------
-// The console, for the browser: the same contract as `unix_term.rs`. Raw input with
+// The console, for the browser: the same contract as `unix/term.rs`. Raw input with
 // virtual-terminal sequences in both directions on the console itself (`CONIN$`,
 // `CONOUT$`, whatever stdin and stdout are redirected to), restored by `term_raw_leave`.
 // Windows has no signals to turn into requests: Ctrl-C and Ctrl-\ arrive as keys and

@@ -1,0 +1,69 @@
+//! Directory handles as Linux and macOS both open them: relative to the parent
+//! (`openat`), no-follow unless asked, close-on-exec, non-blocking; their identity and
+//! removal for the browser's delete; and the default SIGPIPE action. The listing and
+//! the stat are each system's own (`linux.rs`, `macos.rs`).
+
+use crate::meta::Errno;
+use rustix::fd::OwnedFd;
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use std::ffi::{c_int, CStr};
+
+/// An open directory handle.
+pub struct Dir {
+    pub(in crate::platform) fd: OwnedFd,
+}
+
+pub(in crate::platform) fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+fn dir_flags(follow: bool) -> OFlags {
+    let base = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    if follow {
+        base
+    } else {
+        base | OFlags::NOFOLLOW
+    }
+}
+
+/// Opens a directory named by a path relative to the working directory.
+pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
+    rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+}
+
+/// Opens the directory `name` inside `parent`.
+pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
+    rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
+}
+
+/// (device, inode) of an open directory, as `stat_at` reports them (for the browser's
+/// delete check).
+// The field widths differ between the systems (macOS: a 32-bit device number).
+#[allow(clippy::unnecessary_cast)]
+pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
+    let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Removes the entry `name` of `dir` itself, never what it points to: an empty
+/// directory when `is_dir`, anything else (a symlink is unlinked, not followed) when not.
+pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
+    let flags = if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
+    rustix::fs::unlinkat(&dir.fd, name, flags).map_err(errno)
+}
+
+extern "C" {
+    fn signal(signum: c_int, handler: usize) -> usize;
+}
+
+/// Restores the default action for SIGPIPE (Rust's runtime ignores it), so that a closed
+/// pipe ends dfdu silently the way it ends GNU du.
+pub fn default_sigpipe() {
+    const SIGPIPE: c_int = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: setting SIGPIPE back to SIG_DFL installs no handler code; it only changes
+    // the kernel's disposition for a signal this process does not otherwise use.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
