@@ -3,14 +3,14 @@
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
 use crate::meta::os_bytes;
-use crate::meta::Kind;
-use crate::text::exclude::Exclude;
 use crate::text::quote::quotef;
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
+use crate::tree::path::{child_path, dir_path};
+use crate::tree::roots::{import_file, stat_root, OptName, WalkArgs};
 use crate::tree::sink::ArenaSink;
 use crate::walk::reader::Reader;
-use crate::walk::scan::{self, Walk};
+use crate::walk::scan::{self};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 use std::ffi::{CString, OsString};
@@ -20,66 +20,6 @@ use std::time::{Duration, Instant};
 
 /// Version of the `--json` report layout; bump on any incompatible change.
 pub const REPORT_VERSION: u32 = 1;
-
-/// An option as lexopt returned it, owned, so the parser is free to read its value.
-pub struct OptName {
-    short: Option<char>,
-    long: String,
-    unexpected: String,
-}
-
-impl OptName {
-    pub fn of(arg: &lexopt::Arg) -> OptName {
-        let (short, long) = match arg {
-            lexopt::Arg::Short(c) => (Some(*c), String::new()),
-            lexopt::Arg::Long(l) => (None, l.to_string()),
-            lexopt::Arg::Value(_) => (None, String::new()),
-        };
-        OptName { short, long, unexpected: arg.clone().unexpected().to_string() }
-    }
-}
-
-/// The options `dfdu scan` and `dfdu browse` share: what to walk and how.
-#[derive(Default)]
-pub struct WalkArgs {
-    pub one_fs: bool,
-    pub exclude: Exclude,
-    pub follow: bool,
-    pub threads: Option<usize>,
-    /// An export to read instead of scanning (`-f`).
-    pub input: Option<OsString>,
-}
-
-impl WalkArgs {
-    /// Takes `arg`, one of the shared options (reading its value from `p`); anything else
-    /// is a usage error. `bad` reports a usage error and gives the exit status.
-    pub fn take(&mut self, arg: OptName, p: &mut lexopt::Parser, bad: &dyn Fn(String) -> i32) -> Result<(), i32> {
-        let OptName { short, long, unexpected } = arg;
-        let mut value = || p.value().map_err(|e| bad(e.to_string()));
-        match (short, long.as_str()) {
-            (Some('x'), _) | (_, "one-file-system") => self.one_fs = true,
-            (_, "exclude") => self.exclude.add(&os_bytes(&value()?)),
-            (Some('X'), _) | (_, "exclude-from") => {
-                let f = value()?;
-                match std::fs::read(&f) {
-                    Ok(text) => self.exclude.add_lines(&text),
-                    Err(e) => return Err(bad(format!("{}: {e}", quotef(&os_bytes(&f))))),
-                }
-            }
-            (Some('L'), _) | (_, "dereference") => self.follow = true,
-            (Some('j'), _) | (_, "threads") => {
-                let v = value()?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if (1..=1024).contains(&n) => self.threads = Some(n),
-                    _ => return Err(bad(format!("invalid number of threads '{}'", v.to_string_lossy()))),
-                }
-            }
-            (Some('f'), _) | (_, "file") => self.input = Some(value()?),
-            _ => return Err(bad(unexpected)),
-        }
-        Ok(())
-    }
-}
 
 /// `dfdu scan` options.
 pub struct ScanArgs {
@@ -282,37 +222,6 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
     s
 }
 
-/// The path of directory index `dir`: its ancestors' names joined with `/` (a root's name
-/// is its path).
-pub fn dir_path(a: &Arena, dir: u32) -> Vec<u8> {
-    let mut parts = Vec::new();
-    let mut d = dir;
-    while d != arena::NO_DIR {
-        parts.push(a.dir_name(d));
-        d = a.dir_parent(d);
-    }
-    let mut out = Vec::new();
-    for (i, p) in parts.iter().rev().enumerate() {
-        if i > 0 && !out.ends_with(b"/") {
-            out.push(b'/');
-        }
-        out.extend_from_slice(p);
-    }
-    out
-}
-
-/// The path of child `id` of directory `dir`.
-pub fn child_path(a: &Arena, dir: u32, id: u32) -> Vec<u8> {
-    let mut out = dir_path(a, dir);
-    let mut name = Vec::new();
-    a.child_name(dir, id, &mut name);
-    if !out.ends_with(b"/") {
-        out.push(b'/');
-    }
-    out.extend_from_slice(&name);
-    out
-}
-
 fn json_str(out: &mut String, bytes: &[u8]) {
     out.push('"');
     for c in String::from_utf8_lossy(bytes).chars() {
@@ -449,24 +358,13 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     let mut failed = 0u64;
     let mut source = if args.walk.input.is_some() { "import".to_string() } else { "scan".to_string() };
     if let Some(f) = &args.walk.input {
-        let result = if f == "-" {
-            crate::tree::ncdu::import(io::stdin().lock(), &arena)
-        } else {
-            match std::fs::File::open(f) {
-                Ok(file) => crate::tree::ncdu::import(io::BufReader::with_capacity(256 * 1024, file), &arena),
-                Err(e) => {
-                    eprintln!("{} scan: cannot open {}: {e}", args.prog, quotef(&os_bytes(f)));
-                    return 1;
-                }
-            }
-        };
-        match result {
+        match import_file(f, &arena) {
             Ok(imported) => {
                 roots.push(imported.root);
                 source = format!("import of a {} export", imported.progname.escape_debug());
             }
             Err(e) => {
-                eprintln!("{} scan: {}: {e}", args.prog, quotef(&os_bytes(f)));
+                eprintln!("{} scan: {e}", args.prog);
                 return 1;
             }
         }
@@ -475,15 +373,10 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     for dir in &args.dirs {
         let path = os_bytes(dir);
         let Ok(cpath) = CString::new(path.clone()) else { continue };
-        let meta = match R::stat_path(&cpath, true) {
-            Ok(m) if m.kind == Kind::Dir => m,
-            Ok(_) => {
-                eprintln!("{} scan: {} is not a directory", args.prog, quotef(&path));
-                failed += 1;
-                continue;
-            }
+        let meta = match stat_root(&cpath, R::stat_path) {
+            Ok(m) => m,
             Err(e) => {
-                eprintln!("{} scan: cannot access {}: {}", args.prog, quotef(&path), crate::platform::errno_text(e));
+                eprintln!("{} scan: {e}", args.prog);
                 failed += 1;
                 continue;
             }
@@ -493,16 +386,7 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
             Err(_) => break,
         };
         let empty = HashSet::new();
-        let walk = Walk {
-            threads,
-            follow_all: args.walk.follow,
-            follow_root: true,
-            one_fs_dev: args.walk.one_fs.then_some(meta.dev),
-            exclude: (!args.walk.exclude.is_empty()).then_some(&args.walk.exclude),
-            seen_before: &empty,
-            claim_dirs: true,
-            fd_budget,
-        };
+        let walk = args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty);
         let stop = AtomicBool::new(false);
         let show = !args.quiet && io::stderr().is_terminal();
         std::thread::scope(|s| {

@@ -69,7 +69,7 @@ impl Progress {
         self.failed.fetch_add(1, Ordering::Relaxed);
         let mut f = self.failures.lock().unwrap();
         if f.len() < MAX_FAILURES_KEPT {
-            f.push((crate::report::child_path(a, dir, id), why));
+            f.push((crate::tree::path::child_path(a, dir, id), why));
         }
     }
 }

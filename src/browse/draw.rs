@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::platform;
-use crate::report::{child_path, dir_path};
 use crate::term::{escape, fit, width, Color, Screen, Style};
 use crate::tree::arena::{self};
+use crate::tree::path::{child_path, dir_path};
 
 /// `n` bytes in 9 columns: `  123 B  `, ` 12.5 KiB` (or `kB` with `--si`).
 pub fn size_text(n: u64, si: bool) -> String {

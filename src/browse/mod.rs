@@ -36,7 +36,7 @@ use draw::*;
 pub use run::*;
 use view::*;
 
-use crate::report::WalkArgs;
+use crate::tree::roots::WalkArgs;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -123,7 +123,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             }
             Value(v) => dirs.push(v),
             other => {
-                let name = crate::report::OptName::of(&other);
+                let name = crate::tree::roots::OptName::of(&other);
                 a.walk.take(name, &mut p, &bad)?
             }
         }

@@ -5,10 +5,10 @@
 use super::*;
 use crate::meta::{os_bytes, Errno, Kind, Meta};
 use crate::platform;
-use crate::report::{child_path, dir_path};
 use crate::term::{escape, fit, width, Decoder, Key, Screen, Session};
-use crate::text::quote::quotef;
 use crate::tree::arena::{self, Arena, NO_DIR};
+use crate::tree::path::{child_path, dir_path};
+use crate::tree::roots::{import_file, stat_root};
 use crate::tree::sink::ArenaSink;
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
@@ -119,16 +119,7 @@ pub(super) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub(super) fn walk(&self) -> Walk<'a> {
-        Walk {
-            threads: self.threads,
-            follow_all: self.args.walk.follow,
-            follow_root: true,
-            one_fs_dev: self.one_fs_dev,
-            exclude: (!self.args.walk.exclude.is_empty()).then_some(&self.args.walk.exclude),
-            seen_before: self.no_links,
-            claim_dirs: true,
-            fd_budget: self.fd_budget,
-        }
+        self.args.walk.walk(self.threads, self.fd_budget, self.one_fs_dev, self.no_links)
     }
 }
 
@@ -157,48 +148,31 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let no_links = HashSet::new();
     let prog = &args.prog;
     let (root, scan_from, first_line) = match &args.walk.input {
-        Some(f) => {
-            let result = if f == "-" {
-                crate::tree::ncdu::import(std::io::stdin().lock(), &arena)
-            } else {
-                match std::fs::File::open(f) {
-                    Ok(file) => crate::tree::ncdu::import(std::io::BufReader::with_capacity(256 * 1024, file), &arena),
-                    Err(e) => {
-                        eprintln!("{prog} browse: cannot open {}: {e}", quotef(&os_bytes(f)));
-                        return 1;
-                    }
-                }
-            };
-            match result {
-                Ok(imported) => {
-                    let from = if f == "-" { "standard input".to_string() } else { escape(&os_bytes(f)) };
-                    let line = format!(
-                        "Imported {} entries from {from} (written by {})",
-                        grouped(arena.entry_count() as u64),
-                        escape(imported.progname.as_bytes())
-                    );
-                    (imported.root, None, line)
-                }
-                Err(e) => {
-                    eprintln!("{prog} browse: {}: {e}", quotef(&os_bytes(f)));
-                    return 1;
-                }
+        Some(f) => match import_file(f, &arena) {
+            Ok(imported) => {
+                let from = if f == "-" { "standard input".to_string() } else { escape(&os_bytes(f)) };
+                let line = format!(
+                    "Imported {} entries from {from} (written by {})",
+                    grouped(arena.entry_count() as u64),
+                    escape(imported.progname.as_bytes())
+                );
+                (imported.root, None, line)
             }
-        }
+            Err(e) => {
+                eprintln!("{prog} browse: {e}");
+                return 1;
+            }
+        },
         None => {
             let path = os_bytes(&args.dir);
             let Ok(cpath) = CString::new(path.clone()) else {
                 eprintln!("{prog} browse: invalid directory name");
                 return 2;
             };
-            let meta = match (fs.stat_path)(&cpath, true) {
-                Ok(m) if m.kind == Kind::Dir => m,
-                Ok(_) => {
-                    eprintln!("{prog} browse: {} is not a directory", quotef(&path));
-                    return 1;
-                }
+            let meta = match stat_root(&cpath, fs.stat_path) {
+                Ok(m) => m,
                 Err(e) => {
-                    eprintln!("{prog} browse: cannot access {}: {}", quotef(&path), platform::errno_text(e));
+                    eprintln!("{prog} browse: {e}");
                     return 1;
                 }
             };

@@ -2,9 +2,9 @@
 //! does. It reads the arena and does no I/O; keys that need work done come back as an
 //! `Action`.
 
-use crate::report::child_path;
 use crate::term::Key;
 use crate::tree::arena::{self, Arena, NO_DIR};
+use crate::tree::path::child_path;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 

@@ -4,4 +4,6 @@
 
 pub mod arena;
 pub mod ncdu;
+pub mod path;
+pub mod roots;
 pub mod sink;
