@@ -9,6 +9,9 @@
 //!
 //! Without tmux every test prints `SKIP: ...` and passes.
 
+mod common;
+
+use common::Scratch;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -23,13 +26,6 @@ fn have_tmux() -> bool {
         eprintln!("SKIP: tmux is not installed; the real-terminal journeys of dfdu browse did not run");
     }
     ok
-}
-
-fn scratch(label: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dfdu-tmux-{label}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn write(p: &Path, bytes: usize) {
@@ -224,7 +220,8 @@ fn navigate_sort_delete_and_quit() {
     if !have_tmux() {
         return;
     }
-    let t = scratch("journey");
+    let scratch = Scratch::new("journey");
+    let t = scratch.dir.clone();
     let tree = t.join("tree");
     sample(&tree);
     let term = Term::start(&t, "", &format!("'{}'", tree.display()), 80, 24);
@@ -308,7 +305,8 @@ fn a_directory_swapped_for_a_symlink_after_the_scan_is_not_followed() {
     if !have_tmux() {
         return;
     }
-    let t = scratch("swap");
+    let scratch = Scratch::new("swap");
+    let t = scratch.dir.clone();
     let tree = t.join("tree");
     write(&tree.join("sel/inner/file"), 1000);
     write(&tree.join("sel/plain"), 1000);
@@ -344,7 +342,8 @@ fn a_hundred_thousand_entry_subtree_is_deleted_and_nothing_else() {
     if !have_tmux() {
         return;
     }
-    let t = scratch("big");
+    let scratch = Scratch::new("big");
+    let t = scratch.dir.clone();
     let tree = t.join("tree");
     for d in 0..100 {
         let dir = tree.join(format!("huge/d{d:03}"));
@@ -381,7 +380,8 @@ fn resizes_and_a_tiny_window() {
     if !have_tmux() {
         return;
     }
-    let t = scratch("resize");
+    let scratch = Scratch::new("resize");
+    let t = scratch.dir.clone();
     let tree = t.join("tree");
     sample(&tree);
     let term = Term::start(&t, "", &format!("'{}'", tree.display()), 80, 24);
@@ -407,7 +407,8 @@ fn ascii_without_colour() {
     if !have_tmux() {
         return;
     }
-    let t = scratch("ascii");
+    let scratch = Scratch::new("ascii");
+    let t = scratch.dir.clone();
     let tree = t.join("tree");
     sample(&tree);
     let term = Term::start(&t, "NO_COLOR=1", &format!("--ascii '{}'", tree.display()), 80, 24);
@@ -430,7 +431,8 @@ fn signals_and_job_control_restore_the_terminal() {
     if !have_tmux() {
         return;
     }
-    let t = scratch("signals");
+    let scratch = Scratch::new("signals");
+    let t = scratch.dir.clone();
     let tree = t.join("tree");
     sample(&tree);
     // SIGTERM: the terminal is restored and the status says which signal.
@@ -494,7 +496,8 @@ fn an_imported_export_from_standard_input_browses_but_never_deletes() {
     if !have_tmux() {
         return;
     }
-    let t = scratch("import");
+    let scratch = Scratch::new("import");
+    let t = scratch.dir.clone();
     let tree = t.join("tree");
     sample(&tree);
     let export = t.join("export.json");

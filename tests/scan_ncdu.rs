@@ -2,18 +2,14 @@
 //! generated tree, its export loaded and re-exported by Debian's ncdu, ncdu's own export
 //! imported by dfdu, and export → import → export giving the same bytes.
 
+mod common;
+
+use common::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn dfdu() -> &'static str {
     env!("CARGO_BIN_EXE_dfdu")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dfdu-scan-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -67,7 +63,8 @@ fn have_ncdu() -> bool {
 
 #[test]
 fn totals_and_counts_match_du_and_find() {
-    let dir = scratch("totals");
+    let scratch = Scratch::new("totals");
+    let dir = scratch.dir.clone();
     let t = tree(&dir);
     let json = report(&["-q", &t.to_string_lossy()]);
     assert_eq!(field(&json, "disk_bytes"), du_bytes(&["-sB1"], &t), "disk usage vs du -sB1");
@@ -88,7 +85,8 @@ fn ncdu_reads_our_export_and_writes_it_back_the_same() {
     if !have_ncdu() {
         return;
     }
-    let dir = scratch("ncdu-reads");
+    let scratch = Scratch::new("ncdu-reads");
+    let dir = scratch.dir.clone();
     let t = tree(&dir);
     let ours = dir.join("ours.json");
     let theirs = dir.join("theirs.json");
@@ -109,7 +107,8 @@ fn we_read_ncdus_export_with_the_same_totals_as_our_scan() {
     if !have_ncdu() {
         return;
     }
-    let dir = scratch("we-read");
+    let scratch = Scratch::new("we-read");
+    let dir = scratch.dir.clone();
     let t = tree(&dir);
     let theirs = dir.join("ncdu.json");
     run(Command::new("ncdu").args(["-0", "-o"]).arg(&theirs).arg(&t));
@@ -124,7 +123,8 @@ fn we_read_ncdus_export_with_the_same_totals_as_our_scan() {
 
 #[test]
 fn export_import_export_gives_the_same_bytes() {
-    let dir = scratch("roundtrip");
+    let scratch = Scratch::new("roundtrip");
+    let dir = scratch.dir.clone();
     let t = tree(&dir);
     let (one, two) = (dir.join("one.json"), dir.join("two.json"));
     run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&one).arg(&t));
@@ -144,7 +144,8 @@ fn export_import_export_gives_the_same_bytes() {
 
 #[test]
 fn bad_exports_are_refused_with_an_offset_and_status_1() {
-    let dir = scratch("bad");
+    let scratch = Scratch::new("bad");
+    let dir = scratch.dir.clone();
     let f = dir.join("bad.json");
     std::fs::write(&f, b"[1,2,{},[{\"name\":\"/x\",\"asize\":-5}]]").unwrap();
     let out = Command::new(dfdu()).args(["scan", "-f"]).arg(&f).output().unwrap();
@@ -156,7 +157,8 @@ fn bad_exports_are_refused_with_an_offset_and_status_1() {
 
 #[test]
 fn unreadable_entries_are_reported_and_exit_1() {
-    let dir = scratch("unreadable");
+    let scratch = Scratch::new("unreadable");
+    let dir = scratch.dir.clone();
     std::fs::create_dir_all(dir.join("t/locked/inner")).unwrap();
     std::fs::write(dir.join("t/file"), b"x").unwrap();
     let uid = run(Command::new("id").arg("-u")).stdout;

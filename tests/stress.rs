@@ -4,18 +4,14 @@
 //! directory of 120,000 files (inode-sorted batches and split stat work), and the
 //! portable `std::fs` reader as an independent oracle for the native one.
 
+mod common;
+
+use common::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn dfdu() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dfdu"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dfdu-stress-{name}-{}", std::process::id()));
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Builds trees with Python's `*at` calls, since std cannot create paths this deep.
@@ -65,7 +61,8 @@ fn same_as_du_threads(args: &[&str], cwd: &Path, wrap: Option<&[&str]>, threads:
 
 #[test]
 fn chain_ten_thousand_deep() {
-    let dir = scratch("deep");
+    let scratch = Scratch::new("deep");
+    let dir = scratch.dir.clone();
     python(
         "import os\nfd=os.open('.',os.O_RDONLY)\nfor i in range(10000):\n os.mkdir('d',dir_fd=fd)\n n=os.open('d',os.O_RDONLY,dir_fd=fd)\n os.close(fd); fd=n\nf=os.open('leaf',os.O_CREAT|os.O_WRONLY,0o644,dir_fd=fd)\nos.write(f,b'x'*5000)\n",
         &dir,
@@ -82,7 +79,8 @@ fn deep_branching_tree_under_a_tiny_fd_limit() {
         eprintln!("SKIP: prlimit (util-linux) not installed");
         return;
     }
-    let dir = scratch("branch");
+    let scratch = Scratch::new("branch");
+    let dir = scratch.dir.clone();
     // 400 levels; every level has the chain dir plus a side dir holding files, so a
     // depth-first walker keeps one pending sibling per level: 400 handles wanted.
     python(
@@ -99,7 +97,8 @@ fn deep_branching_tree_under_a_tiny_fd_limit() {
 
 #[test]
 fn directory_of_120k_files_lists_in_du_order() {
-    let dir = scratch("wide");
+    let scratch = Scratch::new("wide");
+    let dir = scratch.dir.clone();
     python(
         "import os\nos.mkdir('w')\nfd=os.open('w',os.O_RDONLY)\nfor i in range(120000):\n os.close(os.open('f%06d'%i,os.O_CREAT|os.O_WRONLY,0o644,dir_fd=fd))\nfor i in range(0,120000,10007):\n os.mkdir('sub%06d'%i,dir_fd=fd)\n",
         &dir,
@@ -112,7 +111,8 @@ fn directory_of_120k_files_lists_in_du_order() {
 
 #[test]
 fn portable_reader_agrees_with_native() {
-    let dir = scratch("oracle");
+    let scratch = Scratch::new("oracle");
+    let dir = scratch.dir.clone();
     python(
         "import os\nfor d in ['a/b/c','a/x','e']:\n os.makedirs(d)\nfor i,p in enumerate(['a/f','a/b/g','a/b/c/h','a/x/i','e/j']):\n open(p,'wb').write(b'z'*(i*5000))\nos.link('a/f','e/hl')\nos.symlink('../a','e/ln')\nos.symlink('nowhere','e/dangling')\nopen('a/sparse','wb').truncate(1<<20)\n",
         &dir,

@@ -24,6 +24,9 @@
 //! Tree lines: `d PATH` directory, `f PATH BYTES` file, `s PATH BYTES` sparse file (no
 //! data), `h PATH TARGET` hard link. Names are Rust byte strings, so any byte can be used.
 
+mod common;
+
+use common::Scratch;
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -41,24 +44,6 @@ fn wine_exe() -> Option<PathBuf> {
             eprintln!("SKIP: Wine comparison runs from `make test-windows` (DFDU_WINE_EXE unset)");
             None
         }
-    }
-}
-
-/// One fresh directory per test, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(label: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("dfdu-wine-{}-{label}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 
@@ -260,7 +245,7 @@ fn check(label: &str, tree: &[&[u8]], cases: &[(&[&str], Unit)]) {
         return;
     };
     let scratch = Scratch::new(label);
-    let root = scratch.0.join(label);
+    let root = scratch.dir.join(label);
     fs::create_dir(&root).unwrap();
     build(&root, tree);
     let mut problems = Vec::new();
