@@ -1,5 +1,7 @@
-//! Style checked by a test: every source file opens with a module doc (`//!`), and
-//! `unsafe` appears only under `platform/`, each use preceded by a `// SAFETY:` comment.
+//! Style checked by a test: every source file opens with a module doc (`//!`);
+//! `unsafe` appears only under `platform/`, each use preceded by a `// SAFETY:` comment;
+//! and no file imports from a layer above its own (the layering rule in the crate doc of
+//! `src/main.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -194,4 +196,174 @@ fn the_unsafe_check_can_fail() {
     assert!(unsafe_lines("let s = r#\"unsafe { \"x\" }\"#;").is_empty());
     assert!(unsafe_lines("/* unsafe { } */ fn f<'a>(x: &'a u8) {}").is_empty());
     assert_eq!(unsafe_lines("let c = '\"'; let y = unsafe { g() };").len(), 1);
+}
+
+/// The layers of the crate doc's layering rule, lowest first: (module, rank). A file may
+/// use `crate::M` only for M of a lower rank, or M of its own layer. Layers of equal rank
+/// are siblings and do not import each other.
+const LAYERS: &[(&str, u32)] = &[
+    ("meta", 0),
+    ("text", 1),
+    ("platform", 2),
+    ("walk", 3),
+    ("term", 3),
+    ("du", 4),
+    ("tree", 4),
+    ("report", 5),
+    ("browse", 5),
+];
+
+/// The layer a source file belongs to, from its path relative to the package root;
+/// `None` for files the rule does not cover (main.rs sits above every layer; the
+/// benchmark binary and the tests are crates of their own).
+fn layer_of_file(rel: &str) -> Option<&'static str> {
+    if rel.starts_with("platform/") {
+        return Some("platform");
+    }
+    let rest = rel.strip_prefix("src/")?;
+    if rest == "main.rs" || rest.starts_with("bin/") {
+        return None;
+    }
+    let first = rest.split('/').next()?.trim_end_matches(".rs");
+    Some(LAYERS.iter().find(|(m, _)| *m == first).map_or("?", |(m, _)| m))
+}
+
+fn rank(module: &str) -> Option<u32> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|&(_, r)| r)
+}
+
+/// The first segment of every `crate::` path in `code` (comments and strings already
+/// blanked), with its line number: `crate::a::b` gives `a`, `crate::{a, b::c}` gives `a`
+/// and `b`.
+fn crate_roots(code: &str) -> Vec<(usize, String)> {
+    let b: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut line = 1;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == '\n' {
+            line += 1;
+        }
+        let at_word = i == 0 || !ident(b[i - 1]);
+        if at_word && b[i..].starts_with(&['c', 'r', 'a', 't', 'e', ':', ':']) {
+            let mut j = i + 7;
+            while j < b.len() && b[j].is_whitespace() {
+                j += 1;
+            }
+            if b.get(j) == Some(&'{') {
+                // A group: the identifiers that start each top-level item.
+                let mut depth = 0;
+                let mut expect = true;
+                while j < b.len() {
+                    match b[j] {
+                        '{' => {
+                            depth += 1;
+                            expect = depth == 1;
+                        }
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        ',' if depth == 1 => expect = true,
+                        c if expect && ident(c) => {
+                            let start = j;
+                            while j < b.len() && ident(b[j]) {
+                                j += 1;
+                            }
+                            out.push((line, b[start..j].iter().collect()));
+                            expect = false;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+            } else {
+                let start = j;
+                while j < b.len() && ident(b[j]) {
+                    j += 1;
+                }
+                out.push((line, b[start..j].iter().collect()));
+            }
+            i += 7;
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Every `crate::` path in `text` (the file at `rel`) that breaks the layering rule. A
+/// file's unit tests (from `#[cfg(test)]` before `mod tests` on) are exempt: they may use
+/// a higher layer as an oracle (`timefmt`'s tests check against `platform`'s local time).
+fn layering_problems(rel: &str, text: &str) -> Vec<String> {
+    let Some(layer) = layer_of_file(rel) else {
+        return Vec::new();
+    };
+    let tests_at = text
+        .lines()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+        .map_or(usize::MAX, |i| i + 1);
+    let Some(own) = rank(layer) else {
+        return vec![format!("{rel}: in no layer; add its folder to LAYERS and the crate doc")];
+    };
+    let mut problems = Vec::new();
+    for (line, m) in crate_roots(&code_only(text)) {
+        if line >= tests_at || m == layer || m == "self" || m == "super" {
+            continue;
+        }
+        match rank(&m) {
+            Some(r) if r < own => {}
+            Some(_) => problems.push(format!("{rel}:{line}: {layer} imports crate::{m}, which is not below it")),
+            None => {
+                problems.push(format!("{rel}:{line}: crate::{m} is in no layer; add it to LAYERS and the crate doc"))
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn no_layer_imports_upward() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for f in sources() {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(&f).unwrap();
+        if layer_of_file(&rel).is_some() {
+            checked += 1;
+        }
+        problems.extend(layering_problems(&rel, &text));
+    }
+    assert!(checked > 20, "found too few layered files: {checked}");
+    assert!(problems.is_empty(), "upward imports (see the layering rule in src/main.rs):\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_layering_check_can_fail() {
+    let up = layering_problems("src/text/units.rs", "use crate::tree::arena::Arena;");
+    assert_eq!(up.len(), 1, "{up:?}");
+    assert_eq!(layering_problems("src/walk/scan.rs", "fn f() { crate::term::width(); }").len(), 1, "siblings");
+    assert_eq!(layering_problems("src/report.rs", "use crate::{meta::Kind, browse::run};").len(), 1);
+    assert_eq!(
+        layering_problems("src/du/cli.rs", "use crate::{\n    text::quote,\n    walk::scan::{self, Walk},\n};").len(),
+        0
+    );
+    assert_eq!(
+        layering_problems("platform/linux.rs", "use crate::meta::Errno; // crate::browse").len(),
+        0,
+        "comments are not code"
+    );
+    assert_eq!(layering_problems("src/tree/arena.rs", "let s = \"crate::browse\";").len(), 0, "strings are not code");
+    assert_eq!(layering_problems("src/newlayer/x.rs", "").len(), 1, "an unknown folder is reported");
+    assert_eq!(layering_problems("src/meta.rs", "use crate::nowhere::X;").len(), 1, "an unknown module is reported");
+    let test_oracle = "use crate::meta::X;\n#[cfg(test)]\nmod tests {\n    use crate::platform::portable;\n}";
+    assert!(layering_problems("src/text/timefmt.rs", test_oracle).is_empty(), "unit tests may use an oracle");
+    assert!(layering_problems("src/main.rs", "use crate::browse::run;").is_empty(), "main is above every layer");
 }
