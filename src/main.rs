@@ -2,43 +2,66 @@
 //!
 //! # Bird's-eye view
 //!
-//! `argv` → `cli` (what the user typed) → `du` (the GNU du drop-in) → `scan` (a fixed
-//! pool of workers that lists and stats the tree through a `Reader`) → records → `du`
-//! walks the records in GNU order and prints. `dfdu scan` and `dfdu browse` run the same
-//! pool into the arena instead; the browser reads the arena while the scan writes it.
+//! `argv` → `du::cli` (what the user typed) → `du` (the GNU du drop-in) → `walk::scan` (a
+//! fixed pool of workers that lists and stats the tree through a `walk::reader::Reader`,
+//! which is `platform/`) → `du::records` → `du` walks the records in GNU order and
+//! prints. `dfdu scan` (`report`) and `dfdu browse` (`browse`) run the same pool into the
+//! `tree::arena::Arena` instead; the browser reads the arena while the scan writes it.
 //!
 //! # Code map
 //!
+//! `ls src platform` reads as the layers, lowest first:
+//!
+//! * `meta.rs` — plain data every layer speaks: `Meta` (one stat), `Kind`, `Errno`,
+//!   `Timespec`, `LocalTime`.
+//! * `text/` — GNU's formats, no I/O: `units.rs` (sizes, `--block-size`), `quote.rs`
+//!   (`quote`, `quotef`), `timefmt.rs` (`--time-style`), `exclude.rs` (`Exclude` globs).
+//! * `platform/` (beside `src/`) — the operating system. `mod.rs`: the one `cfg` switch and
+//!   the contract every backend implements. `linux.rs` (getdents64 + statx), `macos.rs`
+//!   (getattrlistbulk) with `macos_attrs.rs` (its buffer parser: pure, safe, tested
+//!   everywhere), `unix/` (what both share: `dir.rs` handles and delete, `term.rs` termios
+//!   and signals, `time.rs`), `windows/` (`ffi.rs` declarations, `fs.rs` the NT reader,
+//!   `term.rs` the console), `portable.rs` (std::fs: the oracle and the fallback).
+//! * `walk/` — `scan.rs`: the pool and its protocol (documented at the top of the file),
+//!   `Walk` settings, handing entries to a `Sink`; `reader.rs`: the `Reader` seam (`Native`,
+//!   `Portable`); `floor.rs`: the benchmark's minimal walker.
+//! * `term/` — the terminal without a TUI crate: `mod.rs` (`Screen` and its diffing
+//!   painter, the key `Decoder`, `escape`, `fit`, the raw-mode `Session`), `width.rs`
+//!   (columns per character).
+//! * `du/` — the drop-in: `cli.rs` (`DuOptions`: GNU getopt behaviour, messages, help),
+//!   `records.rs` (`Records`, du's sink: one record per directory), `mod.rs` (per-argument
+//!   logic and the ordered pass that prints).
+//! * `tree/` — the whole tree in memory: `arena.rs` (`Arena`: every entry in 8 bytes plus
+//!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu.rs` (export and import),
+//!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
+//!   roots), `path.rs` (`dir_path`, `child_path`).
+//! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export.
+//! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
+//!   I/O), `draw.rs` (into a `Screen`), `run.rs` (the loop that runs scans, rescans and
+//!   deletes beside it), `delete.rs` (removal that stays inside the selection).
 //! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise).
-//! * `cli.rs` — du's options: GNU getopt behaviour, messages and help text.
-//! * `du.rs` — the drop-in: per-argument logic and the ordered pass that prints.
-//! * `scan.rs` — the pool and its protocol (documented at the top of the file); it
-//!   hands entries to a `Sink`.
-//! * `records.rs` — du's sink: one record per directory, entries only where needed.
-//! * `reader.rs` — the `Reader` seam: `Native` (platform/) and `Portable` (std::fs).
-//! * `arena.rs` — every entry in 8 bytes plus its name; `arena_sink.rs` fills it.
-//! * `report.rs` — `dfdu scan`; `ncdu.rs` — ncdu JSON export and import.
-//! * `browse.rs` — `dfdu browse`: `Browser` (state, keys, drawing into a `Screen`; no
-//!   I/O) and the loop that runs scans, rescans and deletes beside it.
-//! * `term.rs` — the terminal layer: `Screen` and its diffing painter, the key
-//!   `Decoder`, name escaping and truncation, the raw-mode `Session`; `width.rs` — how
-//!   many columns a character takes.
-//! * `delete.rs` — removal that stays inside the selection (no-follow, checked inodes).
-//! * `meta.rs` — plain data: `Meta` (one stat), `Errno`, `LocalTime`.
-//! * `units.rs`, `exclude.rs`, `quote.rs`, `timefmt.rs` — GNU-compatible formats.
-//! * `platform/linux.rs` — getdents64 + statx; `platform/portable.rs` — std::fs;
-//!   `platform/unix_term.rs` — termios raw mode and signals (Linux and macOS).
-//! * `platform/macos.rs` — getattrlistbulk, one call per batch of entries;
-//!   `platform/macos_attrs.rs` — its buffer parser: pure, safe, tested on every platform.
 //!
-//! # Invariants
+//! # Layering rule
 //!
-//! * `unsafe` appears only under `platform/`, each block with a `// SAFETY:` comment.
-//! * Workers never print; everything the user sees is written by one thread, in order.
+//! `meta` < `text` < `platform` < `walk`, `term` < `du`, `tree` < `report`, `browse` <
+//! `main`. A file may use `crate::X` only for an X of a lower layer or of its own folder;
+//! layers of the same rank (`walk`/`term`, `du`/`tree`, `report`/`browse`) do not import
+//! each other, and nothing imports upward. Unit tests may use a higher layer as an oracle.
+//! `tests/tidy.rs` enforces this (and fails on a folder that is in no layer).
+//!
+//! # Invariants (what is absent)
+//!
+//! * No `unsafe` outside `platform/`, and none there without a `// SAFETY:` comment.
+//! * No platform backend chosen anywhere but `platform/mod.rs`, and no `#[path]` but the
+//!   one above `mod platform` here (it reaches `platform/` beside `src/`). Elsewhere `cfg`
+//!   only picks std's Unix or Windows extension traits (`meta.rs`, `main.rs`,
+//!   `browse/run.rs`).
+//! * No printing from workers: everything the user sees is written by one thread, in
+//!   order.
 //! * No recursion on the scan or print paths: deep trees cannot overflow a stack.
 //! * No per-entry heap allocation while scanning; results are committed per directory.
-//! * The browser never sorts more than the directory it shows, and deletes only what
-//!   the scan saw, through handles it has checked (see `delete.rs`).
+//! * No sort beyond the directory the browser shows, and no delete of anything the scan
+//!   did not see or through a handle that was not checked (see `browse/delete.rs`).
 
 #![deny(unsafe_code)]
 

@@ -1,6 +1,6 @@
 //! The parallel scanner: a fixed pool of workers that lists and stats one directory tree
 //! through a `Reader` and hands every entry to a `Sink`, which decides what to keep (du's
-//! per-directory records in `records.rs`, or every entry in the arena in `arena_sink.rs`).
+//! per-directory records in `du/records.rs`, or every entry in the arena in `tree/sink.rs`).
 //!
 //! # Protocol
 //!
