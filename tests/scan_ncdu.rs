@@ -22,7 +22,8 @@ fn run(cmd: &mut Command) -> Output {
 /// symlinks of every kind, sparse files, odd names.
 fn tree(dir: &Path) -> PathBuf {
     let t = dir.join("tree");
-    run(Command::new(env!("CARGO_BIN_EXE_dfdu-bench")).args(["gen", "--entries", "20000", "--seed", "7"]).arg(&t));
+    let args = ["--entries", "20000", "--seed", "7"].map(std::ffi::OsString::from);
+    xtask::gen::main([&args[..], &[t.clone().into()]].concat()).unwrap_or_else(|e| panic!("gen: {e}"));
     t
 }
 

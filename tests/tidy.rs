@@ -22,7 +22,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn sources() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for d in ["src", "platform", "tests"] {
+    for d in ["src", "platform", "tests", "xtask/src", "xtask/tests"] {
         rust_files(&root.join(d), &mut files);
     }
     files.push(root.join("build.rs"));

@@ -1,4 +1,4 @@
-//! `dfdu-bench run`: times dfdu and the peers on one tree and writes a Markdown report.
+//! `cargo xtask run`: times dfdu and the peers on one tree and writes a Markdown report.
 //!
 //! Sequence:
 //! 1. Find the tools (`tools::discover`); missing ones are skipped and named.
@@ -25,17 +25,23 @@ use crate::tools::{self, Parse, Tool};
 use crate::{gen, json, machine};
 
 pub const HELP: &str = "\
-dfdu-bench run --dir DIR [--runs N] [--warmup N] [--cold] [--dfdu PATH] [--out FILE]
+cargo xtask run --dir DIR [--runs N] [--warmup N] [--cold] [--tools LIST] [--dfdu PATH]
+                [--out FILE]
 
-Times dfdu and every peer found on PATH (or in ~/.cargo/bin): dfdu -s, dfdu scan (if
-`dfdu scan --help` works), dua aggregate, gdu -n -p -s, pdu --max-depth 1 (also with
---threads NCPU), dust -d 0, diskus, ncdu -0 -o /dev/null, du -s. Missing tools are skipped.
+Times dfdu and every peer found on PATH (or in ~/.cargo/bin) on an existing directory:
+dfdu -s, dfdu scan, the floor walker `dfdu floor`, dua aggregate, gdu -n -p -s,
+pdu --max-depth 1 (also with --threads NCPU), dust -d 0, diskus, ncdu -0 -o /dev/null,
+du -s. Missing tools are skipped. `cargo xtask bench` is this plus building dfdu and
+generating the tree.
 
-  --dir DIR     the tree to measure (for example one made by `dfdu-bench gen`)
+  --dir DIR     the tree to measure (for example one made by `cargo xtask gen`)
   --runs N      counted runs per tool (default 10), interleaved round-robin
   --warmup N    uncounted runs per tool first (default 2; 0 with --cold)
   --cold        drop the page cache before every run (sync; echo 3 > drop_caches; root)
-  --dfdu PATH   the dfdu binary (default: dfdu on PATH, else next to dfdu-bench)
+  --tools LIST  time only these, comma-separated (dfdu,du); a name also selects its
+                variants (dfdu: dfdu-scan; pdu: pdu-tN). Names: dfdu, dfdu-scan, floor,
+                dua, gdu, pdu, dust, diskus, ncdu, du
+  --dfdu PATH   the dfdu binary (default: dfdu on PATH, else next to this program)
   --out FILE    write the Markdown report here (default: append it to
                 DIR/../results-YYYY-MM-DD.md, one file per day next to the tree)
 
@@ -54,25 +60,26 @@ struct RunArgs {
     cold: bool,
     dfdu: Option<PathBuf>,
     out: Option<PathBuf>,
+    tools: Option<Vec<String>>,
 }
 
 pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let args = parse(args)?;
-    let dir = fs::canonicalize(&args.dir).map_err(|e| format!("run: {}: {e}", args.dir.display()))?;
+    let dir = fs::canonicalize(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
     if !dir.is_dir() {
-        return Err(format!("run: {} is not a directory", dir.display()));
+        return Err(format!("{} is not a directory", dir.display()));
     }
     if args.cold {
         measure::drop_caches()?;
     }
     let n_cpus = cli::available_cores();
     let timer = Timer::new();
-    let (tools, skipped) = tools::discover(&dir, args.dfdu.clone(), n_cpus);
+    let (tools, skipped) = tools::discover(&dir, args.dfdu.clone(), n_cpus, args.tools.as_deref());
     if tools.is_empty() {
-        return Err("run: no tool found to time".to_string());
+        return Err("no tool found to time".to_string());
     }
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-    eprintln!("dfdu-bench run: {} on {}", names.join(", "), dir.display());
+    eprintln!("xtask run: {} on {}", names.join(", "), dir.display());
     if !skipped.is_empty() {
         eprintln!("  skipped (not installed): {}", skipped.join(", "));
     }
@@ -112,9 +119,9 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
             append(&out, &text).map(|()| (out, "appended to"))
         }
     };
-    let (out, how) = written.map_err(|e| format!("run: write report: {e}"))?;
+    let (out, how) = written.map_err(|e| format!("write report: {e}"))?;
     say!("{text}");
-    eprintln!("dfdu-bench run: report {how} {}", out.display());
+    eprintln!("xtask run: report {how} {}", out.display());
     Ok(())
 }
 
@@ -128,10 +135,11 @@ fn append(path: &Path, text: &str) -> io::Result<()> {
 
 fn parse(args: Vec<OsString>) -> Result<RunArgs, String> {
     let mut args = Args::new(args);
-    let mut run = RunArgs { dir: PathBuf::new(), runs: 10, warmup: None, cold: false, dfdu: None, out: None };
+    let mut run =
+        RunArgs { dir: PathBuf::new(), runs: 10, warmup: None, cold: false, dfdu: None, out: None, tools: None };
     while let Some(arg) = args.next()? {
         let Arg::Opt(name) = arg else {
-            return Err(format!("run: unexpected argument (use --dir DIR)\n\n{HELP}"));
+            return Err("unexpected argument (use --dir DIR; see cargo xtask run --help)".to_string());
         };
         match name.as_str() {
             "--dir" => run.dir = PathBuf::from(args.value(&name)?),
@@ -143,15 +151,16 @@ fn parse(args: Vec<OsString>) -> Result<RunArgs, String> {
             }
             "--dfdu" => run.dfdu = Some(PathBuf::from(args.value(&name)?)),
             "--out" => run.out = Some(PathBuf::from(args.value(&name)?)),
-            _ => return Err(format!("run: unknown option {name}\n\n{HELP}")),
+            "--tools" => run.tools = Some(tools::parse_list(&args.value(&name)?.to_string_lossy())?),
+            _ => return Err(format!("unknown option '{name}' (see cargo xtask run --help)")),
         }
     }
     if run.dir.as_os_str().is_empty() {
-        return Err(format!("run: --dir DIR is required\n\n{HELP}"));
+        return Err("--dir DIR is required (see cargo xtask run --help)".to_string());
     }
     if let Some(dfdu) = &run.dfdu {
         if !dfdu.is_file() {
-            return Err(format!("run: --dfdu {}: no such file", dfdu.display()));
+            return Err(format!("--dfdu {}: no such file", dfdu.display()));
         }
     }
     Ok(run)
@@ -165,12 +174,12 @@ fn reference_totals(dir: &Path) -> Result<Reference, String> {
             .arg(dir)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("run: du: {e}"))?;
+            .map_err(|e| format!("du: {e}"))?;
         tools::parse_bytes(Parse::FirstNumber, &output.stdout)
-            .ok_or_else(|| format!("run: du {}: no total in its output", flags.join(" ")))
+            .ok_or_else(|| format!("du {}: no total in its output", flags.join(" ")))
     };
     let (disk_bytes, apparent_bytes, no_dedup_bytes) = (du(&["-s", "-B1"])?, du(&["-sb"])?, du(&["-s", "-B1", "-l"])?);
-    let root_dir_bytes = fs::symlink_metadata(dir).map_err(|e| format!("run: {}: {e}", dir.display()))?.blocks() * 512;
+    let root_dir_bytes = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?.blocks() * 512;
     let (n_dirs, dir_bytes) = directory_bytes(dir)?;
     Ok(Reference { disk_bytes, apparent_bytes, no_dedup_bytes, root_dir_bytes, n_dirs, dir_bytes })
 }
@@ -181,10 +190,10 @@ fn directory_bytes(dir: &Path) -> Result<(u64, u64), String> {
     let mut stack = vec![dir.to_path_buf()];
     let (mut n_dirs, mut bytes) = (0u64, 0u64);
     while let Some(path) = stack.pop() {
-        let meta = fs::symlink_metadata(&path).map_err(|e| format!("run: {}: {e}", path.display()))?;
+        let meta = fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         n_dirs += 1;
         bytes += meta.blocks() * 512;
-        let entries = fs::read_dir(&path).map_err(|e| format!("run: {}: {e}", path.display()))?;
+        let entries = fs::read_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         for entry in entries.flatten() {
             if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
                 stack.push(entry.path());
@@ -208,7 +217,7 @@ fn harness_overhead(timer: &Timer) -> Result<f64, String> {
     };
     let mut walls = Vec::with_capacity(OVERHEAD_RUNS);
     for _ in 0..OVERHEAD_RUNS {
-        let sample = timer.run(&true_program, &[]).map_err(|e| format!("run: true: {e}"))?;
+        let sample = timer.run(&true_program, &[]).map_err(|e| format!("true: {e}"))?;
         walls.push(sample.wall_s);
     }
     Ok(report::stats(&walls).median)
@@ -234,7 +243,7 @@ fn time_rounds(
                 measure::drop_caches()?;
             }
             let sample: Sample =
-                timer.run(&tool.program, &tool.args).map_err(|e| format!("run: {}: {e}", tool.program.display()))?;
+                timer.run(&tool.program, &tool.args).map_err(|e| format!("{}: {e}", tool.program.display()))?;
             line.push_str(&format!(" {} {:.3}", tool.name, sample.wall_s));
             if let Some(failure) = &sample.failure {
                 line.push_str(" (failed)");
@@ -252,7 +261,7 @@ fn time_rounds(
 /// How the tree was made, from its `gen` marker, or a note that it has none.
 fn tree_description(dir: &Path) -> String {
     let Ok(marker) = fs::read_to_string(gen::marker_path(dir)) else {
-        return format!("`{}` (no dfdu-bench marker: not a generated tree)", dir.display());
+        return format!("`{}` (no generator marker: not a generated tree)", dir.display());
     };
     let field = |key: &str| json::u64(&marker, key).map_or_else(|| "?".to_string(), cli::group);
     format!(

@@ -69,13 +69,11 @@ pub struct Stats {
     pub mean: f64,
     /// Sample standard deviation (n − 1); 0 for a single value.
     pub sd: f64,
-    pub min: f64,
-    pub max: f64,
 }
 
 pub fn stats(values: &[f64]) -> Stats {
     if values.is_empty() {
-        return Stats { median: f64::NAN, mean: f64::NAN, sd: f64::NAN, min: f64::NAN, max: f64::NAN };
+        return Stats { median: f64::NAN, mean: f64::NAN, sd: f64::NAN };
     }
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -86,7 +84,7 @@ pub fn stats(values: &[f64]) -> Stats {
         1 => 0.0,
         _ => sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64,
     };
-    Stats { median, mean, sd: variance.sqrt(), min: sorted[0], max: sorted[n - 1] }
+    Stats { median, mean, sd: variance.sqrt() }
 }
 
 pub fn render(input: &Input) -> String {
@@ -100,7 +98,7 @@ pub fn render(input: &Input) -> String {
 
 fn header(out: &mut String, input: &Input) {
     let m = &input.machine;
-    let dir_name = input.dir.file_name().unwrap_or_default().to_string_lossy();
+    let dir_name = input.dir.display();
     let cache = if input.cold { "cold cache" } else { "warm cache" };
     let _ = writeln!(out, "# dfdu benchmark: {dir_name}, {cache}\n");
     let _ = writeln!(out, "- date: {}", input.date);
@@ -146,26 +144,46 @@ fn time_table(out: &mut String, input: &Input) {
     let _ = writeln!(out, "## Wall time (fastest median first)\n");
     let _ = writeln!(
         out,
-        "| tool | median s | mean ± sd s | min s | max s | vs dfdu | user+sys s (user / sys), median | peak RSS MiB | failed runs |"
+        "| tool | mean ± sd s | median s | vs dfdu | peak RSS MiB (min–max) | user+sys s | total vs `du -sB1` |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---|");
     for idx in order {
         let wall = stats(&walls[idx]);
-        let ratio = dfdu_median.map_or_else(|| "n/a".to_string(), |base| format!("{:.2}", wall.median / base));
+        let ratio = dfdu_median.map_or_else(|| "n/a".to_string(), |base| format!("{:.2}×", wall.median / base));
         let result = &input.results[idx];
-        let name = if input.tools[idx].name == "dfdu" { "**dfdu**".to_string() } else { input.tools[idx].name.clone() };
+        let name = match input.tools[idx].name.as_str() {
+            "dfdu" => "**dfdu**".to_string(),
+            "floor" => "floor (yardstick)".to_string(),
+            other => other.to_string(),
+        };
         let _ = writeln!(
             out,
-            "| {name} | {:.3} | {:.3} ± {:.3} | {:.3} | {:.3} | {ratio} | {} | {} | {} |",
-            wall.median,
+            "| {name} | {:.3} ± {:.3} | {:.3} | {ratio} | {} | {} | {} |",
             wall.mean,
             wall.sd,
-            wall.min,
-            wall.max,
-            cpu_cell(&result.samples),
+            wall.median,
             rss_cell(&result.samples),
-            failures_cell(result),
+            cpu_cell(&result.samples),
+            total_cell(&input.checks[idx], input.reference),
         );
+    }
+    out.push('\n');
+    let method = match input.cold {
+        true => format!("{} counted runs per tool, each after dropping the page cache", input.runs),
+        false => format!("{} warm-up and {} counted runs per tool", input.warmup, input.runs),
+    };
+    let _ = writeln!(
+        out,
+        "{method}, interleaved round-robin. \"vs dfdu\" is the tool's median over dfdu's; user+sys \
+         is the median CPU time; peak RSS is GNU time's maximum resident set, lowest and highest \
+         run. The floor is `dfdu floor`: the least a walker can do, with no hard-link bookkeeping. \
+         Load average {} before, {} after.",
+        input.load_before, input.load_after
+    );
+    for (tool, result) in input.tools.iter().zip(input.results) {
+        if let Some(first) = result.failures.first() {
+            let _ = writeln!(out, "\n**{} failed {} run(s)**: {first}", tool.name, result.failures.len());
+        }
     }
     out.push('\n');
 }
@@ -177,21 +195,30 @@ fn cpu_cell(samples: &[Sample]) -> String {
     }
     let user = stats(&usages.iter().map(|u| u.user_s).collect::<Vec<_>>()).median;
     let sys = stats(&usages.iter().map(|u| u.sys_s).collect::<Vec<_>>()).median;
-    let total = stats(&usages.iter().map(|u| u.user_s + u.sys_s).collect::<Vec<_>>()).median;
-    format!("{total:.2} ({user:.2} / {sys:.2})")
+    format!("{:.2} ({user:.2} + {sys:.2})", user + sys)
 }
 
 fn rss_cell(samples: &[Sample]) -> String {
-    match samples.iter().filter_map(|s| s.rusage.as_ref()).map(|u| u.max_rss_kib).max() {
-        Some(kib) => format!("{:.1}", kib as f64 / 1024.0),
-        None => "—".to_string(),
+    let kib: Vec<u64> = samples.iter().filter_map(|s| s.rusage.as_ref()).map(|u| u.max_rss_kib).collect();
+    let (Some(low), Some(high)) = (kib.iter().min(), kib.iter().max()) else {
+        return "—".to_string();
+    };
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    match low == high {
+        true => format!("{:.1}", mib(*low)),
+        false => format!("{:.1}–{:.1}", mib(*low), mib(*high)),
     }
 }
 
-fn failures_cell(result: &ToolResult) -> String {
-    match result.failures.first() {
-        None => "0".to_string(),
-        Some(first) => format!("{} ({})", result.failures.len(), first.replace('|', "\\|")),
+/// The tool's raw-bytes total against `du -s -B1`: "equal", or the difference and its cause.
+fn total_cell(check: &ByteCheck, reference: &Reference) -> String {
+    match &check.reported {
+        Ok(bytes) if *bytes == reference.disk_bytes => "equal".to_string(),
+        Ok(bytes) => {
+            let diff = i128::from(*bytes) - i128::from(reference.disk_bytes);
+            format!("{} ({})", cli::group_signed(diff), explain(*bytes, reference))
+        }
+        Err(why) => format!("— ({})", why.replace('|', "\\|")),
     }
 }
 

@@ -22,6 +22,12 @@
 //!   target's own directory, the rest anywhere. A few inodes get many names.
 //! - Symlinks: to files and directories in the tree (relative), dangling, ancestor loops
 //!   (`.`, `..`, `../..`), absolute targets outside the tree, self loops and links to links.
+//!
+//! Other shapes: `Wide` puts every file in the root; `Chain` is a single line of nested
+//! directories named `d` (so paths grow by two bytes a level), with the files spread
+//! evenly over the levels, the big and sparse ones and the newline name included, and no
+//! links. `Sizes::None` plans the same tree and then empties every file (no data, no
+//! sparse or allocated files), so only directories and inodes take disk space.
 
 use std::collections::{HashMap, HashSet};
 
@@ -56,6 +62,59 @@ const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 const GIB: u64 = 1024 * MIB;
 
+/// The layout of a tree (`--shape`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Shape {
+    Tree,
+    Wide,
+    Chain,
+}
+
+impl Shape {
+    pub fn parse(text: &str) -> Result<Shape, String> {
+        match text {
+            "tree" => Ok(Shape::Tree),
+            "wide" => Ok(Shape::Wide),
+            "chain" => Ok(Shape::Chain),
+            _ => Err(format!("--shape '{text}': expected tree, wide or chain")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Tree => "tree",
+            Shape::Wide => "wide",
+            Shape::Chain => "chain",
+        }
+    }
+}
+
+/// What the files hold (`--sizes`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sizes {
+    /// Empty, small, big and sparse files, as in real trees.
+    Mixed,
+    /// Every file empty.
+    None,
+}
+
+impl Sizes {
+    pub fn parse(text: &str) -> Result<Sizes, String> {
+        match text {
+            "mixed" => Ok(Sizes::Mixed),
+            "none" => Ok(Sizes::None),
+            _ => Err(format!("--sizes '{text}': expected mixed or none")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Sizes::Mixed => "mixed",
+            Sizes::None => "none",
+        }
+    }
+}
+
 /// How many entries of each kind a tree has.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Counts {
@@ -81,6 +140,11 @@ impl Counts {
     /// `files` regular files in the root and nothing else.
     pub fn for_wide(files: u64) -> Counts {
         Counts { dirs: 1, files, link_names: 0, link_inodes: 0, symlinks: 0 }
+    }
+
+    /// `depth` nested directories below the root and the rest of `entries` as files.
+    pub fn for_chain(entries: u64, depth: u64) -> Counts {
+        Counts { dirs: depth + 1, files: entries - depth - 1, link_names: 0, link_inodes: 0, symlinks: 0 }
     }
 
     pub fn entries(&self) -> u64 {
@@ -172,15 +236,27 @@ impl Plan {
 
 /// Plans the tree for `counts`. With one directory (`Counts::for_wide`) every file lands
 /// in the root.
-pub fn plan(counts: Counts, seed: u64) -> Plan {
+pub fn plan(shape: Shape, counts: Counts, sizes: Sizes, seed: u64) -> Plan {
     let mut planner =
         Planner { rng: Rng::new(seed), dirs: vec![new_dir(0, 0, Vec::new(), false)], taken: HashSet::new() };
-    planner.plan_dirs(counts.dirs);
-    let files_per_dir = planner.spread_files(counts.files);
+    let files_per_dir = match shape {
+        Shape::Chain => planner.plan_chain(counts.dirs - 1, counts.files),
+        Shape::Tree | Shape::Wide => {
+            planner.plan_dirs(counts.dirs);
+            planner.spread_files(counts.files)
+        }
+    };
     planner.plan_files(&files_per_dir, counts.files);
     planner.plan_symlinks(counts.symlinks);
     let links = planner.plan_links(counts.link_names, counts.link_inodes);
-    Plan { dirs: planner.dirs, links, counts }
+    let mut dirs = planner.dirs;
+    if sizes == Sizes::None {
+        for file in dirs.iter_mut().flat_map(|dir| &mut dir.files) {
+            file.size_bytes = 0;
+            file.kind = FileKind::Written;
+        }
+    }
+    Plan { dirs, links, counts }
 }
 
 fn new_dir(parent_idx: u32, depth: u32, name: Vec<u8>, in_chain: bool) -> DirPlan {
@@ -216,6 +292,18 @@ impl Planner {
         let depth = self.dirs[parent_idx as usize].depth + 1;
         self.dirs.push(new_dir(parent_idx, depth, name, false));
         (self.dirs.len() - 1) as u32
+    }
+
+    /// `depth` directories each inside the one before, all named `d`; returns the files per
+    /// directory: `n_files` spread evenly, the first levels taking the remainder.
+    fn plan_chain(&mut self, depth: u64, n_files: u64) -> Vec<u64> {
+        let mut parent_idx = 0;
+        for _ in 0..depth {
+            parent_idx = self.add_dir(parent_idx, Some(b"d".to_vec()));
+            self.dirs[parent_idx as usize].in_chain = true;
+        }
+        let levels = depth + 1;
+        (0..levels).map(|level| n_files / levels + u64::from(level < n_files % levels)).collect()
     }
 
     fn plan_dirs(&mut self, n_dirs: u64) {

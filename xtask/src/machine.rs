@@ -98,12 +98,13 @@ pub fn load_average() -> String {
     text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-/// (UTC date "YYYY-MM-DD", UTC time "HH:MM") now.
+/// (UTC date "YYYY-MM-DD", UTC time "HH:MM:SS") now.
 pub fn utc_now() -> (String, String) {
     let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, secs_of_day) = (secs / 86_400, secs % 86_400);
     let (year, month, day) = civil_from_days(days as i64);
-    (format!("{year:04}-{month:02}-{day:02}"), format!("{:02}:{:02}", secs_of_day / 3600, secs_of_day % 3600 / 60))
+    let (hour, minute, second) = (secs_of_day / 3600, secs_of_day % 3600 / 60, secs_of_day % 60);
+    (format!("{year:04}-{month:02}-{day:02}"), format!("{hour:02}:{minute:02}:{second:02}"))
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day); Howard Hinnant's

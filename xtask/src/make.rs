@@ -17,6 +17,11 @@
 //! by one thread in plan order, but its file data is written by helper threads.
 //!
 //! Workers never print; the first error stops every worker and is returned.
+//!
+//! A chain (`make_chain`) is made by one thread that changes into each new level, so every
+//! path it passes to the kernel is one name long and the depth is not limited by PATH_MAX.
+//! That changes the process's working directory for the duration (restored at the end):
+//! only the `gen` command does it, never a caller that runs other threads meanwhile.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
@@ -72,6 +77,47 @@ pub fn make(root: &Path, plan: &Plan, threads: usize) -> Result<PhaseTimes, Stri
     }
     let links_s = started.elapsed().as_secs_f64();
     Ok(PhaseTimes { dirs_s, files_s, links_s })
+}
+
+/// Creates a chain plan (every directory inside the one before) under `root`, which must
+/// not exist yet, working one level at a time from inside each directory.
+pub fn make_chain(root: &Path, plan: &Plan) -> Result<PhaseTimes, String> {
+    let home = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
+    let made = make_chain_inside(root, plan);
+    let back = std::env::set_current_dir(&home).map_err(|e| format!("cd {}: {e}", home.display()));
+    let times = made?;
+    back?;
+    Ok(times)
+}
+
+fn make_chain_inside(root: &Path, plan: &Plan) -> Result<PhaseTimes, String> {
+    let started = Instant::now();
+    let mut dirs_s = 0.0;
+    fs::create_dir(root).map_err(|e| format!("mkdir {}: {e}", root.display()))?;
+    std::env::set_current_dir(root).map_err(|e| format!("cd {}: {e}", root.display()))?;
+    let pattern = pattern_buffer();
+    for (level, dir) in plan.dirs.iter().enumerate() {
+        let at = |e: String| format!("{}, level {level}: {e}", root.display());
+        if level > 0 {
+            debug_assert_eq!(dir.parent_idx as usize, level - 1, "a chain plan");
+            let mkdir_started = Instant::now();
+            let name = Path::new(OsStr::from_bytes(&dir.name));
+            fs::create_dir(name).map_err(|e| at(format!("mkdir {}: {e}", name.display())))?;
+            std::env::set_current_dir(name).map_err(|e| at(format!("cd {}: {e}", name.display())))?;
+            dirs_s += mkdir_started.elapsed().as_secs_f64();
+        }
+        for file_plan in &dir.files {
+            let path = Path::new(OsStr::from_bytes(&file_plan.name));
+            let file = create(path).map_err(at)?;
+            fill_file(&file, path, file_plan, &pattern).map_err(at)?;
+        }
+        for link in &dir.symlinks {
+            let path = Path::new(OsStr::from_bytes(&link.name));
+            symlink(OsStr::from_bytes(&link.target), path).map_err(|e| at(format!("symlink {}: {e}", path.display())))?;
+        }
+    }
+    let files_s = started.elapsed().as_secs_f64() - dirs_s;
+    Ok(PhaseTimes { dirs_s, files_s, links_s: 0.0 })
 }
 
 /// The full path of every planned directory; the plan puts parents before children.

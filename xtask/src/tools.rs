@@ -160,25 +160,58 @@ const DFDU_FLOOR: Spec = Spec {
     version_args: &["--version"],
 };
 
-/// The tools to time, dfdu first, and the names of those that are not installed.
-pub fn discover(dir: &Path, dfdu: Option<PathBuf>, n_cpus: usize) -> (Vec<Tool>, Vec<String>) {
+/// Every tool name `--tools` accepts.
+const NAMES: [&str; 10] = ["dfdu", "dfdu-scan", "floor", "dua", "gdu", "pdu", "dust", "diskus", "ncdu", "du"];
+
+/// `--tools dfdu,du`: the names, each checked against the known ones.
+pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
+    let names: Vec<String> = text.split(',').map(str::trim).filter(|n| !n.is_empty()).map(String::from).collect();
+    if names.is_empty() {
+        return Err("--tools needs at least one name".to_string());
+    }
+    match names.iter().find(|name| !NAMES.contains(&name.as_str())) {
+        Some(unknown) => Err(format!("--tools: unknown tool '{unknown}' (known: {})", NAMES.join(", "))),
+        None => Ok(names),
+    }
+}
+
+/// Whether `--tools` selects the tool named `name` ("pdu" selects "pdu-t2" as well).
+fn selected(name: &str, only: Option<&[String]>) -> bool {
+    let Some(only) = only else {
+        return true;
+    };
+    only.iter().any(|item| {
+        let name = name.replace("{NCPU}", "");
+        name == *item || name.strip_prefix(item.as_str()).is_some_and(|rest| rest.starts_with('-'))
+    })
+}
+
+/// The tools to time, dfdu first, and the names of those that are not installed; `only`
+/// (from `--tools`) restricts both.
+pub fn discover(dir: &Path, dfdu: Option<PathBuf>, n_cpus: usize, only: Option<&[String]>) -> (Vec<Tool>, Vec<String>) {
     let mut tools = Vec::new();
     let mut skipped = Vec::new();
+    let wanted = |spec: &Spec| selected(spec.name, only);
+    let dfdu_wanted = [&DFDU, &DFDU_SCAN, &DFDU_FLOOR].into_iter().any(wanted);
     match dfdu.or_else(|| find_program("dfdu")).or_else(sibling_dfdu) {
-        Some(program) => {
+        Some(program) if dfdu_wanted => {
             let scan_works = quiet_success(&program, &["scan", "--help"]);
-            tools.push(make_tool(&DFDU, program.clone(), dir, n_cpus));
-            if scan_works {
+            if wanted(&DFDU) {
+                tools.push(make_tool(&DFDU, program.clone(), dir, n_cpus));
+            }
+            if scan_works && wanted(&DFDU_SCAN) {
                 tools.push(make_tool(&DFDU_SCAN, program.clone(), dir, n_cpus));
             }
-            if quiet_success(&program, &["floor", "-j", "1", "/dev/null"]) {
+            if wanted(&DFDU_FLOOR) && quiet_success(&program, &["floor", "-j", "1", "/dev/null"]) {
                 tools.push(make_tool(&DFDU_FLOOR, program, dir, n_cpus));
             }
         }
-        None => skipped.push("dfdu".to_string()),
+        Some(_) => {}
+        None if dfdu_wanted => skipped.push("dfdu".to_string()),
+        None => {}
     }
     let mut missing_programs = HashSet::new();
-    for spec in PEERS {
+    for spec in PEERS.iter().filter(|spec| wanted(spec)) {
         match find_program(spec.program) {
             Some(program) => tools.push(make_tool(spec, program, dir, n_cpus)),
             None if missing_programs.insert(spec.program) => skipped.push(spec.program.to_string()),
@@ -215,8 +248,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).chain(cargo_bin).map(|dir| dir.join(name)).find(|candidate| is_executable(candidate))
 }
 
-/// A `dfdu` next to this binary, as `cargo build --release --bin dfdu --bin dfdu-bench`
-/// leaves it.
+/// A `dfdu` next to this binary, as `cargo build --release --workspace` leaves it.
 fn sibling_dfdu() -> Option<PathBuf> {
     let candidate = std::env::current_exe().ok()?.with_file_name("dfdu");
     is_executable(&candidate).then_some(candidate)
