@@ -1,18 +1,23 @@
 # dfdu — thin, self-documenting Makefile. `make help` lists the targets.
 CARGO    ?= cargo
-DIR      ?= /work/bench/tree-1m
+DIR      ?= $(HOME)/dfdu-bench/tree-1m
 ENTRIES  ?= 1000000
 WIDE     ?=
 SEED     ?= 1
 RUNS     ?= 10
 COLD     ?=
+TOOLS    ?=
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+DESTDIR  ?=
 MUSL_X86 := x86_64-unknown-linux-musl
 MUSL_ARM := aarch64-unknown-linux-musl
+CROSS    := aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu
 
-.PHONY: help build release static test test-du test-windows lint check-targets bench bench-deps clean
+.PHONY: help build release install install-du-link uninstall static test test-du test-windows lint check-targets bench bench-deps clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
 
 build: ## debug build
 	$(CARGO) build
@@ -20,7 +25,20 @@ build: ## debug build
 release: ## optimised build: target/release/dfdu
 	$(CARGO) build --release --bin dfdu
 
+install: ## install target/release/dfdu to $(DESTDIR)$(BINDIR) (PREFIX=/usr/local, DESTDIR); builds it if missing
+	test -x target/release/dfdu || $(CARGO) build --release --bin dfdu
+	install -d "$(DESTDIR)$(BINDIR)"
+	install -m 755 target/release/dfdu "$(DESTDIR)$(BINDIR)/dfdu"
+
+install-du-link: install ## also make `du` in $(BINDIR) a link to dfdu (it then *is* du)
+	ln -sf dfdu "$(DESTDIR)$(BINDIR)/du"
+
+uninstall: ## remove dfdu (and its du link, if it points at dfdu) from $(DESTDIR)$(BINDIR)
+	if [ "$$(readlink "$(DESTDIR)$(BINDIR)/du")" = dfdu ]; then rm -f "$(DESTDIR)$(BINDIR)/du"; fi
+	rm -f "$(DESTDIR)$(BINDIR)/dfdu"
+
 static: ## static musl binaries for x86_64 and aarch64 (profile "static"), with their sizes
+	rustup target add $(MUSL_X86) >/dev/null
 	$(CARGO) build --profile static --bin dfdu --target $(MUSL_X86)
 	@ls -l target/$(MUSL_X86)/static/dfdu | awk '{print "x86_64 static: " $$5 " bytes"}'
 	@file target/$(MUSL_X86)/static/dfdu
@@ -31,32 +49,27 @@ static: ## static musl binaries for x86_64 and aarch64 (profile "static"), with 
 	else echo "aarch64-unknown-linux-musl target not installed: skipped"; fi
 
 test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests
-	$(CARGO) test --release
+	$(CARGO) test --release --workspace
 	CARGO=$(CARGO) tests/wine/run
 
 test-windows: ## cross-build dfdu.exe, run it and its platform tests under Wine, compare with Linux du
 	CARGO=$(CARGO) tests/wine/run
 
-lint: ## rustfmt and clippy (warnings are errors)
+lint: ## rustfmt and clippy (warnings are errors), product and benchmark harness
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-check-targets: ## cargo check for macOS and Windows, clippy for macOS (no SDK here, so no link)
-	rustup target add aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu >/dev/null
-	$(CARGO) check --bin dfdu --target aarch64-apple-darwin
-	$(CARGO) check --bin dfdu --target x86_64-apple-darwin
-	$(CARGO) clippy --target aarch64-apple-darwin --bin dfdu -- -D warnings
-	$(CARGO) clippy --target x86_64-apple-darwin --bin dfdu -- -D warnings
-	$(CARGO) check --bin dfdu --target x86_64-pc-windows-gnu
+check-targets: ## clippy -D warnings for macOS (both) and Windows, the whole product package (no link)
+	rustup target add $(CROSS) >/dev/null
+	for target in $(CROSS); do $(CARGO) clippy --package dfdu --target $$target -- -D warnings || exit 1; done
 
 bench-deps: ## install the peer tools the benchmark compares against
 	apt-get install -y gdu ncdu hyperfine time
 	$(CARGO) install --locked dua-cli du-dust parallel-disk-usage diskus
 
-bench: ## benchmark dfdu against peers: DIR ENTRIES WIDE SEED RUNS COLD
-	$(CARGO) build --release --bin dfdu --bin dfdu-bench
-	target/release/dfdu-bench gen --entries $(ENTRIES) $(if $(WIDE),--wide $(WIDE)) --seed $(SEED) $(DIR)
-	target/release/dfdu-bench run --dir $(DIR) --runs $(RUNS) $(if $(COLD),--cold) --dfdu target/release/dfdu
+bench: ## cargo xtask bench: DIR=~/dfdu-bench/tree-1m ENTRIES WIDE SEED RUNS COLD=1 TOOLS=dfdu,du
+	$(CARGO) xtask bench $(if $(WIDE),--wide $(WIDE),--entries $(ENTRIES)) --seed $(SEED) --runs $(RUNS) \
+	  $(if $(COLD),--cold) $(if $(TOOLS),--tools $(TOOLS)) "$(DIR)"
 
 clean: ## remove build output
 	$(CARGO) clean

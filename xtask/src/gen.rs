@@ -167,9 +167,7 @@ fn parse(args: Vec<OsString>) -> Result<GenArgs, String> {
                 _ => return Err(format!("unknown option '{name}' (see cargo xtask gen --help)")),
             },
             Arg::Pos(path) if dir.is_none() => dir = Some(PathBuf::from(path)),
-            Arg::Pos(path) => {
-                return Err(format!("a second DIR '{}': give one DIR", path.to_string_lossy()))
-            }
+            Arg::Pos(path) => return Err(format!("a second DIR '{}': give one DIR", path.to_string_lossy())),
         }
     }
     let dir = dir.ok_or_else(|| "DIR is missing (see cargo xtask gen --help)".to_string())?;

@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 /// `println!` that ignores a closed stdout: `cargo xtask run … | head` is not an error.
+#[cfg(unix)]
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;

@@ -22,6 +22,7 @@ usage:
   cargo xtask run --dir DIR [--runs N] [--warmup N] [--cold] [--tools LIST] [--dfdu PATH]
   cargo xtask SUBCOMMAND --help";
 
+#[cfg(unix)]
 const FLOOR_NOTE: &str = "\
 the floor walker is `dfdu floor [-j N] DIR`, inside dfdu where the raw system calls live;
 `cargo xtask bench` times it beside the tools.";
@@ -43,8 +44,8 @@ fn main() -> ExitCode {
         _ => HELP,
     };
     let result = match subcommand.as_str() {
-        "-h" | "--help" | "help" => Ok(println!("{HELP}")),
-        "bench" | "gen" | "run" if wants_help => Ok(println!("{help}")),
+        "-h" | "--help" | "help" => show(HELP),
+        "bench" | "gen" | "run" if wants_help => show(help),
         "bench" => bench::main(args),
         "gen" => gen::main(args),
         "run" => run::main(args),
@@ -58,6 +59,14 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Prints help to stdout; a closed stdout (`cargo xtask bench --help | head`) is no error.
+#[cfg(unix)]
+fn show(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout(), "{text}");
+    Ok(())
 }
 
 #[cfg(not(unix))]

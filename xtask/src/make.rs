@@ -113,7 +113,8 @@ fn make_chain_inside(root: &Path, plan: &Plan) -> Result<PhaseTimes, String> {
         }
         for link in &dir.symlinks {
             let path = Path::new(OsStr::from_bytes(&link.name));
-            symlink(OsStr::from_bytes(&link.target), path).map_err(|e| at(format!("symlink {}: {e}", path.display())))?;
+            symlink(OsStr::from_bytes(&link.target), path)
+                .map_err(|e| at(format!("symlink {}: {e}", path.display())))?;
         }
     }
     let files_s = started.elapsed().as_secs_f64() - dirs_s;

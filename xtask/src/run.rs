@@ -169,12 +169,8 @@ fn parse(args: Vec<OsString>) -> Result<RunArgs, String> {
 /// GNU du's totals and the directory sizes that explain the usual differences.
 fn reference_totals(dir: &Path) -> Result<Reference, String> {
     let du = |flags: &[&str]| -> Result<u64, String> {
-        let output = Command::new("du")
-            .args(flags)
-            .arg(dir)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("du: {e}"))?;
+        let output =
+            Command::new("du").args(flags).arg(dir).stdin(Stdio::null()).output().map_err(|e| format!("du: {e}"))?;
         tools::parse_bytes(Parse::FirstNumber, &output.stdout)
             .ok_or_else(|| format!("du {}: no total in its output", flags.join(" ")))
     };

@@ -1,5 +1,6 @@
-//! `dfdu-bench gen`, run as a program: same seed gives the same tree, the counts follow the
-//! reference mix, and the `DIR.gentree.json` marker rules hold (reuse, refuse, `--force`).
+//! `cargo xtask gen`, run as a program: same seed gives the same tree, the counts follow the
+//! reference mix, the `DIR.gentree.json` marker rules hold (reuse, refuse, `--force`), the
+//! chain and `--sizes none` shapes are what they say, and bad sizes get one clear message.
 //! Trees are built at test time in a fresh directory per test.
 
 use std::fs;
@@ -9,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn bench() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_dfdu-bench"))
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
 }
 
 /// A fresh, empty scratch directory for one test.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dfdu-bench-test-{}-{test}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("xtask-gen-test-{}-{test}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir
@@ -138,5 +139,85 @@ fn wide_puts_every_file_in_the_root() {
     assert_eq!(entries.len(), 700);
     assert_eq!(count(&entries, |e| e.kind == 'f' && e.n_links == 1), 700);
     assert_eq!(count(&entries, |e| e.path.contains(&b'\n')), 1);
+    fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
+fn a_chain_is_one_line_of_directories_deeper_than_path_max() {
+    let base = scratch("chain");
+    let chain = base.join("chain");
+    // 2,500 levels of "d/" make paths of over 5,000 bytes: more than PATH_MAX (4,096).
+    gen_ok(&["--shape", "chain", "--depth", "2500", "--entries", "7501"], &chain);
+    let marker = fs::read_to_string(base.join("chain.gentree.json")).unwrap();
+    assert!(marker.contains("\"shape\": \"chain\""), "{marker}");
+    // Walk down with relative steps (the full path is too long for one system call).
+    let home = std::env::current_dir().unwrap();
+    let mut dir = chain.clone();
+    let (mut levels, mut files) = (0, 0);
+    loop {
+        let mut subdirs = Vec::new();
+        for item in fs::read_dir(&dir).unwrap() {
+            let item = item.unwrap();
+            match item.file_type().unwrap().is_dir() {
+                true => subdirs.push(item.file_name()),
+                false => files += 1,
+            }
+        }
+        assert!(subdirs.len() <= 1, "a chain level has {} subdirectories", subdirs.len());
+        let Some(next) = subdirs.pop() else { break };
+        std::env::set_current_dir(&dir).unwrap();
+        dir = PathBuf::from(next);
+        levels += 1;
+    }
+    std::env::set_current_dir(home).unwrap();
+    assert_eq!(levels, 2500);
+    assert_eq!(files, 7501 - 2501);
+    // GNU du (fts, relative opens) agrees on the entry count.
+    let du = Command::new("du").args(["-s", "--inodes"]).arg(&chain).output().unwrap();
+    let inodes: u64 = String::from_utf8_lossy(&du.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(inodes, 7501);
+    // The generator removes a chain this deep on --force (std's remove_dir_all may not).
+    gen_ok(&["--shape", "chain", "--depth", "10", "--entries", "100", "--force"], &chain);
+    assert_eq!(listing(&chain).len(), 99);
+    fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
+fn sizes_none_keeps_the_structure_and_empties_every_file() {
+    let base = scratch("sizes");
+    gen_ok(&["--entries", "3000"], &base.join("mixed"));
+    gen_ok(&["--entries", "3000", "--sizes", "none"], &base.join("none"));
+    let (mixed, none) = (listing(&base.join("mixed")), listing(&base.join("none")));
+    assert!(count(&mixed, |e| e.kind == 'f' && e.size_bytes > 0) > 1000);
+    assert_eq!(count(&none, |e| e.kind == 'f' && e.size_bytes > 0), 0);
+    let shape = |entries: &[Entry]| -> Vec<(Vec<u8>, char, u64, Vec<u8>)> {
+        entries.iter().map(|e| (e.path.clone(), e.kind, e.n_links, e.target.clone())).collect()
+    };
+    assert!(shape(&mixed) == shape(&none), "--sizes none changed names, kinds or links");
+    fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
+fn bad_sizes_get_one_clear_message_and_status_2() {
+    let base = scratch("limits");
+    let cases: [(&[&str], &str); 6] = [
+        (&["--entries", "100"], "xtask: --entries 100 is too few: a tree needs at least 200 entries"),
+        (&["--entries", "99999999999"], "xtask: 99,999,999,999 entries is too many"),
+        (&["--wide", "0"], "xtask: --entries 1 is too few: a wide tree needs at least one file"),
+        (
+            &["--shape", "chain", "--depth", "50", "--entries", "40"],
+            "xtask: --entries 40 is too few: a chain of depth 50",
+        ),
+        (&["--depth", "5"], "xtask: --depth is for --shape chain only"),
+        (&["--sizes", "some"], "xtask: --sizes 'some': expected mixed or none"),
+    ];
+    for (args, expected) in cases {
+        let out = gen(args, &base.join("t"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with(expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
+    }
+    assert!(!base.join("t").exists());
     fs::remove_dir_all(&base).unwrap();
 }
