@@ -38,15 +38,12 @@ uninstall: ## remove dfdu (and its du link, if it points at dfdu) from $(DESTDIR
 	rm -f "$(DESTDIR)$(BINDIR)/dfdu"
 
 static: ## static musl binaries for x86_64 and aarch64 (profile "static"), with their sizes
-	rustup target add $(MUSL_X86) >/dev/null
+	rustup target add $(MUSL_X86) $(MUSL_ARM) >/dev/null 2>&1 || rustup target add $(MUSL_X86) $(MUSL_ARM)
 	$(CARGO) build --profile static --bin dfdu --target $(MUSL_X86)
-	@ls -l target/$(MUSL_X86)/static/dfdu | awk '{print "x86_64 static: " $$5 " bytes"}'
-	@file target/$(MUSL_X86)/static/dfdu
-	@if rustup target list --installed | grep -q $(MUSL_ARM); then \
-	  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
-	  $(CARGO) build --profile static --bin dfdu --target $(MUSL_ARM) && \
-	  ls -l target/$(MUSL_ARM)/static/dfdu | awk '{print "aarch64 static: " $$5 " bytes"}'; \
-	else echo "aarch64-unknown-linux-musl target not installed: skipped"; fi
+	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
+	  $(CARGO) build --profile static --bin dfdu --target $(MUSL_ARM)
+	@for t in $(MUSL_X86) $(MUSL_ARM); do \
+	  printf '%s: %s bytes\n' target/$$t/static/dfdu "$$(wc -c < target/$$t/static/dfdu)"; done
 
 test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests
 	$(CARGO) test --release --workspace

@@ -35,8 +35,8 @@ earlier run). The same arguments give the same names, sizes and link structure.
   --wide N      the same as --shape wide --entries N+1 (N files in one directory)
   --depth N     levels of the chain below DIR (default 1000; --shape chain only)
   --sizes S     mixed (default): empty, small, big and sparse files as in real trees;
-                none: every file empty, so a tree needs only its directories and inodes
-                (10,000,000 entries fit in about 1 GB on ext4)
+                none: every file empty, so a tree needs only its directories' blocks
+                (ext4: about 0.2 GB per million entries) and one inode per entry
   --seed N      random seed (default 1)
   --threads N   worker threads creating files (default: 2 x available cores; a chain
                 is made by one thread)
