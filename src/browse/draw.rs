@@ -83,6 +83,7 @@ pub(super) const HELP_MARKS: &[(&str, &str)] = &[
     ("*", "still being scanned"),
     ("<", "excluded (--exclude)"),
     (">", "on another file system (-x), not entered"),
+    ("^", "a loop (bind mount of an ancestor), not entered"),
     ("@", "symbolic link or special file"),
     ("H", "file with several hard links"),
     ("e", "empty directory"),
@@ -225,6 +226,9 @@ impl Browser<'_> {
         let flags = a.flags(id);
         if flags & arena::F_ERROR != 0 {
             return ('!', Color::Red);
+        }
+        if arena::is_loop(flags) {
+            return ('^', Color::Default);
         }
         if flags & arena::F_EXCLUDED != 0 {
             return ('<', Color::Default);
@@ -415,6 +419,7 @@ impl Browser<'_> {
         let kind = flags & 3;
         let is_dir = kind == arena::KIND_DIR;
         let kind_text = match kind {
+            _ if arena::is_loop(flags) => "directory loop (one of its own ancestors, not entered)",
             _ if flags & arena::F_EXCLUDED != 0 => "excluded (not scanned)",
             arena::KIND_DIR => "directory",
             arena::KIND_SYMLINK => "symbolic link",
@@ -449,7 +454,7 @@ impl Browser<'_> {
         if flags & arena::F_ERROR != 0 {
             notes.push("could not be read");
         }
-        if flags & arena::F_OTHER_FS != 0 {
+        if flags & arena::F_OTHER_FS != 0 && !arena::is_loop(flags) {
             notes.push("on another file system, not entered");
         }
         if is_dir {

@@ -217,7 +217,9 @@ impl Sink for Records {
                 self.push(l, pos, name, ItemKind::Alias, 0, Some(m));
                 return;
             }
-            Seen::Excluded | Seen::OtherFs(_) | Seen::Before => return,
+            // A loop is left out entirely, as GNU du leaves out fts's FTS_DC when the
+            // cycle goes through a mount point.
+            Seen::Excluded | Seen::OtherFs(_) | Seen::Before | Seen::Loop(_) => return,
         };
         if keep.collect_inodes {
             l.inodes.push((meta.dev, meta.ino));

@@ -68,6 +68,15 @@ pub const F_EXCLUDED: u8 = 1 << 3;
 pub const F_OTHER_FS: u8 = 1 << 4;
 /// A file with more than one link.
 pub const F_HARDLINK: u8 = 1 << 5;
+/// A directory that is one of its own ancestors (a bind mount loop): not entered, not
+/// counted. Both "excluded" and "other file system" bits, so every reader that skips
+/// those skips a loop too (`is_loop` tells it apart).
+pub const F_LOOP: u8 = F_EXCLUDED | F_OTHER_FS;
+
+/// Whether entry flags mark a loop (`F_LOOP`).
+pub fn is_loop(flags: u8) -> bool {
+    flags & F_LOOP == F_LOOP
+}
 /// A further name of a multiply-linked file already counted elsewhere.
 pub const F_DUP_LINK: u8 = 1 << 6;
 /// Deleted by the browser: no longer part of the tree or of any total.

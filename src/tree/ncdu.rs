@@ -43,6 +43,11 @@ fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, out: &mut Vec<u8>) {
     let kind = flags & 3;
     out.extend_from_slice(b"{\"name\":");
     write_name(out, name);
+    // ncdu has no word for a loop; it is a mount of something already in the export.
+    if arena::is_loop(flags) {
+        out.extend_from_slice(b",\"excluded\":\"otherfs\"}");
+        return;
+    }
     if flags & arena::F_EXCLUDED != 0 {
         out.extend_from_slice(b",\"excluded\":\"pattern\"}");
         return;

@@ -138,6 +138,12 @@ impl Sink for ArenaSink<'_> {
             Seen::Excluded => self.pending(l, pos, name, arena::KIND_OTHER | arena::F_EXCLUDED, None, false),
             Seen::OtherFs(m) => self.pending(l, pos, name, kind_bits(m.kind) | arena::F_OTHER_FS, Some(m), false),
             Seen::Repeat(m) => self.pending(l, pos, name, arena::KIND_SYMLINK, Some(m), false),
+            // Listed with its inode for the browser's checks, but no size: it is counted
+            // where it really is, as an ancestor.
+            Seen::Loop(m) => {
+                let shown = Meta { blocks: 0, size: 0, ..*m };
+                self.pending(l, pos, name, arena::KIND_DIR | arena::F_LOOP, Some(&shown), false)
+            }
             Seen::Before => {}
         }
     }

@@ -32,6 +32,11 @@
 //!   listing, and its children re-open it from the nearest open ancestor by names
 //!   (never by a long path), so a huge tree never runs into EMFILE.
 //! * Workers never print: errors are handed to the sink as data.
+//! * **Loops**: without `-L`, a directory can be its own ancestor only through a bind
+//!   mount (directories have one name each). A listed directory whose listing inode
+//!   (`d_ino`, the covered directory) differs from its stat'ed inode is a mount point;
+//!   the nodes at or below one carry `crossed`, and only there is a subdirectory compared
+//!   with its ancestors (`Seen::Loop`). Plain trees pay nothing for this.
 
 use crate::meta::{Errno, Kind, Meta};
 use crate::text::exclude::Exclude;
@@ -39,7 +44,7 @@ use crate::walk::reader::Reader;
 use std::any::Any;
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 /// Entries of one directory stat'ed by its lister before the rest is cut into chunks. A
@@ -102,6 +107,9 @@ pub enum Seen<'m> {
     OtherFs(&'m Meta),
     /// A directory already being scanned under another name (`-L`).
     Repeat(&'m Meta),
+    /// A directory that is one of its own ancestors (same device and inode), reached
+    /// through a bind mount: a loop, never entered (GNU fts's `FTS_DC`).
+    Loop(&'m Meta),
     /// Counted under an earlier argument.
     Before,
 }
@@ -179,6 +187,9 @@ struct Node<D> {
     ino: u64,
     /// Whether a symlink in this node's place is followed when (re-)opening it.
     follow: bool,
+    /// This directory or one of its ancestors below the root is a mount point: its
+    /// subdirectories are checked for loops.
+    crossed: bool,
     /// Path as du prints it, kept only when exclude patterns need it.
     path: Option<Vec<u8>>,
     /// Length of that path (kept always: -L stops at PATH_MAX like GNU du).
@@ -227,6 +238,10 @@ struct Shared<'a, R: Reader, S: Sink> {
     idle_hint: AtomicUsize,
     claims: Mutex<HashSet<(u64, u64)>>,
     open_handles: AtomicUsize,
+    /// (dev, ino) of the mount points met so far (see "Loops" above); `any_mounts` says
+    /// whether the set is worth a look.
+    mounts: Mutex<HashSet<(u64, u64)>>,
+    any_mounts: AtomicBool,
 }
 
 /// Scans the directory `root` (already stat'ed as `root_meta`; the sink's token 0) into
@@ -245,6 +260,8 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         idle_hint: AtomicUsize::new(0),
         claims: Mutex::new(HashSet::new()),
         open_handles: AtomicUsize::new(0),
+        mounts: Mutex::new(HashSet::new()),
+        any_mounts: AtomicBool::new(false),
     };
     if walk.follow_all {
         shared.claims.lock().unwrap().insert((root_meta.dev, root_meta.ino));
@@ -268,6 +285,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         dev: root_meta.dev,
         ino: root_meta.ino,
         follow: walk.follow_root,
+        crossed: false,
         path: walk.exclude.map(|_| root.to_bytes().to_vec()),
         path_len: root.to_bytes().len(),
         parked: Mutex::new((false, Vec::new())),
@@ -408,7 +426,11 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     out
                 });
                 let path_len = parent.path_len + parent.separator() + child.name.to_bytes().len();
+                let crossed = parent.crossed
+                    || (self.shared.any_mounts.load(Ordering::Acquire)
+                        && self.shared.mounts.lock().unwrap().contains(&(child.dev, child.ino)));
                 let node = Arc::new(Node {
+                    crossed,
                     path_len,
                     depth: parent.depth + 1,
                     parent: Some(parent),
@@ -651,10 +673,33 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             Seen::Before
         } else if meta.kind == Kind::Dir && walk.follow_all && self.is_repeat(node, meta) {
             Seen::Repeat(meta)
+        } else if meta.kind == Kind::Dir && !walk.follow_all && self.is_loop(node, pos.d_ino, meta) {
+            Seen::Loop(meta)
         } else {
             Seen::Ok(meta)
         };
         sink.entry(&mut self.local, pos, bytes, seen);
+    }
+
+    /// Without `-L`: whether directory `meta`, listed in `node` with inode `d_ino`, is
+    /// one of its ancestors (a loop through a bind mount). Notes mount points on the way.
+    fn is_loop(&self, node: &Node<R::Dir>, d_ino: u64, meta: &Meta) -> bool {
+        let mount_point = d_ino != 0 && d_ino != meta.ino;
+        if mount_point {
+            self.shared.mounts.lock().unwrap().insert((meta.dev, meta.ino));
+            self.shared.any_mounts.store(true, Ordering::Release);
+        }
+        if !(mount_point || node.crossed) {
+            return false;
+        }
+        let mut cur = Some(node);
+        while let Some(n) = cur {
+            if (n.dev, n.ino) == (meta.dev, meta.ino) {
+                return true;
+            }
+            cur = n.parent.as_deref();
+        }
+        false
     }
 
     /// With `-L`: a directory reached again. When directories are claimed, any directory
