@@ -8,6 +8,8 @@ pub struct Errno(pub i32);
 impl Errno {
     pub const NOENT: Errno = Errno(2);
     pub const NAMETOOLONG: Errno = Errno(36);
+    /// Too many levels of symbolic links.
+    pub const LOOP: Errno = Errno(if cfg!(target_os = "linux") { 40 } else { 62 });
 }
 
 /// What kind of file an entry is, as far as disk usage cares.

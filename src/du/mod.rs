@@ -380,7 +380,17 @@ impl<W: Write> Run<'_, W> {
                 Some(lt) => {
                     line.extend_from_slice(crate::text::timefmt::format(&o.time_format, acc.time, &lt).as_bytes())
                 }
-                None => line.extend_from_slice(acc.time.sec.to_string().as_bytes()),
+                None => {
+                    // As GNU du: the number, and a warning that does not change the exit
+                    // status. It flushes what stdout holds first, as error() does.
+                    let n = acc.time.sec.to_string();
+                    if let Err(e) = self.out.write_all(&line).and_then(|()| self.out.flush()) {
+                        std::process::exit(write_failed(&o.prog, &e));
+                    }
+                    line.clear();
+                    eprintln!("{}: time {} is out of range", o.prog, crate::text::quote::quote(n.as_bytes()));
+                    line.extend_from_slice(n.as_bytes());
+                }
             }
         }
         line.push(b'\t');

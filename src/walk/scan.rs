@@ -42,7 +42,7 @@ use crate::meta::{Errno, Kind, Meta};
 use crate::text::exclude::Exclude;
 use crate::walk::reader::Reader;
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -56,6 +56,8 @@ const SPLIT_AFTER_CONTIGUOUS: u32 = 512;
 const CHUNK_ENTRIES: usize = 2048;
 /// Path length (with its NUL) at which `stat` of a full path fails on Linux.
 const PATH_MAX: usize = 4096;
+/// Symbolic links one path resolution may go through on Linux (MAXSYMLINKS).
+const MAX_SYMLINKS: u32 = 40;
 /// Bound on the shared queue; beyond it jobs stay on the workers' own stacks.
 const SHARED_QUEUE_JOBS: usize = 256;
 
@@ -190,6 +192,9 @@ struct Node<D> {
     /// This directory or one of its ancestors below the root is a mount point: its
     /// subdirectories are checked for loops.
     crossed: bool,
+    /// Under `-L`: symbolic links followed on the way from the root to here (counted as
+    /// directories whose listing inode differs from the inode they lead to).
+    links: u32,
     /// Path as du prints it, kept only when exclude patterns need it.
     path: Option<Vec<u8>>,
     /// Length of that path (kept always: -L stops at PATH_MAX like GNU du).
@@ -242,6 +247,9 @@ struct Shared<'a, R: Reader, S: Sink> {
     /// whether the set is worth a look.
     mounts: Mutex<HashSet<(u64, u64)>>,
     any_mounts: AtomicBool,
+    /// Under `-L`: `Node::links` of the directories reached through a symlink, and of
+    /// those below them, for `open_and_list` (keyed by (dev, ino); 0 is left out).
+    link_counts: Mutex<HashMap<(u64, u64), u32>>,
 }
 
 /// Scans the directory `root` (already stat'ed as `root_meta`; the sink's token 0) into
@@ -262,6 +270,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         open_handles: AtomicUsize::new(0),
         mounts: Mutex::new(HashSet::new()),
         any_mounts: AtomicBool::new(false),
+        link_counts: Mutex::new(HashMap::new()),
     };
     if walk.follow_all {
         shared.claims.lock().unwrap().insert((root_meta.dev, root_meta.ino));
@@ -286,6 +295,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         ino: root_meta.ino,
         follow: walk.follow_root,
         crossed: false,
+        links: if walk.follow_all { root_links::<R>(root) } else { 0 },
         path: walk.exclude.map(|_| root.to_bytes().to_vec()),
         path_len: root.to_bytes().len(),
         parked: Mutex::new((false, Vec::new())),
@@ -298,6 +308,24 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         }
         Worker::<R, S>::new(shared).run(Some(root_node));
     });
+}
+
+/// Symbolic links among the components of the argument `root` (under `-L`, every path
+/// below it resolves them again).
+fn root_links<R: Reader>(root: &CStr) -> u32 {
+    let bytes = root.to_bytes();
+    let ends = bytes.iter().enumerate().filter(|&(i, &b)| b == b'/' && i > 0).map(|(i, _)| i);
+    let mut links = 0;
+    for end in ends.chain(std::iter::once(bytes.len())) {
+        if end == 0 || bytes[end - 1] == b'/' {
+            continue;
+        }
+        let Ok(prefix) = CString::new(&bytes[..end]) else { continue };
+        if R::stat_path(&prefix, false).is_ok_and(|m| m.kind == Kind::Symlink) {
+            links += 1;
+        }
+    }
+    links
 }
 
 /// Appends `name` to `base` the way fts builds child paths (no doubled slash after a
@@ -429,8 +457,14 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 let crossed = parent.crossed
                     || (self.shared.any_mounts.load(Ordering::Acquire)
                         && self.shared.mounts.lock().unwrap().contains(&(child.dev, child.ino)));
+                let links = if follow {
+                    self.shared.link_counts.lock().unwrap().get(&(child.dev, child.ino)).copied().unwrap_or(0)
+                } else {
+                    0
+                };
                 let node = Arc::new(Node {
                     crossed,
+                    links,
                     path_len,
                     depth: parent.depth + 1,
                     parent: Some(parent),
@@ -650,6 +684,16 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             sink.entry(&mut self.local, pos, bytes, Seen::Error(Errno::NAMETOOLONG));
             return;
         }
+        // GNU du resolves each -L path from the argument, so the kernel's limit of 40
+        // symbolic links per resolution applies to the whole path: one more link past
+        // that is "Too many levels of symbolic links".
+        if walk.follow_all
+            && node.links >= MAX_SYMLINKS
+            && given.or(R::stat_at(dir, name, false).ok().as_ref()).is_some_and(|m| m.kind == Kind::Symlink)
+        {
+            sink.entry(&mut self.local, pos, bytes, Seen::Error(Errno::LOOP));
+            return;
+        }
         let stat;
         let meta = match given {
             Some(m) if !(walk.follow_all && m.kind == Kind::Symlink) => m,
@@ -667,6 +711,12 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 }
             },
         };
+        if walk.follow_all && meta.kind == Kind::Dir {
+            let links = node.links + u32::from(pos.d_ino != 0 && pos.d_ino != meta.ino);
+            if links > 0 {
+                self.shared.link_counts.lock().unwrap().insert((meta.dev, meta.ino), links);
+            }
+        }
         let seen = if walk.one_fs_dev.is_some_and(|dev| dev != meta.dev) {
             Seen::OtherFs(meta)
         } else if !walk.seen_before.is_empty() && walk.seen_before.contains(&(meta.dev, meta.ino)) {
