@@ -14,7 +14,7 @@ MUSL_X86 := x86_64-unknown-linux-musl
 MUSL_ARM := aarch64-unknown-linux-musl
 CROSS    := aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu
 
-.PHONY: help build release install install-du-link uninstall static test test-du test-windows lint check-targets bench bench-deps clean
+.PHONY: help build release install install-du-link uninstall static test test-du test-gnu test-windows lint check-targets bench bench-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -48,6 +48,10 @@ static: ## static musl binaries for x86_64 and aarch64 (profile "static"), with 
 test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests
 	$(CARGO) test --release --workspace
 	CARGO=$(CARGO) tests/wine/run
+	CARGO=$(CARGO) tests/gnu/run
+
+test-gnu: ## GNU coreutils' own tests/du (fetched from Debian) against GNU du and dfdu
+	CARGO=$(CARGO) tests/gnu/run
 
 test-windows: ## cross-build dfdu.exe, run it and its platform tests under Wine, compare with Linux du
 	CARGO=$(CARGO) tests/wine/run

@@ -41,6 +41,9 @@ const TABLES: &[(&str, Table)] = &[
     ("unreadable_as_nobody", nobody_cases),
     ("tmpfs_one_file_system", tmpfs_cases),
     ("invoked_via_symlink_named_du", via_symlink_cases),
+    ("bind_mount_loop", bind_loop_cases),
+    ("symlink_chain_over_40", symlink_chain_cases),
+    ("time_out_of_range_on_tmpfs", time_out_of_range_cases),
 ];
 
 #[test]
@@ -1439,4 +1442,136 @@ fn via_symlink_cases() -> Vec<Case> {
         "-s nonexistent",
         "-d x",
     ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// A bind mount of an ancestor: a directory loop (fts's FTS_DC). GNU du leaves the loop out
+// silently, with and without -x, -a, -L; `bl/sub` is `bl` again, `v2/a/b/c` is `v2/a`.
+
+#[test]
+fn bind_mount_loop() {
+    let label = "bind_mount_loop";
+    if !is_root() {
+        notice("du_compat bind_mount_loop: SKIPPED (needs root to bind-mount)");
+        return;
+    }
+    let mut checker = Checker::new(label);
+    let mut scratch = Scratch::new(label);
+    let root = scratch.subdir("tree");
+    build(&root, &["f bl/file 3", "d bl/sub", "f bl/deeper/x 5000", "f v2/a/b/y 100", "d v2/a/b/c", "s link bl"]);
+    for (from, at) in [("bl", "bl/sub"), ("v2/a", "v2/a/b/c")] {
+        if let Err(why) = scratch.mount_bind(&root.join(from), &root.join(at)) {
+            notice(&format!("du_compat {label}: SKIPPED (mount --bind failed: {why})"));
+            return;
+        }
+    }
+    checker.run(&root, &bind_loop_cases());
+    checker.finish();
+}
+
+fn bind_loop_cases() -> Vec<Case> {
+    cases(&[
+        "bl",
+        "-a bl",
+        "-x bl",
+        "-xa bl",
+        "-L bl",
+        "-La bl",
+        "-Lx bl",
+        "-s bl",
+        "bl bl/sub",
+        "bl/sub bl",
+        "-a v2/a/b",
+        "-x v2/a/b",
+        "-L -a v2/a/b",
+        "-a v2",
+        "-a",
+        "-aL",
+        "-ax",
+        "-l -a bl",
+        "-lL bl",
+        "-H link",
+        "-a --inodes bl",
+        "-a -d1 v2",
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Under -L a path through more than 40 symbolic links is "Too many levels of symbolic links"
+// (GNU du resolves every path from the argument): 1/s -> ../2, 2/s -> ../3, ..., 60/s -> ../61.
+// dfdu counts one link per symlink met on the path; a symlink whose own target runs through
+// further symlinks counts once there (the kernel counts each), so such chains are not here.
+
+#[test]
+fn symlink_chain_over_40() {
+    let label = "symlink_chain_over_40";
+    let mut lines: Vec<String> = (1..=60).map(|i| format!("s {i}/s ../{}", i + 1)).collect();
+    lines.push("f 61/end 10".to_string());
+    lines.push("s first 1".to_string());
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    check_tree(label, &refs, symlink_chain_cases());
+}
+
+fn symlink_chain_cases() -> Vec<Case> {
+    cases(&[
+        "-L 1",
+        "-La 1",
+        "-L 1/s",
+        "-L 1/s/s/s/",
+        "-L first",
+        "-L -s 1",
+        "-L 1 30",
+        "-L 30 1",
+        "-L 25",
+        "-L -d2 1",
+        "1",
+        "-a 1",
+        "-H first",
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// --time with a time stamp that no date can show (2^63 - 1 seconds): the number on stdout and
+// "time '...' is out of range" on stderr, exit status 0. ext4 cannot hold it; tmpfs can.
+
+#[test]
+fn time_out_of_range_on_tmpfs() {
+    let label = "time_out_of_range_on_tmpfs";
+    if !is_root() {
+        notice("du_compat time_out_of_range_on_tmpfs: SKIPPED (needs root to mount a tmpfs)");
+        return;
+    }
+    let mut checker = Checker::new(label);
+    let mut scratch = Scratch::new(label);
+    let root = scratch.subdir("tree");
+    if let Err(why) = scratch.mount_tmpfs(&root) {
+        notice(&format!("du_compat {label}: SKIPPED (mount -t tmpfs failed: {why})"));
+        return;
+    }
+    build(&root, &["f d/future 10", "f d/now 10", "f past 10"]);
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "@9223372036854775807"])
+        .arg(root.join("d/future"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !touched {
+        notice(&format!("du_compat {label}: SKIPPED (touch -d @9223372036854775807 failed)"));
+        return;
+    }
+    checker.run(&root, &time_out_of_range_cases());
+    checker.finish();
+}
+
+fn time_out_of_range_cases() -> Vec<Case> {
+    let mut all = cases(&[
+        "--time d/future",
+        "--time -a",
+        "--time -s .",
+        "--time=ctime d",
+        "--time --time-style=+%s d",
+        "--time --time-style=full-iso -a d",
+        "--time -c d past",
+    ]);
+    all.extend(cases_env(&["LC_ALL=C.UTF-8"], &["--time d/future"]));
+    all
 }

@@ -600,6 +600,21 @@ impl Scratch {
         self.mounts.push(at.to_path_buf());
         Ok(())
     }
+
+    /// `mount --bind from at`, unmounted when the scratch dir is dropped.
+    pub fn mount_bind(&mut self, from: &Path, at: &Path) -> Result<(), String> {
+        let out = Command::new("mount")
+            .arg("--bind")
+            .arg(from)
+            .arg(at)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        self.mounts.push(at.to_path_buf());
+        Ok(())
+    }
 }
 
 impl Drop for Scratch {
