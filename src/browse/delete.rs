@@ -278,6 +278,7 @@ mod tests {
                 seen_before: &empty,
                 claim_dirs: true,
                 fd_budget: 64,
+                check_moved: false,
             };
             scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
             r

@@ -8,7 +8,7 @@ pub mod cli;
 pub mod records;
 
 use crate::du::cli::{Deref, DuOptions};
-use crate::du::records::{ItemKind, Keep, Records, Tree, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE};
+use crate::du::records::{ItemKind, Keep, Records, Tree, REC_MOVED, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE};
 use crate::meta::os_bytes;
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::text::quote::{quoteaf, quotef};
@@ -220,6 +220,7 @@ impl<W: Write> Run<'_, W> {
             seen_before: if dedup_seen { &self.seen } else { &empty },
             claim_dirs: self.dedup(),
             fd_budget: self.fd_budget,
+            check_moved: o.deref != Deref::All,
         };
         let keep = Keep {
             measure: self.measure(),
@@ -328,6 +329,12 @@ impl<W: Write> Run<'_, W> {
             }
             let f = stack.pop().expect("loop runs while the stack is not empty");
             let r = &tree.recs[f.rec as usize];
+            if r.flags & REC_MOVED != 0 {
+                // GNU fts finds the parent gone when it climbs back out ("disinformation":
+                // ENOENT) and stops this argument: no line for it or its ancestors.
+                self.error(format_args!("fts_read failed: {}: {}", quotef(&path), Self::errno_text(Errno::NOENT)));
+                return;
+            }
             let self_time = tree.times.as_ref().map_or(Timespec::MIN, |t| t.recs[f.rec as usize].0);
             let me = Acc { bytes: r.self_bytes, count: 1, time: self_time };
             self.total.add(&me);

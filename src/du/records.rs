@@ -48,6 +48,8 @@ const _: () = assert!(std::mem::size_of::<Item>() == 48);
 pub const REC_SORT_BY_INODE: u8 = 1;
 pub const REC_UNREADABLE: u8 = 2;
 pub const REC_PARTIAL: u8 = 4;
+/// Moved away from its parent while it was being scanned (`Sink::moved`).
+pub const REC_MOVED: u8 = 8;
 
 /// One directory. Sums cover the plain (non-candidate) files directly inside it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -305,6 +307,10 @@ impl Sink for Records {
         l.files_count = 0;
         l.files_tmax = None;
         l.inodes.clear();
+    }
+
+    fn moved(&self, dir: u32) {
+        self.tree.lock().unwrap().recs[dir as usize].flags |= REC_MOVED;
     }
 
     fn unreadable(&self, dir: u32, err: Errno) {

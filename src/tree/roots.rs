@@ -92,6 +92,7 @@ impl WalkArgs {
             seen_before,
             claim_dirs: true,
             fd_budget,
+            check_moved: false,
         }
     }
 }

@@ -56,6 +56,10 @@ const SPLIT_AFTER_CONTIGUOUS: u32 = 512;
 const CHUNK_ENTRIES: usize = 2048;
 /// Path length (with its NUL) at which `stat` of a full path fails on Linux.
 const PATH_MAX: usize = 4096;
+/// GNU fts keeps the handles of the last four directories it descended from and climbs
+/// back through them unchecked; only a directory with a subtree at least this many levels
+/// deep is climbed out of through `..`, which fts compares with the parent it left.
+const FTS_FD_RING: u32 = 4;
 /// Symbolic links one path resolution may go through on Linux (MAXSYMLINKS).
 const MAX_SYMLINKS: u32 = 40;
 /// Bound on the shared queue; beyond it jobs stay on the workers' own stacks.
@@ -94,6 +98,9 @@ pub struct Walk<'a> {
     /// only cycles through an ancestor are cut).
     pub claim_dirs: bool,
     pub fd_budget: usize,
+    /// Check, once each directory's subtree is done, that its parent still holds it under
+    /// the same name (GNU fts checks `..` on its way up: du mode only, never with `-L`).
+    pub check_moved: bool,
 }
 
 /// What the scanner learned about one entry.
@@ -171,6 +178,9 @@ pub trait Sink: Sync {
     fn written(&self, _dir: u32) {}
     /// Directory `dir` could not be opened.
     fn unreadable(&self, dir: u32, err: Errno);
+    /// Once `dir`'s whole subtree was scanned, its name in its parent no longer led to it
+    /// (renamed or moved away meanwhile; only with `Walk::check_moved`).
+    fn moved(&self, _dir: u32) {}
 }
 
 /// An opened directory that jobs may still need.
@@ -183,6 +193,11 @@ struct Node<D> {
     pending: AtomicU32,
     /// Commits still to come for this listing: the lister's plus one per chunk.
     unwritten: AtomicU32,
+    /// Work left in this subtree: one for the listing plus one per subdirectory not yet
+    /// finished (only counted with `Walk::check_moved`).
+    subtree: AtomicU32,
+    /// Levels of directories below this one seen so far (final once `subtree` is 0).
+    height: AtomicU32,
     dir: u32,
     depth: u32,
     dev: u64,
@@ -289,6 +304,8 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         handle: RwLock::new(Some(handle)),
         pending: AtomicU32::new(1),
         unwritten: AtomicU32::new(1),
+        subtree: AtomicU32::new(1),
+        height: AtomicU32::new(0),
         dir: token,
         depth: 0,
         dev: root_meta.dev,
@@ -472,6 +489,8 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     handle: RwLock::new(Some(handle)),
                     pending: AtomicU32::new(1),
                     unwritten: AtomicU32::new(1),
+                    subtree: AtomicU32::new(1),
+                    height: AtomicU32::new(0),
                     dir: child.dir,
                     dev: child.dev,
                     ino: child.ino,
@@ -481,7 +500,35 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 });
                 self.list_dir(node);
             }
-            Err(e) => self.shared.sink.unreadable(child.dir, e),
+            Err(e) => {
+                self.shared.sink.unreadable(child.dir, e);
+                self.subtree_done(&parent);
+            }
+        }
+    }
+
+    /// One unit of `node`'s subtree is finished; when it was the last, checks that the
+    /// directory is still where it was found and passes the news up (no recursion).
+    fn subtree_done(&self, node: &Arc<Node<R::Dir>>) {
+        if !self.shared.walk.check_moved {
+            return;
+        }
+        let mut cur = node.clone();
+        while cur.subtree.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let Some(parent) = cur.parent.clone() else { return };
+            let height = cur.height.load(Ordering::Acquire);
+            parent.height.fetch_max(height + 1, Ordering::AcqRel);
+            if height >= FTS_FD_RING {
+                // When the parent itself cannot be reached any more, an ancestor moved:
+                // that one is reported when its own subtree is done.
+                let found = with_handle::<R, _>(&parent, |dir| Ok(R::stat_at(dir, &cur.name, false)));
+                if let Ok(still) = found {
+                    if !still.is_ok_and(|m| (m.dev, m.ino) == (cur.dev, cur.ino)) {
+                        self.shared.sink.moved(cur.dir);
+                    }
+                }
+            }
+            cur = parent;
         }
     }
 
@@ -493,9 +540,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 
     /// One commit of `node`'s listing is done; the last one tells the sink.
-    fn wrote(&self, node: &Node<R::Dir>) {
+    fn wrote(&self, node: &Arc<Node<R::Dir>>) {
         if node.unwritten.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.shared.sink.written(node.dir);
+            self.subtree_done(node);
         }
     }
 
@@ -773,6 +821,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         self.children.clear();
         self.shared.sink.commit(&mut self.local, node.dir, listed, &mut self.children);
         node.pending.fetch_add(self.children.len() as u32, Ordering::AcqRel);
+        if self.shared.walk.check_moved {
+            node.subtree.fetch_add(self.children.len() as u32, Ordering::AcqRel);
+        }
         // Pushed in reverse so the first subdirectory is listed first.
         while let Some(child) = self.children.pop() {
             self.stack.push(Job::Dir { parent: node.clone(), child });
