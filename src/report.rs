@@ -141,6 +141,8 @@ struct Summary {
     dup_links: u64,
     errors: u64,
     excluded: u64,
+    /// Directories that are their own ancestors (bind mount loops), not entered.
+    loops: u64,
     /// (size, entry, its directory), largest first.
     top_dirs: Vec<(u64, u32, u32)>,
     top_files: Vec<(u64, u32, u32)>,
@@ -162,6 +164,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
         dup_links: 0,
         errors: u64::from(a.dir_flags(root) & arena::D_READ_ERROR != 0),
         excluded: 0,
+        loops: 0,
         top_dirs: Vec::new(),
         top_files: Vec::new(),
     };
@@ -182,6 +185,10 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
         for id in a.children(dir).unwrap_or(0..0) {
             s.entries += 1;
             let flags = a.flags(id);
+            if arena::is_loop(flags) {
+                s.loops += 1;
+                continue;
+            }
             if flags & arena::F_EXCLUDED != 0 {
                 s.excluded += 1;
                 continue;
@@ -264,6 +271,13 @@ fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> i
     if s.excluded > 0 {
         writeln!(out, "  excluded       {:>12}", s.excluded)?;
     }
+    if s.loops > 0 {
+        writeln!(
+            out,
+            "  loops          {:>12}  directories that are their own ancestors (bind mounts), not entered",
+            s.loops
+        )?;
+    }
     let what = if args.apparent { "apparent size" } else { "disk usage" };
     for (title, list) in [("directories", &s.top_dirs), ("files", &s.top_files)] {
         if list.is_empty() {
@@ -290,7 +304,7 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
         o.push_str("{\"path\":");
         json_str(&mut o, &a.dir_name(s.root));
         o.push_str(&format!(
-            ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"nonregular\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{}",
+            ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"nonregular\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{},\"loops\":{}",
             s.disk,
             s.apparent,
             s.entries,
@@ -299,7 +313,7 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
             s.symlinks,
             s.other,
             s.symlinks + s.other,
-            s.hardlinked, s.dup_links, s.errors, s.excluded
+            s.hardlinked, s.dup_links, s.errors, s.excluded, s.loops
         ));
         for (key, list) in [("largest_dirs", &s.top_dirs), ("largest_files", &s.top_files)] {
             o.push_str(&format!(",\"{key}\":["));

@@ -186,3 +186,49 @@ fn unreadable_entries_are_reported_and_exit_1() {
     std::fs::set_permissions(dir.join("t/locked"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A bind mount of an ancestor (`bl/sub` is `bl` again): `dfdu scan` marks it a loop and
+/// neither enters nor counts it, so its totals are GNU du's; the export lists it as not
+/// entered, and ncdu reads that export back.
+#[test]
+fn bind_mount_loop_is_marked_and_not_entered() {
+    let uid = run(Command::new("id").arg("-u")).stdout;
+    if uid.trim_ascii() != b"0" {
+        eprintln!("SKIP: bind_mount_loop_is_marked_and_not_entered needs root to bind-mount");
+        return;
+    }
+    let mut scratch = Scratch::new("bind-loop");
+    let dir = scratch.dir.clone();
+    let bl = dir.join("bl");
+    std::fs::create_dir_all(bl.join("sub")).unwrap();
+    std::fs::create_dir_all(bl.join("deeper")).unwrap();
+    std::fs::write(bl.join("file"), b"hi\n").unwrap();
+    std::fs::write(bl.join("deeper/x"), vec![b'x'; 5000]).unwrap();
+    // Unmounted when `scratch` is dropped, also when an assertion fails.
+    if let Err(why) = scratch.mount_bind(&bl, &bl.join("sub")) {
+        eprintln!("SKIP: bind_mount_loop_is_marked_and_not_entered: mount --bind failed: {why}");
+        return;
+    }
+    let export = dir.join("export.json");
+    let scanned = Command::new(dfdu()).args(["scan", "--json", "-q", "-o"]).arg(&export).arg(&bl).output().unwrap();
+    let reexport = have_ncdu().then(|| {
+        let theirs = dir.join("theirs.json");
+        let st = Command::new("ncdu").arg("-f").arg(&export).arg("-o").arg(&theirs).env("TERM", "dumb").status();
+        (st.map(|s| s.success()).unwrap_or(false), theirs)
+    });
+    let du = du_bytes(&["-sB1"], &bl);
+    assert!(scanned.status.success(), "{}", String::from_utf8_lossy(&scanned.stderr));
+    let json = String::from_utf8_lossy(&scanned.stdout);
+    assert_eq!(field(&json, "disk_bytes"), du, "disk usage vs du -sB1 (which leaves the loop out)");
+    assert_eq!(field(&json, "loops"), 1, "{json}");
+    assert_eq!(field(&json, "entries"), 5, "bl, file, sub, deeper, deeper/x: {json}");
+    let data = std::fs::read(&export).unwrap();
+    let has = |needle: &[u8]| data.windows(needle.len()).any(|w| w == needle);
+    assert!(has(b"{\"name\":\"sub\",\"excluded\":\"otherfs\"}"), "{}", String::from_utf8_lossy(&data));
+    if let Some((ok, theirs)) = reexport {
+        assert!(ok, "ncdu could not read the export");
+        // ncdu 1.x writes the other-file-system exclusion as "othfs" (and reads both).
+        let theirs = String::from_utf8(body(&theirs)).unwrap().replace("\"othfs\"", "\"otherfs\"");
+        assert_eq!(String::from_utf8(body(&export)).unwrap(), theirs, "ncdu's re-export differs from ours");
+    }
+}
