@@ -33,18 +33,32 @@
 //! A directory's children are written into their reserved ids first; then its
 //! `child_count` is stored with `Release`. A reader loads `child_count` with `Acquire`:
 //! `UNLISTED` means "not listed yet", anything else means the children are complete.
-//! Totals grow monotonically (`fetch_add` on every ancestor, once per listed directory);
 //! `pending` reaches 0 when a directory's whole subtree is done. Every cell is an atomic,
 //! so the arena needs no `unsafe` and no lock on the read path.
+//!
+//! # Totals in linear time
+//!
+//! A directory's stored totals hold its own size, what its listing committed (files and
+//! the like), and the totals of its subdirectories *that are done*: a directory adds its
+//! totals to its parent exactly once, when it is done (`finish`). So the work per entry is
+//! constant however deep the tree is (adding every listing to every ancestor made a
+//! 20,000-level chain cost 200 million additions). The totals of a done directory are
+//! complete; for one still being scanned, `dir_totals` adds the stored totals of the
+//! unfinished directories below it, which are the only ones that have not reported yet
+//! (a walk over the scan's frontier, not over the tree).
 //!
 //! # Changes after the scan (the browser)
 //!
 //! Nothing is ever freed or moved. A deleted entry gets `F_REMOVED` and what it
-//! contributed leaves its ancestors' totals (`remove`). A rescanned directory gets a
-//! fresh record under the same entry (`begin_rescan`); the old record and its subtree
-//! become unreachable, and the ancestors are "not done" again until the new record is.
+//! contributed leaves the totals that hold it: its directory's and each ancestor's up to
+//! and including the first one that is not done (which has not reported upward yet). A
+//! rescanned directory gets a fresh record under the same entry (`begin_rescan`); the old
+//! record and its subtree become unreachable, and the ancestors are "not done" again
+//! (marked `D_RESCAN`) until the new record is. The new record (also `D_RESCAN`, and
+//! listed in `rescan_roots`) adds its totals to those reopened ancestors when it is done;
+//! they, having reported before, do not report again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 
@@ -122,6 +136,8 @@ const _: () = assert!(std::mem::size_of::<DirSlot>() == 64);
 pub const D_DONE: u32 = 1 << 28;
 pub const D_READ_ERROR: u32 = 1 << 29;
 pub const D_ERROR_BELOW: u32 = 1 << 30;
+/// Part of a rescan: a reopened ancestor, or the rescan's new record (see the module doc).
+const D_RESCAN: u32 = 1 << 31;
 const PENDING_MASK: u32 = (1 << 28) - 1;
 
 /// A growable array of `T` in fixed chunks of 2^`LEAF` slots, indexed by `u32`, shared by
@@ -221,7 +237,12 @@ pub struct Arena {
     links: Mutex<HashMap<u32, (u64, u64, u32)>>,
     /// Names of root directories (they have no parent to hold them).
     root_names: Mutex<HashMap<u32, Vec<u8>>>,
+    /// New records of running rescans (they report to every reopened ancestor).
+    rescan_roots: Mutex<HashSet<u32>>,
     full: Mutex<Option<Full>>,
+    /// Directory records visited while moving totals (tests check it grows linearly).
+    #[cfg(test)]
+    pub steps: AtomicU64,
 }
 
 impl Default for Arena {
@@ -244,7 +265,10 @@ impl Arena {
             devs: Mutex::new(HashMap::new()),
             links: Mutex::new(HashMap::new()),
             root_names: Mutex::new(HashMap::new()),
+            rescan_roots: Mutex::new(HashSet::new()),
             full: Mutex::new(None),
+            #[cfg(test)]
+            steps: AtomicU64::new(0),
         }
     }
 
@@ -483,8 +507,42 @@ impl Arena {
         (blocks as u64 * 512, e.apparent.load(Relaxed) as u64)
     }
 
-    /// (disk, apparent, items below) of directory index `dir`'s subtree.
+    /// (disk, apparent, items below) of directory index `dir`'s subtree: exact once it is
+    /// done; while it is scanned, what has been found so far (the stored totals of the
+    /// unfinished directories below are added, see the module doc).
     pub fn dir_totals(&self, dir: u32) -> (u64, u64, u64) {
+        let mut sum = self.stored_totals(dir);
+        if self.dir_flags(dir) & D_DONE != 0 {
+            return sum;
+        }
+        let mut todo = vec![dir];
+        while let Some(d) = todo.pop() {
+            let Some(kids) = self.children(d) else { continue };
+            for id in kids {
+                let flags = self.flags(id);
+                if flags & 3 != KIND_DIR || flags & F_REMOVED != 0 {
+                    continue;
+                }
+                let sub = self.dir_of(id);
+                let flags = self.dirs.at(sub).pending_flags.load(Acquire);
+                // The parent check keeps a half-written record from looping back.
+                if flags & D_DONE != 0 || self.dir_parent(sub) != d || sub == d {
+                    continue;
+                }
+                // A directory reopened by a rescan reported before; only what is below it
+                // (the rescan's new record) has not.
+                if flags & D_RESCAN == 0 || self.rescan_roots.lock().unwrap().contains(&sub) {
+                    let t = self.stored_totals(sub);
+                    sum = (sum.0.saturating_add(t.0), sum.1.saturating_add(t.1), sum.2 + t.2);
+                }
+                todo.push(sub);
+            }
+        }
+        sum
+    }
+
+    /// The stored totals of `dir` (complete only once it is done).
+    pub fn stored_totals(&self, dir: u32) -> (u64, u64, u64) {
         let d = self.dirs.at(dir);
         (d.total_disk.load(Relaxed), d.total_apparent.load(Relaxed), d.items.load(Relaxed) as u64)
     }
@@ -545,27 +603,51 @@ impl Arena {
 
     // ---- totals and completion ----
 
-    /// Runs `f` on `dir` and each of its ancestors.
-    fn each_ancestor(&self, mut dir: u32, f: impl Fn(&DirSlot)) {
+    /// Counts one directory record visited while moving totals (tests only).
+    #[inline]
+    fn step(&self) {
+        #[cfg(test)]
+        self.steps.fetch_add(1, Relaxed);
+    }
+
+    /// Adds sizes and items to `dir`'s stored totals only (a listing's entries; its
+    /// subdirectories report when they are done).
+    pub fn add_here(&self, dir: u32, disk: u64, apparent: u64, items: u64) {
+        self.step();
+        let d = self.dirs.at(dir);
+        d.total_disk.fetch_add(disk, Relaxed);
+        d.total_apparent.fetch_add(apparent, Relaxed);
+        d.items.fetch_add(items as u32, Relaxed);
+    }
+
+    /// Runs `f` on `dir` and on each ancestor whose totals hold `dir`'s: upward while a
+    /// directory is done (it reported to its parent) or reopened by a rescan, and on the
+    /// first one that is neither.
+    fn each_holder(&self, mut dir: u32, f: impl Fn(&DirSlot)) {
         while dir != NO_DIR {
+            self.step();
             let d = self.dirs.at(dir);
             f(d);
+            if d.pending_flags.load(Acquire) & (D_DONE | D_RESCAN) == 0 {
+                return;
+            }
             dir = d.parent.load(Relaxed);
         }
     }
 
-    /// Adds sizes and items to `dir` and all its ancestors.
-    pub fn add_up(&self, dir: u32, disk: u64, apparent: u64, items: u64) {
-        self.each_ancestor(dir, |d| {
-            d.total_disk.fetch_add(disk, Relaxed);
-            d.total_apparent.fetch_add(apparent, Relaxed);
-            d.items.fetch_add(items as u32, Relaxed);
-        });
+    /// Adds sizes and items to `dir` and every ancestor (trees built by hand in tests,
+    /// where every directory is marked done).
+    #[cfg(test)]
+    pub fn add_up(&self, mut dir: u32, disk: u64, apparent: u64, items: u64) {
+        while dir != NO_DIR {
+            self.add_here(dir, disk, apparent, items);
+            dir = self.dir_parent(dir);
+        }
     }
 
-    /// Takes sizes and items away from `dir` and all its ancestors.
+    /// Takes sizes and items away from `dir` and the ancestors that hold them.
     pub fn sub_up(&self, dir: u32, disk: u64, apparent: u64, items: u64) {
-        self.each_ancestor(dir, |d| {
+        self.each_holder(dir, |d| {
             d.total_disk.fetch_sub(disk, Relaxed);
             d.total_apparent.fetch_sub(apparent, Relaxed);
             d.items.fetch_sub(items as u32, Relaxed);
@@ -608,9 +690,13 @@ impl Arena {
         let parent = self.dir_parent(old);
         let entry = self.dir_entry(old);
         let new = self.new_dir_detached(parent, own_disk, own_apparent)?;
-        let (disk, apparent, items) = self.dir_totals(old);
-        // Each ancestor that was done gets a unit of work back, and so does the first
-        // one that was not (its unit for this subtree was consumed when it finished).
+        // `old` is done (the browser rescans only those): its totals reached every
+        // ancestor up to the first one still scanning.
+        let (disk, apparent, items) = self.stored_totals(old);
+        self.sub_up(parent, disk, apparent, items);
+        // Each ancestor that was done gets a unit of work back and is marked reopened,
+        // and the first one that was not gets a unit too (its unit for this subtree was
+        // consumed when it finished).
         let mut p = parent;
         while p != NO_DIR {
             let d = self.dirs.at(p);
@@ -619,10 +705,11 @@ impl Arena {
                 break;
             }
             d.pending_flags.fetch_and(!D_DONE, AcqRel);
+            d.pending_flags.fetch_or(D_RESCAN, AcqRel);
             p = d.parent.load(Relaxed);
         }
-        self.sub_up(parent, disk, apparent, items);
-        self.add_up(parent, own_disk, own_apparent, 0);
+        self.rescan_roots.lock().unwrap().insert(new);
+        self.dirs.at(new).pending_flags.fetch_or(D_RESCAN, AcqRel);
         if parent == NO_DIR {
             let name = self.root_names.lock().unwrap().get(&old).cloned().unwrap_or_default();
             self.set_root_name(new, &name);
@@ -651,16 +738,42 @@ impl Arena {
     }
 
     /// Finishes one unit of `dir`'s pending work; a directory whose count reaches zero is
-    /// done, and finishes one unit of its parent's.
+    /// done: it reports its totals upward (`complete`) and finishes one unit of its
+    /// parent's.
     pub fn finish(&self, mut dir: u32) {
         while dir != NO_DIR {
             let d = self.dirs.at(dir);
             if d.pending_flags.fetch_sub(1, AcqRel) & PENDING_MASK != 1 {
                 return;
             }
-            d.pending_flags.fetch_or(D_DONE, Release);
+            self.complete(dir);
             dir = d.parent.load(Relaxed);
         }
+    }
+
+    /// Marks `dir` done after adding its totals to the parent's, once. A rescan's new
+    /// record adds them to every reopened ancestor (and the first other one) instead; a
+    /// reopened ancestor adds nothing (it reported before the rescan).
+    fn complete(&self, dir: u32) {
+        let d = self.dirs.at(dir);
+        let parent = d.parent.load(Relaxed);
+        let (disk, apparent, items) = self.stored_totals(dir);
+        let add = |p: &DirSlot| {
+            p.total_disk.fetch_add(disk, Relaxed);
+            p.total_apparent.fetch_add(apparent, Relaxed);
+            p.items.fetch_add(items as u32, Relaxed);
+        };
+        if d.pending_flags.load(Acquire) & D_RESCAN == 0 {
+            if parent != NO_DIR {
+                self.step();
+                add(self.dirs.at(parent));
+            }
+        } else if self.rescan_roots.lock().unwrap().remove(&dir) {
+            self.each_holder(parent, add);
+        }
+        // Done before the flag goes: `each_holder` walks past done or reopened records.
+        d.pending_flags.fetch_or(D_DONE, Release);
+        d.pending_flags.fetch_and(!D_RESCAN, Release);
     }
 
     // ---- side tables ----
@@ -780,15 +893,74 @@ mod tests {
         assert_eq!(a.reserve_names(u64::from(u32::MAX) + 1), Err(Full::Names));
     }
 
-    /// A directory `name` under `parent` with one file of `size` bytes in it, listed and
-    /// added up the way the sink does it.
+    /// A directory under `parent` (in entry `slot`) with one file of `size` bytes in it,
+    /// listed and finished the way the sink does it: it reports to `parent` when done.
     fn dir_with_file(a: &Arena, parent: u32, slot: u32, size: u64) -> u32 {
         let d = a.new_dir(slot, parent, 512, 100).unwrap();
-        a.add_up(parent, 512, 100, 0);
+        a.add_pending(parent, 1);
         let f = children(a, d, &[NewEntry { name: b"f", flags: KIND_FILE, disk_bytes: size, apparent_bytes: size }]);
         a.publish_children(d, f, 1);
-        a.add_up(d, size, size, 1);
+        a.add_here(d, size, size, 1);
+        a.finish(d);
         d
+    }
+
+    /// Issue 10, item 5: totals moved to every ancestor per listing made a deep chain
+    /// quadratic. Builds a chain the way the sink does (each level: one file and the next
+    /// directory), checks the live totals while it is unfinished, and counts the records
+    /// visited while moving totals: a constant number per directory.
+    #[test]
+    fn deep_chain_totals_cost_linear_work_and_stay_live() {
+        const LEVELS: u32 = 20_000;
+        let a = Arena::new();
+        let top = root(&a, 512);
+        let mut dirs = vec![top];
+        for level in 0..LEVELS {
+            let d = *dirs.last().unwrap();
+            let kids = [
+                NewEntry { name: b"f", flags: KIND_FILE, disk_bytes: 512, apparent_bytes: 1 },
+                NewEntry { name: b"d", flags: KIND_DIR, ..Default::default() },
+            ];
+            let first = children(&a, d, &kids[..if level + 1 < LEVELS { 2 } else { 1 }]);
+            a.add_here(d, 512, 1, if level + 1 < LEVELS { 2 } else { 1 });
+            if level + 1 < LEVELS {
+                let sub = a.new_dir(first + 1, d, 512, 10).unwrap();
+                a.add_pending(d, 1);
+                dirs.push(sub);
+            }
+            a.publish_children(d, first, if level + 1 < LEVELS { 2 } else { 1 });
+            if level + 1 < LEVELS {
+                a.finish(d);
+            }
+        }
+        let n = LEVELS as u64;
+        let want = (512 * n + 512 * n, n + 10 * (n - 1) + 512, 2 * n - 1);
+        assert!(a.dir_flags(top) & D_DONE == 0, "the deepest directory is not done yet");
+        assert_eq!(a.dir_totals(top), want, "live totals of an unfinished chain");
+        let mid = dirs[LEVELS as usize / 2];
+        assert_eq!(a.dir_totals(mid).2, 2 * (n / 2) - 1);
+        // The deepest level finishes: everything reports, once per directory.
+        a.finish(*dirs.last().unwrap());
+        assert!(a.dir_flags(top) & D_DONE != 0);
+        assert_eq!(a.stored_totals(top), want);
+        let steps = a.steps.load(Relaxed);
+        assert!(steps <= 3 * n, "{steps} steps for {n} directories: not linear");
+
+        // A rescan deep down reopens every ancestor; the new record reports to all of
+        // them once (one walk per rescan, not per listing).
+        let deep = dirs[LEVELS as usize - 2];
+        let before = a.dir_totals(deep);
+        let new = a.begin_rescan(deep, 512, 10).unwrap();
+        assert!(a.dir_flags(top) & D_DONE == 0, "reopened");
+        assert_eq!(a.dir_totals(top), (want.0 - before.0 + 512, want.1 - before.1 + 10, want.2 - before.2));
+        let f = children(&a, new, &[NewEntry { name: b"g", flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 7 }]);
+        a.publish_children(new, f, 1);
+        a.add_here(new, 1024, 7, 1);
+        a.finish(new);
+        assert!(a.dir_flags(top) & D_DONE != 0);
+        let after = (want.0 - before.0 + 1536, want.1 - before.1 + 17, want.2 - before.2 + 1);
+        assert_eq!(a.dir_totals(top), after);
+        assert_eq!(a.dir_totals(dirs[1]).2, after.2 - 2, "a reopened ancestor did not report twice");
     }
 
     #[test]
@@ -821,7 +993,7 @@ mod tests {
             ],
         );
         a.publish_children(r, kids, 3);
-        a.add_up(r, 1024, 1000, 3);
+        a.add_here(r, 1024, 1000, 3);
         let d = dir_with_file(&a, r, kids, 4096);
         assert_eq!(a.dir_totals(r), (512 + 512 + 4096 + 1024, 512 + 100 + 4096 + 1000, 4));
         let file_in_d = a.children(d).unwrap().start;
@@ -842,10 +1014,8 @@ mod tests {
         let r = root(&a, 0);
         let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
         a.publish_children(r, e, 1);
-        a.add_up(r, 0, 0, 1);
+        a.add_here(r, 0, 0, 1);
         let s = dir_with_file(&a, r, e, 8192);
-        a.add_pending(r, 1);
-        a.finish(s);
         a.finish(r);
         assert!(a.dir_flags(r) & D_DONE != 0);
         let n = a.begin_rescan(s, 1024, 10).unwrap();
@@ -854,7 +1024,7 @@ mod tests {
         assert!(a.children(n).is_none(), "the new record is unlisted");
         assert!(a.dir_flags(r) & D_DONE == 0, "the root is scanning again");
         assert_eq!(a.dir_totals(r), (1024, 10, 1));
-        a.add_up(n, 512, 5, 1);
+        a.add_here(n, 512, 5, 1);
         a.finish(n);
         assert!(a.dir_flags(n) & D_DONE != 0 && a.dir_flags(r) & D_DONE != 0);
         assert_eq!(a.dir_totals(r), (1536, 15, 2));

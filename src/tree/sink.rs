@@ -3,8 +3,9 @@
 //!
 //! A listing gets one contiguous id range (`listed` reserves it before any chunk of the
 //! directory is stat'ed); each commit writes its entries into that range, adds their
-//! sizes to the directory and every ancestor, and creates records for subdirectories.
-//! `written` publishes the children and finishes the directory's own unit of work.
+//! sizes to the directory (only: a subdirectory adds its totals to its parent once it is
+//! done, see `arena.rs`), and creates records for subdirectories. `written` publishes the
+//! children and finishes the directory's own unit of work.
 //! Multiply-linked files count once per (dev, ino): the first name committed is counted,
 //! later names carry `F_DUP_LINK` (which name wins depends on thread timing; totals do not).
 
@@ -205,14 +206,15 @@ impl Sink for ArenaSink<'_> {
                     if p.dev != dir_dev {
                         a.set_dev(sub, p.dev);
                     }
-                    disk += p.disk;
-                    apparent += p.apparent;
                     if p.descend {
+                        // Its own size reaches `dir` with its totals, when it is done.
                         new_devs.push((sub, p.dev));
                         a.add_pending(dir, 1);
                         let name = CString::new(name).expect("names hold no NUL");
                         children.push(Child { name, dir: sub, dev: p.dev, ino: p.ino });
                     } else {
+                        disk += p.disk;
+                        apparent += p.apparent;
                         a.publish_children(sub, id, 0);
                         a.set_dir_flags(sub, arena::D_DONE);
                     }
@@ -225,7 +227,7 @@ impl Sink for ArenaSink<'_> {
         if !new_devs.is_empty() {
             self.devs.lock().unwrap().extend(new_devs);
         }
-        a.add_up(dir, disk, apparent, items);
+        a.add_here(dir, disk, apparent, items);
         if errors {
             a.mark_error_below(dir);
         }
@@ -252,5 +254,71 @@ impl Sink for ArenaSink<'_> {
         a.publish_children(dir, a.dir_entry(dir), 0);
         self.devs.lock().unwrap().remove(&dir);
         a.finish(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reader::{Native, Reader};
+    use crate::scan::{self, Walk};
+    use std::collections::HashSet;
+    use std::path::{Path, PathBuf};
+
+    /// Makes `levels` nested directories named `d` under `base`, each path under 4 KiB
+    /// (`mkdir -p`: std's create_dir_all and remove_dir_all take seconds on a deep chain).
+    fn chain(base: &Path, levels: usize) -> PathBuf {
+        let mut p = base.to_path_buf();
+        for _ in 0..levels {
+            p.push("d");
+        }
+        assert!(std::process::Command::new("mkdir").arg("-p").arg(&p).status().unwrap().success());
+        p
+    }
+
+    /// Issue 10, item 5: `dfdu scan` of a 20,000-level chain took 9-13 s because every
+    /// listing added its sizes to every ancestor. A 3,000-level chain (three 1,000-level
+    /// chains moved into each other, so no path reaches PATH_MAX) is scanned; the arena
+    /// records visited while moving totals must stay a small multiple of the directories.
+    #[test]
+    fn deep_chain_scan_moves_totals_in_linear_work() {
+        // A tmpfs where there is one: thousands of nested mkdirs are slow on a busy disk.
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+        let top = base.join(format!("dfdu-deep-scan-{}", std::process::id()));
+        let _ = std::process::Command::new("rm").arg("-rf").arg(&top).status();
+        let (a_root, b_root, c_root) = (top.join("a"), top.join("b"), top.join("c"));
+        let a_end = chain(&a_root, 999);
+        let b_end = chain(&b_root, 999);
+        let c_end = chain(&c_root, 999);
+        std::fs::write(c_end.join("f"), vec![1u8; 5000]).unwrap();
+        std::fs::rename(&c_root, b_end.join("c")).unwrap();
+        std::fs::rename(&b_root, a_end.join("b")).unwrap();
+
+        let arena = Arena::new();
+        let path = CString::new(a_root.to_str().unwrap()).unwrap();
+        let meta = Native::stat_path(&path, true).unwrap();
+        let sink = ArenaSink::new(&arena);
+        let r = sink.add_root(a_root.to_str().unwrap().as_bytes(), &meta).unwrap();
+        let empty = HashSet::new();
+        let walk = Walk {
+            threads: 3,
+            follow_all: false,
+            follow_root: true,
+            one_fs_dev: None,
+            exclude: None,
+            seen_before: &empty,
+            claim_dirs: true,
+            fd_budget: 64,
+        };
+        scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
+        let _ = std::process::Command::new("rm").arg("-rf").arg(&top).status();
+
+        assert!(arena.dir_flags(r) & arena::D_DONE != 0);
+        let (_, apparent, items) = arena.dir_totals(r);
+        assert_eq!(items, 3000, "2,999 directories below the root and one file");
+        assert_eq!(apparent, 5000 + 3000 * meta.size, "directories of one size, plus the file");
+        let steps = arena.steps.load(Ordering::Relaxed);
+        assert!(steps <= 4 * 3000, "{steps} steps for 3,000 directories: not linear");
     }
 }
