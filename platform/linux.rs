@@ -165,6 +165,12 @@ pub fn raise_fd_limit() -> u64 {
     lim.current.unwrap_or(1 << 20)
 }
 
+/// How many file descriptors are open now (an inherited one counts against the limit
+/// like our own): the entries of /proc/self/fd, less the one that lists them.
+pub fn open_fds() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(3, |d| (d.count() as u64).saturating_sub(1).max(3))
+}
+
 /// The text GNU libc gives for an error number, so messages read the same as GNU du's
 /// whichever C library the binary was linked with (musl words some of these differently).
 pub fn errno_text(e: Errno) -> String {

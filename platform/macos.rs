@@ -246,6 +246,12 @@ pub fn raise_fd_limit() -> u64 {
     }
 }
 
+/// How many file descriptors are open now: the entries of /dev/fd, less the one that
+/// lists them.
+pub fn open_fds() -> u64 {
+    std::fs::read_dir("/dev/fd").map_or(3, |d| (d.count() as u64).saturating_sub(1).max(3))
+}
+
 /// The C library's text for an error number (macOS numbers and words them its own way,
 /// and so does GNU du built there).
 pub fn errno_text(e: Errno) -> String {

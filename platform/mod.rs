@@ -9,7 +9,7 @@
 //! * Reading a tree (`walk::reader::Native`): `Dir` (an open directory handle), `Lister`
 //!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
 //!   `stat_at`, `Lister::list`, `sorts_by_inode`, `errno_text`.
-//! * The process: `local_time`, `raise_fd_limit`, `default_threads`, `default_sigpipe`.
+//! * The process: `local_time`, `raise_fd_limit`, `open_fds`, `default_threads`, `default_sigpipe`.
 //! * The browser's delete: `dir_id` and `remove_at`.
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits

@@ -161,6 +161,11 @@ pub fn raise_fd_limit() -> u64 {
     1024
 }
 
+/// Descriptors assumed open: standard input, output and error.
+pub fn open_fds() -> u64 {
+    3
+}
+
 pub fn errno_text(e: Errno) -> String {
     let s = std::io::Error::from_raw_os_error(e.0).to_string();
     match s.find(" (os error") {

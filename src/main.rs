@@ -151,7 +151,26 @@ fn resources(threads: Option<usize>) -> (usize, usize) {
         .or_else(|| std::env::var("DFDU_THREADS").ok().and_then(|v| v.parse().ok()))
         .unwrap_or_else(default_threads);
     let fd_limit = platform::raise_fd_limit();
-    (threads, (fd_limit / 2).clamp(16, 4096) as usize)
+    fd_plan(threads, fd_limit, platform::open_fds())
+}
+
+/// Descriptors kept free for what is not a directory handle of the scan (the
+/// `--files0-from` list, the terminal, a file read on the side).
+const SPARE_FDS: u64 = 4;
+/// Directory handles one worker may hold beyond the shared budget: the directory it
+/// lists (opened before the budget is checked) and two while it re-opens a closed
+/// directory from an open ancestor, one level at a time (see `scan.rs`).
+const FDS_PER_WORKER: u64 = 3;
+
+/// (threads, handle budget) for `fd_limit` descriptors with `in_use` open already. A
+/// low limit lowers the thread count (down to one) and then the budget (down to none:
+/// every directory is re-opened from the root), so it costs speed, never entries.
+fn fd_plan(threads: usize, fd_limit: u64, in_use: u64) -> (usize, usize) {
+    let free = fd_limit.saturating_sub(in_use + SPARE_FDS);
+    // Each worker should find at least one budget handle besides its own three.
+    let threads = (threads as u64).min(free / (FDS_PER_WORKER + 1)).max(1);
+    let budget = free.saturating_sub(threads * FDS_PER_WORKER).min(4096);
+    (threads as usize, budget as usize)
 }
 
 fn run_scan(prog: &str, args: Vec<OsString>) -> i32 {
@@ -235,4 +254,26 @@ Usage:
 Under the name 'du' (installed or symlinked), dfdu is du and nothing else.",
         env!("DFDU_VERSION")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every worker's handles plus the budget fit under the limit; a tiny limit leaves
+    /// one thread and no budget rather than more handles than there are.
+    #[test]
+    fn fd_plan_stays_under_the_limit() {
+        for (threads, limit, in_use) in
+            [(32, 10, 3), (8, 32, 3), (8, 32, 20), (1, 7, 3), (32, 1 << 20, 3), (4, 1024, 5)]
+        {
+            let (t, budget) = fd_plan(threads, limit, in_use);
+            assert!(t >= 1 && t <= threads);
+            let peak = in_use + SPARE_FDS + budget as u64 + t as u64 * FDS_PER_WORKER;
+            assert!(t == 1 && budget == 0 || peak <= limit, "{threads} {limit} {in_use}: {t} {budget}");
+        }
+        assert_eq!(fd_plan(32, 10, 3), (1, 0));
+        assert_eq!(fd_plan(8, 1 << 20, 3).0, 8);
+        assert_eq!(fd_plan(8, 1 << 20, 3).1, 4096);
+    }
 }

@@ -405,7 +405,8 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
         let show = !args.quiet && io::stderr().is_terminal();
         std::thread::scope(|s| {
             if show {
-                s.spawn(|| progress(&arena, &sink, root, start, &stop));
+                // Without a thread for it (a low RLIMIT_AS), the scan runs without progress.
+                let _ = std::thread::Builder::new().spawn_scoped(s, || progress(&arena, &sink, root, start, &stop));
             }
             scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
             stop.store(true, Ordering::Relaxed);

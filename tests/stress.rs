@@ -95,6 +95,76 @@ fn deep_branching_tree_under_a_tiny_fd_limit() {
     let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
+/// Issue 10, item 10: under `--nofile=32` and `--nofile=10` GNU du succeeds, while dfdu
+/// reported hundreds of EMFILE errors and wrong totals (its handle budget was half the
+/// limit, at least 16, whatever the thread count). The budget now comes from the real
+/// limit, the handles already open and the threads; too few handles mean fewer threads
+/// and more re-opening, never lost entries.
+#[test]
+fn low_open_file_limits_lose_no_entries() {
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("SKIP: prlimit (util-linux) not installed");
+        assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none(), "prlimit is required here");
+        return;
+    }
+    let dir = scratch("nofile");
+    // 100 levels, each with a side directory of files and 20 empty siblings, so that
+    // many directories wait for a handle at once.
+    python(
+        "import os\nfd=os.open('.',os.O_RDONLY)\nos.mkdir('t',dir_fd=fd)\nn=os.open('t',os.O_RDONLY,dir_fd=fd); os.close(fd); fd=n\nfor i in range(100):\n for s in ['side','zz']+['e%02d'%k for k in range(20)]:\n  os.mkdir(s,dir_fd=fd)\n s=os.open('side',os.O_RDONLY,dir_fd=fd)\n for k in range(3):\n  f=os.open('f%d'%k,os.O_CREAT|os.O_WRONLY,0o644,dir_fd=s); os.write(f,b'y'*(k*3000)); os.close(f)\n os.close(s)\n n=os.open('zz',os.O_RDONLY,dir_fd=fd); os.close(fd); fd=n\n",
+        &dir,
+    );
+    for limit in ["--nofile=32:32", "--nofile=10:10"] {
+        let wrap: &[&str] = &["prlimit", limit];
+        for threads in ["1", "32"] {
+            same_as_du_threads(&["t"], &dir, Some(wrap), threads);
+            same_as_du_threads(&["-a", "t"], &dir, Some(wrap), threads);
+        }
+        // dfdu scan: every entry counted, no error.
+        let out = Command::new("prlimit")
+            .arg(limit)
+            .arg(dfdu())
+            .args(["scan", "-j", "8", "t"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "dfdu scan under {limit}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains(" 2501  (2201 directories, 300 files"), "dfdu scan under {limit}:\n{text}");
+    }
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+}
+
+/// Issue 10, item 9: with threads that cannot be created (here a 40 MiB address space
+/// for 32 threads) dfdu panicked with "failed to spawn thread" (exit 134). It now runs
+/// with the threads that started, at least the calling one, and answers like du.
+#[test]
+fn threads_that_cannot_start_are_done_without() {
+    if Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("SKIP: prlimit (util-linux) not installed");
+        assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none(), "prlimit is required here");
+        return;
+    }
+    let dir = scratch("threads");
+    python(
+        "import os\nfor i in range(60):\n os.makedirs('t/d%d/e'%i)\n for k in range(5):\n  open('t/d%d/e/f%d'%(i,k),'wb').write(b'q'*(k*1500))\n",
+        &dir,
+    );
+    let wrap: &[&str] = &["prlimit", "--as=41943040"];
+    same_as_du_threads(&["-s", "t"], &dir, Some(wrap), "32");
+    same_as_du_threads(&["-a", "t"], &dir, Some(wrap), "32");
+    let out = Command::new("prlimit")
+        .args(["--as=41943040"])
+        .arg(dfdu())
+        .args(["scan", "-j", "32", "t"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "dfdu scan: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" 421  (121 directories, 300 files"));
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+}
+
 #[test]
 fn directory_of_120k_files_lists_in_du_order() {
     let scratch = Scratch::new("wide");

@@ -15,7 +15,7 @@ use crate::walk::scan::{self, Walk};
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Entries below `root` that could not be read: one pass over the parts of the tree
@@ -201,7 +201,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         let start = Instant::now();
         if let Some((cpath, meta)) = &scan_from {
             let (sink, done, ctx) = (sink.clone(), scan_done.clone(), &ctx);
-            s.spawn(move || {
+            spawn_or_run(s, move || {
                 (ctx.fs.scan)(&ctx.walk(), &sink, cpath, meta, root);
                 done.set(start);
             });
@@ -381,6 +381,23 @@ pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, 
     }
 }
 
+/// Runs `f` on a thread of its own, or here when no thread can be started (a low
+/// RLIMIT_AS or RLIMIT_NPROC): the browser then waits for it instead of failing.
+fn spawn_or_run<'s, 'a: 's>(s: &'s std::thread::Scope<'s, 'a>, f: impl FnOnce() + Send + 's) {
+    let f = Arc::new(Mutex::new(Some(f)));
+    let theirs = f.clone();
+    let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+        if let Some(f) = theirs.lock().ok().and_then(|mut f| f.take()) {
+            f()
+        }
+    });
+    if spawned.is_err() {
+        if let Some(f) = f.lock().ok().and_then(|mut f| f.take()) {
+            f()
+        }
+    }
+}
+
 pub(super) fn start_delete<'s, 'a: 's>(
     s: &'s std::thread::Scope<'s, 'a>,
     a: &'a Arena,
@@ -394,7 +411,7 @@ pub(super) fn start_delete<'s, 'a: 's>(
     let label = escape(&child_path(a, dir, id));
     status.line = format!("Deleting {label}...");
     let (p, d, start) = (progress.clone(), done.clone(), Instant::now());
-    s.spawn(move || {
+    spawn_or_run(s, move || {
         delete::delete(a, dir, id, &p);
         d.set(start);
     });
@@ -424,7 +441,7 @@ pub(super) fn start_rescan<'s, 'a: 's>(
     sink.adopt(new, &meta);
     let done = Arc::new(Done::default());
     let (sk, d, start) = (sink.clone(), done.clone(), Instant::now());
-    s.spawn(move || {
+    spawn_or_run(s, move || {
         (ctx.fs.scan)(&ctx.walk(), &sk, &cpath, &meta, new);
         d.set(start);
     });

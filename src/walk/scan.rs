@@ -247,6 +247,8 @@ enum Job<D> {
 struct Queue<D> {
     jobs: Vec<Job<D>>,
     idle: usize,
+    /// Workers running: `Walk::threads`, or fewer when some could not be started.
+    workers: usize,
     done: bool,
 }
 
@@ -278,7 +280,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
     let shared = Shared::<R, S> {
         walk,
         sink,
-        queue: Mutex::new(Queue { jobs: Vec::new(), idle: 0, done: false }),
+        queue: Mutex::new(Queue { jobs: Vec::new(), idle: 0, workers: walk.threads.max(1), done: false }),
         wake: Condvar::new(),
         idle_hint: AtomicUsize::new(0),
         claims: Mutex::new(HashSet::new()),
@@ -317,12 +319,20 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         path_len: root.to_bytes().len(),
         parked: Mutex::new((false, Vec::new())),
     });
-    let threads = walk.threads.max(1);
     std::thread::scope(|s| {
         let shared = &shared;
-        for _ in 1..threads {
-            s.spawn(move || Worker::<R, S>::new(shared).run(None));
+        // A thread that cannot start (a low RLIMIT_AS or RLIMIT_NPROC, a pids limit) is
+        // no error: the scan runs with those that did, at least this one.
+        let mut started = 1;
+        for _ in 1..walk.threads.max(1) {
+            let spawned = std::thread::Builder::new().spawn_scoped(s, move || Worker::<R, S>::new(shared).run(None));
+            if spawned.is_err() {
+                break;
+            }
+            started += 1;
         }
+        // Under the lock: a worker that goes idle compares with this count.
+        shared.queue.lock().unwrap().workers = started;
         Worker::<R, S>::new(shared).run(Some(root_node));
     });
 }
@@ -432,7 +442,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             }
             q.idle += 1;
             shared.idle_hint.store(q.idle, Ordering::Relaxed);
-            if q.idle == shared.walk.threads.max(1) {
+            if q.idle == q.workers {
                 q.done = true;
                 shared.wake.notify_all();
                 return None;
