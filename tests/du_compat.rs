@@ -754,7 +754,17 @@ fn files0_from_cases() -> Vec<Case> {
         case("--files0-from=-").stdin(b"\0\0\0"),
         case("--files0-from=-").stdin(b"a/small\na\0"),
         case("--files0-from=-").stdin(b"a/\0a//\0./a\0"),
+        // Lists longer than dfdu's 64 KiB read buffer: names split across reads, errors
+        // and empty names interleaved with output (issue 10, item 6: names are done as
+        // they are read).
+        case("--files0-from=- -c").stdin(&b"a\0".repeat(35_000)),
+        case("-a --files0-from=-").stdin(&b"a/b\0top\0\0nope\0a/small\0".repeat(4_000)),
     ]);
+    all.extend(cases(&[
+        "-c --files0-from=lists",
+        "-c --files0-from=lists/f0-nonexist",
+        "-c --files0-from=lists/f0-empty-name",
+    ]));
     all
 }
 

@@ -165,6 +165,74 @@ fn threads_that_cannot_start_are_done_without() {
     let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
+/// Issue 10, item 6: `--files0-from` read the whole list before doing any name, so
+/// `/dev/zero` grew without bound and a slow list showed nothing until it ended. GNU du
+/// does each name as it reads it. The list comes through a pipe that stays open: the
+/// first name's line and the message for a missing name must arrive before the writer
+/// closes it, and the whole output must be GNU du's.
+#[test]
+fn files0_from_a_pipe_is_done_as_it_is_read() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = scratch("files0");
+    python("import os\nos.makedirs('a/b')\nopen('a/f','wb').write(b'x'*9000)\nopen('g','wb').write(b'y')\n", &dir);
+    let mut child = Command::new(dfdu())
+        .arg("--files0-from=-")
+        .current_dir(&dir)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut names = child.stdin.take().unwrap();
+    // Lines arrive through channels, so a dfdu that waits for the end of the list fails
+    // the test after a timeout instead of hanging it.
+    let lines = |pipe: Box<dyn std::io::Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let _ = tx.send(line.unwrap_or_default());
+            }
+        });
+        rx
+    };
+    let out = lines(Box::new(child.stdout.take().unwrap()));
+    let err = lines(Box::new(child.stderr.take().unwrap()));
+    let wait = std::time::Duration::from_secs(20);
+    names.write_all(b"a\0").unwrap();
+    names.flush().unwrap();
+    // du prints a's subdirectory first, then a; both come while the pipe is open.
+    for want in ["\ta/b", "\ta"] {
+        let line = out.recv_timeout(wait).expect("output for the first name while the list is still open");
+        assert!(line.ends_with(want), "expected a line ending {want:?}, got {line:?}");
+    }
+    names.write_all(b"missing\0").unwrap();
+    names.flush().unwrap();
+    let line = err.recv_timeout(wait).expect("a message for a missing name while the list is open");
+    assert!(line.contains("cannot access 'missing'"), "{line:?}");
+    names.write_all(b"\0g").unwrap();
+    drop(names);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let rest: Vec<String> = out.iter().collect();
+    let rest_err: Vec<String> = err.iter().collect();
+    assert!(rest.len() == 1 && rest[0].ends_with("\tg"), "{rest:?}");
+    assert!(rest_err.len() == 1 && rest_err[0].ends_with("-:3: invalid zero-length file name"), "{rest_err:?}");
+    // The same list in one piece: GNU du's bytes.
+    let du = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf 'a\\0missing\\0\\0g' | du --files0-from=- 2>&1; printf 'a\\0missing\\0\\0g' | {} --files0-from=- 2>&1", dfdu().display()))
+        .current_dir(&dir)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&du.stdout).replace(&dfdu().display().to_string(), "du");
+    let half = text.len() / 2;
+    assert_eq!(text[..half], text[half..], "GNU du, then dfdu:\n{text}");
+    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+}
+
 #[test]
 fn directory_of_120k_files_lists_in_du_order() {
     let scratch = Scratch::new("wide");

@@ -68,28 +68,24 @@ pub fn run<R: Reader>(o: &DuOptions, threads: usize, fd_budget: usize) -> i32 {
         threads,
         fd_budget,
     };
-    let names: Vec<Vec<u8>> = match &o.files0_from {
-        Some(f) => match read_files0(o, f) {
-            Ok(n) => n,
-            Err(code) => return code,
-        },
-        None if o.operands.is_empty() => vec![b".".to_vec()],
-        None => o.operands.iter().map(|s| os_bytes(s)).collect(),
-    };
-    let last = names.len().saturating_sub(1);
-    for (i, name) in names.iter().enumerate() {
-        if o.files0_from.as_deref().is_some_and(|f| f == "-") && name == b"-" {
-            run.error(format_args!("when reading file names from stdin, no file name of {} allowed", quoteaf(name)));
-            continue;
-        }
-        if name.is_empty() {
-            match &o.files0_from {
-                None => run.error(format_args!("invalid zero-length file name")),
-                Some(f) => run.error(format_args!("{}:{}: invalid zero-length file name", quotef(&os_bytes(f)), i + 1)),
+    match &o.files0_from {
+        Some(f) => {
+            if let Err(code) = run.files0::<R>(f) {
+                return code;
             }
-            continue;
         }
-        run.operand::<R>(name, i == last && o.files0_from.is_none());
+        None if o.operands.is_empty() => run.operand::<R>(b".", true),
+        None => {
+            let last = o.operands.len() - 1;
+            for (i, name) in o.operands.iter().enumerate() {
+                let name = os_bytes(name);
+                if name.is_empty() {
+                    run.error(format_args!("invalid zero-length file name"));
+                    continue;
+                }
+                run.operand::<R>(&name, i == last);
+            }
+        }
     }
     if o.total {
         let total = run.total;
@@ -107,30 +103,101 @@ fn write_failed(prog: &str, e: &io::Error) -> i32 {
     1
 }
 
-/// Reads the NUL-separated names of `--files0-from`.
-fn read_files0(o: &DuOptions, f: &OsString) -> Result<Vec<Vec<u8>>, i32> {
-    let errno_of = |e: &io::Error| crate::platform::errno_text(Errno(e.raw_os_error().unwrap_or(5)));
-    let mut data = Vec::new();
-    let read = if f == "-" {
-        io::Read::read_to_end(&mut io::stdin(), &mut data)
-    } else {
-        match std::fs::File::open(f) {
-            Ok(mut file) => io::Read::read_to_end(&mut file, &mut data),
-            Err(e) => {
-                eprintln!("{}: cannot open {} for reading: {}", o.prog, quoteaf(&os_bytes(f)), errno_of(&e));
-                return Err(1);
+/// The names of `--files0-from`, read as they are needed (GNU du's `argv_iter`): memory
+/// holds one name and one buffer however long the list, and each name is done before
+/// the next is read, so output and messages come as the list does.
+struct Names0<S: io::Read> {
+    src: S,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl<S: io::Read> Names0<S> {
+    fn new(src: S) -> Self {
+        Names0 { src, buf: vec![0; 64 * 1024].into_boxed_slice(), start: 0, end: 0, eof: false }
+    }
+
+    /// The next name into `name`: `Ok(false)` at the end of the list. A last name
+    /// without its NUL still counts. `before_read` runs before each read that may block.
+    fn next(&mut self, name: &mut Vec<u8>, before_read: &mut dyn FnMut()) -> io::Result<bool> {
+        name.clear();
+        loop {
+            if let Some(nul) = self.buf[self.start..self.end].iter().position(|&b| b == 0) {
+                name.extend_from_slice(&self.buf[self.start..self.start + nul]);
+                self.start += nul + 1;
+                return Ok(true);
             }
+            name.extend_from_slice(&self.buf[self.start..self.end]);
+            self.start = 0;
+            self.end = 0;
+            if self.eof {
+                return Ok(false);
+            }
+            before_read();
+            let n = loop {
+                match self.src.read(&mut self.buf) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    r => break r?,
+                }
+            };
+            if n == 0 {
+                self.eof = true;
+                return Ok(!name.is_empty());
+            }
+            self.end = n;
         }
-    };
-    if let Err(e) = read {
-        eprintln!("{}: {}: read error: {}", o.prog, quotef(&os_bytes(f)), errno_of(&e));
-        return Err(1);
     }
-    let mut names: Vec<Vec<u8>> = data.split(|&b| b == 0).map(<[u8]>::to_vec).collect();
-    if data.last().is_none_or(|&b| b == 0) {
-        names.pop();
+}
+
+impl<W: Write> Run<'_, W> {
+    /// Does each name of `--files0-from` as it is read, with GNU du's messages: an empty
+    /// name or `-` from stdin is an error for that name only; a read error ends the
+    /// list (after the names before it were done).
+    fn files0<R: Reader>(&mut self, f: &OsString) -> Result<(), i32> {
+        let errno_of = |e: &io::Error| crate::platform::errno_text(Errno(e.raw_os_error().unwrap_or(5)));
+        let from_stdin = f == "-";
+        let src: Box<dyn io::Read> = if from_stdin {
+            Box::new(io::stdin().lock())
+        } else {
+            match std::fs::File::open(f) {
+                Ok(file) => Box::new(file),
+                Err(e) => {
+                    eprintln!("{}: cannot open {} for reading: {}", self.o.prog, quoteaf(&os_bytes(f)), errno_of(&e));
+                    return Err(1);
+                }
+            }
+        };
+        let mut names = Names0::new(src);
+        let mut name = Vec::new();
+        let mut number: u64 = 0;
+        loop {
+            let out = &mut self.out;
+            // Before waiting for more names, what is done so far goes out.
+            match names.next(&mut name, &mut || drop(out.flush())) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(e) => {
+                    self.error(format_args!("{}: read error: {}", quotef(&os_bytes(f)), errno_of(&e)));
+                    return Ok(());
+                }
+            }
+            number += 1;
+            if from_stdin && name == b"-" {
+                self.error(format_args!(
+                    "when reading file names from stdin, no file name of {} allowed",
+                    quoteaf(&name)
+                ));
+                continue;
+            }
+            if name.is_empty() {
+                self.error(format_args!("{}:{number}: invalid zero-length file name", quotef(&os_bytes(f))));
+                continue;
+            }
+            self.operand::<R>(&name, false);
+        }
     }
-    Ok(names)
 }
 
 /// fts_open trims two or more trailing slashes down to one.
