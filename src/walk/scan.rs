@@ -54,6 +54,12 @@ const SPLIT_AFTER: u32 = 2048;
 const SPLIT_AFTER_CONTIGUOUS: u32 = 512;
 /// Names per chunk job.
 const CHUNK_ENTRIES: usize = 2048;
+/// Chunks of one listing a `CONTIGUOUS` sink lets run before the listing ends (their
+/// results wait, about 70 bytes an entry, until the listing's ids are reserved).
+const PARKED_CHUNKS: usize = 16;
+/// The most chunk results that ever waited on one listing (tests check the bound).
+#[cfg(test)]
+pub static MOST_PARKED: AtomicUsize = AtomicUsize::new(0);
 /// Path length (with its NUL) at which `stat` of a full path fails on Linux.
 const PATH_MAX: usize = 4096;
 /// GNU fts keeps the handles of the last four directories it descended from and climbs
@@ -564,6 +570,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut chunk_base = (0u32, 0u64);
         let mut chunk_len = 0usize;
         let mut split: Vec<((u32, u64), Vec<u8>)> = Vec::new();
+        let mut offered = 0usize;
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
         let mut lister = self.lister.take().unwrap_or_default();
@@ -576,17 +583,24 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 if chunk_len == 0 {
                     chunk_base = (idx, name_pos);
                 }
-                chunk.extend_from_slice(&d_ino.to_ne_bytes());
+                // A `CONTIGUOUS` sink has no use for the listing's inode numbers.
+                if !S::CONTIGUOUS {
+                    chunk.extend_from_slice(&d_ino.to_ne_bytes());
+                }
                 chunk.extend_from_slice(name.to_bytes_with_nul());
                 chunk_len += 1;
                 if chunk_len == CHUNK_ENTRIES {
                     let names = std::mem::take(&mut chunk);
                     chunk_len = 0;
                     // Hand the chunk to an idle worker now (a `CONTIGUOUS` sink's chunk
-                    // results wait in `parked` until the listing is committed).
+                    // results wait in `parked` until the listing is committed, so only
+                    // `PARKED_CHUNKS` go early: the rest wait as bare names, which cost
+                    // far less than stat'ed entries).
                     if S::CONTIGUOUS {
-                        if let Err(names) = self.offer_chunk(&node, chunk_base, names) {
-                            split.push((chunk_base, names));
+                        let early = offered < PARKED_CHUNKS;
+                        match if early { self.offer_chunk(&node, chunk_base, names) } else { Err(names) } {
+                            Ok(()) => offered += 1,
+                            Err(names) => split.push((chunk_base, names)),
                         }
                     } else if let Err(names) = self.offer_chunk(&node, chunk_base, names) {
                         // Nobody is idle: commit what the listing found so far, then stat
@@ -662,9 +676,13 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut pos = 0;
         let mut idx = base_idx;
         let mut name_pos = base_name_pos;
-        while pos + 8 < names.len() {
-            let d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
-            pos += 8;
+        let ino_bytes = if S::CONTIGUOUS { 0 } else { 8 };
+        while pos + ino_bytes < names.len() {
+            let mut d_ino = 0;
+            if !S::CONTIGUOUS {
+                d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
+                pos += 8;
+            }
             let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
             pos += name.to_bytes_with_nul().len();
             f(name, Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos });
@@ -691,6 +709,8 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             if !parked.0 {
                 // The listing is still being read: its ids are not reserved yet.
                 parked.1.push(Box::new(std::mem::take(&mut self.local)));
+                #[cfg(test)]
+                MOST_PARKED.fetch_max(parked.1.len(), Ordering::Relaxed);
                 return;
             }
         }
