@@ -147,7 +147,7 @@ fn threads_that_cannot_start_are_done_without() {
     }
     let dir = scratch("threads");
     python(
-        "import os\nfor i in range(60):\n os.makedirs('t/d%d/e'%i)\n for k in range(5):\n  open('t/d%d/e/f%d'%(i,k),'wb').write(b'q'*(k*1500))\n",
+        "import os\nfor i in range(400):\n os.makedirs('t/d%d/e'%i)\n for k in range(5):\n  open('t/d%d/e/f%d'%(i,k),'wb').write(b'q'*(k*1500))\n",
         &dir,
     );
     let wrap: &[&str] = &["prlimit", "--as=41943040"];
@@ -161,7 +161,7 @@ fn threads_that_cannot_start_are_done_without() {
         .output()
         .unwrap();
     assert!(out.status.success(), "dfdu scan: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).contains(" 421  (121 directories, 300 files"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" 2801  (801 directories, 2000 files"));
     let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 

@@ -68,6 +68,9 @@ const PATH_MAX: usize = 4096;
 const FTS_FD_RING: u32 = 4;
 /// Symbolic links one path resolution may go through on Linux (MAXSYMLINKS).
 const MAX_SYMLINKS: u32 = 40;
+/// Stack of a worker thread. Nothing on the scan path recurses; a small stack keeps 32
+/// workers within a tight address-space limit (Rust's default is 2 MiB each).
+const WORKER_STACK_BYTES: usize = 256 * 1024;
 /// Bound on the shared queue; beyond it jobs stay on the workers' own stacks.
 const SHARED_QUEUE_JOBS: usize = 256;
 
@@ -331,7 +334,9 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         // no error: the scan runs with those that did, at least this one.
         let mut started = 1;
         for _ in 1..walk.threads.max(1) {
-            let spawned = std::thread::Builder::new().spawn_scoped(s, move || Worker::<R, S>::new(shared).run(None));
+            let spawned = std::thread::Builder::new()
+                .stack_size(WORKER_STACK_BYTES)
+                .spawn_scoped(s, move || Worker::<R, S>::new(shared).run(None));
             if spawned.is_err() {
                 break;
             }
