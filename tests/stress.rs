@@ -70,7 +70,6 @@ fn chain_ten_thousand_deep() {
     same_as_du(&["-s", "d"], &dir, None);
     same_as_du(&["d"], &dir, None);
     same_as_du(&["-a", "-d", "3", "d"], &dir, None);
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
 #[test]
@@ -92,7 +91,6 @@ fn deep_branching_tree_under_a_tiny_fd_limit() {
         same_as_du_threads(&["t"], &dir, Some(wrap), threads);
         same_as_du_threads(&["-a", "t"], &dir, Some(wrap), threads);
     }
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
 /// Issue 10, item 10: under `--nofile=32` and `--nofile=10` GNU du succeeds, while dfdu
@@ -107,7 +105,8 @@ fn low_open_file_limits_lose_no_entries() {
         assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none(), "prlimit is required here");
         return;
     }
-    let dir = scratch("nofile");
+    let scratch = Scratch::new("nofile");
+    let dir = scratch.dir.clone();
     // 100 levels, each with a side directory of files and 20 empty siblings, so that
     // many directories wait for a handle at once.
     python(
@@ -132,7 +131,6 @@ fn low_open_file_limits_lose_no_entries() {
         assert!(out.status.success(), "dfdu scan under {limit}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(text.contains(" 2501  (2201 directories, 300 files"), "dfdu scan under {limit}:\n{text}");
     }
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
 /// Issue 10, item 9: with threads that cannot be created (here a 40 MiB address space
@@ -145,7 +143,8 @@ fn threads_that_cannot_start_are_done_without() {
         assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none(), "prlimit is required here");
         return;
     }
-    let dir = scratch("threads");
+    let scratch = Scratch::new("threads");
+    let dir = scratch.dir.clone();
     python(
         "import os\nfor i in range(400):\n os.makedirs('t/d%d/e'%i)\n for k in range(5):\n  open('t/d%d/e/f%d'%(i,k),'wb').write(b'q'*(k*1500))\n",
         &dir,
@@ -162,7 +161,6 @@ fn threads_that_cannot_start_are_done_without() {
         .unwrap();
     assert!(out.status.success(), "dfdu scan: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains(" 2801  (801 directories, 2000 files"));
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
 /// Issue 10, item 6: `--files0-from` read the whole list before doing any name, so
@@ -174,7 +172,8 @@ fn threads_that_cannot_start_are_done_without() {
 fn files0_from_a_pipe_is_done_as_it_is_read() {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
-    let dir = scratch("files0");
+    let scratch = Scratch::new("files0");
+    let dir = scratch.dir.clone();
     python("import os\nos.makedirs('a/b')\nopen('a/f','wb').write(b'x'*9000)\nopen('g','wb').write(b'y')\n", &dir);
     let mut child = Command::new(dfdu())
         .arg("--files0-from=-")
@@ -230,7 +229,6 @@ fn files0_from_a_pipe_is_done_as_it_is_read() {
     let text = String::from_utf8_lossy(&du.stdout).replace(&dfdu().display().to_string(), "du");
     let half = text.len() / 2;
     assert_eq!(text[..half], text[half..], "GNU du, then dfdu:\n{text}");
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
 #[test]
@@ -244,7 +242,6 @@ fn directory_of_120k_files_lists_in_du_order() {
     same_as_du(&["-a", "w"], &dir, None);
     same_as_du(&["-s", "w"], &dir, None);
     same_as_du(&["w"], &dir, None);
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }
 
 #[test]
@@ -266,5 +263,4 @@ fn portable_reader_agrees_with_native() {
         assert_eq!(native.status.code(), portable.status.code());
         assert!(!native.stdout.is_empty());
     }
-    let _ = Command::new("rm").arg("-rf").arg(&dir).status();
 }

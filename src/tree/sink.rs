@@ -260,8 +260,8 @@ impl Sink for ArenaSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::{Native, Reader};
-    use crate::scan::{self, Walk};
+    use crate::walk::reader::{Native, Reader};
+    use crate::walk::scan::{self, Walk};
     use std::collections::HashSet;
     use std::path::{Path, PathBuf};
 
