@@ -661,7 +661,8 @@ impl Arena {
 
     /// Takes entry `id`, a child of directory `dir`, out of the tree: marks it removed and
     /// subtracts what it still contributes (for a directory, its current totals and
-    /// items, plus itself) from `dir` and every ancestor. False if it was gone already.
+    /// items, plus itself) from the totals that hold it (`sub_up`). False if it was gone
+    /// already.
     pub fn remove(&self, dir: u32, id: u32) -> bool {
         let was = self.entries.at(id).flags_blocks.fetch_or((F_REMOVED as u32) << 24, AcqRel);
         let flags = (was >> 24) as u8;
