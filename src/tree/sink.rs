@@ -310,6 +310,7 @@ mod tests {
             seen_before: &empty,
             claim_dirs: true,
             fd_budget: 64,
+            check_moved: false,
         };
         scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
         let _ = std::process::Command::new("rm").arg("-rf").arg(&top).status();
@@ -353,6 +354,7 @@ mod tests {
             seen_before: &empty,
             claim_dirs: true,
             fd_budget: 64,
+            check_moved: false,
         };
         scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
         let _ = std::fs::remove_dir_all(&top);
