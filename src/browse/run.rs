@@ -274,8 +274,10 @@ pub(super) fn ui<'s, 'a: 's>(
         if let Some(took) = scan_done.get().filter(|_| scanning) {
             scanning = false;
             status.errors = Some(count_errors(a, browser.root));
-            status.line =
-                format!("Scan finished: {} entries in {:.2} s", grouped(a.entry_count() as u64), took.as_secs_f64());
+            // Counted as the footer counts ("Items": everything below the root), so the two
+            // numbers agree while the root is shown.
+            let items = a.dir_totals(browser.root).2;
+            status.line = format!("Scan finished: {} items in {:.2} s", grouped(items), took.as_secs_f64());
             browser.mark_stale();
             need_draw = true;
         }

@@ -694,8 +694,8 @@ impl<R: BufRead> Importer<'_, R> {
             match c.dir {
                 Some(sub) => {
                     a.attach_dir(sub, id);
-                    disk += c.disk;
-                    apparent += c.apparent;
+                    disk = disk.saturating_add(c.disk);
+                    apparent = apparent.saturating_add(c.apparent);
                 }
                 None if flags & 3 == arena::KIND_DIR => {
                     // An excluded directory: a record with no children.
@@ -704,8 +704,8 @@ impl<R: BufRead> Importer<'_, R> {
                     a.set_dir_flags(sub, arena::D_DONE);
                 }
                 None if flags & arena::F_DUP_LINK == 0 => {
-                    disk += c.disk;
-                    apparent += c.apparent;
+                    disk = disk.saturating_add(c.disk);
+                    apparent = apparent.saturating_add(c.apparent);
                 }
                 None => {}
             }
