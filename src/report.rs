@@ -72,11 +72,6 @@ Exit status: 0 when everything could be read, 1 when something could not
 (the report says how many), 2 for bad usage.
 ";
 
-/// What `--version` prints for every subcommand.
-pub fn version_line() -> String {
-    format!("dfdu {}\n", env!("DFDU_VERSION"))
-}
-
 /// Parses `dfdu scan` arguments; `Err(code)` to exit right away.
 pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
     use lexopt::Arg::*;
@@ -120,7 +115,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
             Short('o') | Long("output") => a.output = Some(value(&mut p)?),
             Short('q') | Long("quiet") => a.quiet = true,
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), HELP)),
-            Long("version") => return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), &version_line())),
+            Long("version") => {
+                return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), &crate::du::cli::version_line()))
+            }
             Value(v) => a.dirs.push(v),
             other => {
                 let name = OptName::of(&other);

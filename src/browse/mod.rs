@@ -121,7 +121,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("no-color") | Long("no-colour") => a.no_color = true,
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), HELP)),
             Long("version") => {
-                return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::report::version_line()))
+                return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::du::cli::version_line()))
             }
             Value(v) => dirs.push(v),
             other => {

@@ -507,6 +507,11 @@ fn finish(
     Parsed::Run(Box::new(o))
 }
 
+/// What `dfdu scan --version` and `dfdu browse --version` print.
+pub fn version_line() -> String {
+    format!("dfdu {}\n", env!("DFDU_VERSION"))
+}
+
 /// Writes `text` (help, version) to standard output; a failure is reported as GNU's
 /// `close_stdout` reports it ("PROG: write error: REASON") and gives exit status 1.
 pub fn print_stdout(prog: &str, text: &str) -> i32 {
