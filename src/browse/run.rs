@@ -239,7 +239,9 @@ pub(super) fn ui<'s, 'a: 's>(
 ) -> i32 {
     let a = ctx.arena;
     let start = Instant::now();
-    let mut scanning = scan_done.get().is_none();
+    // A scan (no first line) that finished before the loop started still gets its
+    // "Scan finished" line on the first pass; an import is done from the start.
+    let mut scanning = scan_done.get().is_none() || first_line.is_empty();
     let mut status = Status { line: first_line, busy: false, errors: None };
     if !scanning {
         status.errors = Some(count_errors(a, browser.root));
