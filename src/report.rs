@@ -345,7 +345,6 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
         json_str(&mut o, &a.dir_name(s.root));
         o.push_str(&format!(
             ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"nonregular\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{},\"loops\":{},\"unstatable\":{}",
-            ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"nonregular\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{},\"unstatable\":{}",
             s.disk,
             s.apparent,
             s.entries,

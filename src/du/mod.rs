@@ -395,8 +395,8 @@ impl<W: Write> Run<'_, W> {
                     // As GNU du: the number, and a warning that does not change the exit
                     // status. It flushes what stdout holds first, as error() does.
                     let n = acc.time.sec.to_string();
-                    if let Err(e) = self.out.write_all(&line).and_then(|()| self.out.flush()) {
-                        std::process::exit(write_failed(&o.prog, &e));
+                    if !self.write_failed && self.out.write_all(&line).and_then(|()| self.out.flush()).is_err() {
+                        self.write_failed = true;
                     }
                     line.clear();
                     eprintln!("{}: time {} is out of range", o.prog, crate::text::quote::quote(n.as_bytes()));
