@@ -86,9 +86,10 @@ use du::cli;
 use std::ffi::OsString;
 use walk::{floor, reader};
 
-/// Default worker count, the platform's choice: on Linux every CPU this process may use
-/// (affinity and cgroup quotas honoured), on macOS the performance cores, at most 8. See
-/// README "Threads" and "macOS" for the measurements.
+/// Default worker count, the platform's choice: on Linux four per CPU this process may use
+/// (affinity and cgroup quotas honoured), at least 4 and at most 32; on macOS the
+/// performance cores, at most 8; on Windows one per CPU. See README "Threads" and
+/// "macOS" for the measurements. The help texts say the same (`THREADS_HELP`).
 fn default_threads() -> usize {
     platform::default_threads()
 }
@@ -117,10 +118,7 @@ fn main() {
     if !as_du {
         if let Some(first) = args.first().and_then(|a| a.to_str()) {
             match first {
-                "help" => {
-                    print_overview(&prog);
-                    return;
-                }
+                "help" => std::process::exit(print_overview(&prog)),
                 "scan" => {
                     args.remove(0);
                     std::process::exit(run_scan(&prog, args));
@@ -145,13 +143,15 @@ fn main() {
 }
 
 /// Threads from `-j`, else `DFDU_THREADS`, else the platform default; and the budget of
-/// open directory handles after raising the limit.
-fn resources(threads: Option<usize>) -> (usize, usize) {
-    let threads = threads
-        .or_else(|| std::env::var("DFDU_THREADS").ok().and_then(|v| v.parse().ok()))
-        .unwrap_or_else(default_threads);
+/// open directory handles after raising the limit. `Err` holds a `DFDU_THREADS` value
+/// that is not a thread count: it is refused as `-j` would refuse it.
+fn resources(threads: Option<usize>) -> Result<(usize, usize), Vec<u8>> {
+    let threads = match threads {
+        Some(n) => n,
+        None => env_threads()?.unwrap_or_else(default_threads),
+    };
     let fd_limit = platform::raise_fd_limit();
-    fd_plan(threads, fd_limit, platform::open_fds())
+    Ok(fd_plan(threads, fd_limit, platform::open_fds()))
 }
 
 /// Descriptors kept free for what is not a directory handle of the scan (the
@@ -173,12 +173,28 @@ fn fd_plan(threads: usize, fd_limit: u64, in_use: u64) -> (usize, usize) {
     (threads as usize, budget as usize)
 }
 
+/// `DFDU_THREADS`, when set and not empty: 1 to 1024, as for `-j`.
+fn env_threads() -> Result<Option<usize>, Vec<u8>> {
+    match env_bytes("DFDU_THREADS") {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => match std::str::from_utf8(&v).ok().and_then(|s| s.parse::<usize>().ok()) {
+            Some(n) if (1..=1024).contains(&n) => Ok(Some(n)),
+            _ => Err(v),
+        },
+    }
+}
+
 fn run_scan(prog: &str, args: Vec<OsString>) -> i32 {
     let a = match report::parse(prog, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let (threads, fd_budget) = resources(a.walk.threads);
+    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
+        eprintln!("{prog} scan: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
+    }) else {
+        return 2;
+    };
     if reader::portable_requested() {
         report::run::<reader::Portable>(&a, threads, fd_budget)
     } else {
@@ -201,7 +217,10 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
             }
         }
     }
-    let (threads, _) = resources(threads);
+    let Ok((threads, _)) = resources(threads) else {
+        eprintln!("{prog} floor: invalid number of threads in DFDU_THREADS");
+        return 2;
+    };
     let Some(dir) = dir.and_then(|d| std::ffi::CString::new(d.into_encoded_bytes()).ok()) else {
         eprintln!("usage: {prog} floor [-j N] DIR");
         return 2;
@@ -216,7 +235,11 @@ fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
-    let (threads, fd_budget) = resources(a.walk.threads);
+    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
+        eprintln!("{prog} browse: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
+    }) else {
+        return 2;
+    };
     let fs = if reader::portable_requested() {
         browse::Fs::of::<reader::Portable>()
     } else {
@@ -230,7 +253,13 @@ fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
         cli::Parsed::Run(o) => o,
         cli::Parsed::Exit(code) => return code,
     };
-    let (threads, fd_budget) = resources(opts.threads);
+    // Worded and answered as du answers a bad `-j` (exit status 1, like GNU's usage errors).
+    let Ok((threads, fd_budget)) = resources(opts.threads).map_err(|v| {
+        eprintln!("{prog}: invalid number of threads {} in DFDU_THREADS", text::quote::quote(&v));
+        eprintln!("Try '{prog} --help' for more information.");
+    }) else {
+        return 1;
+    };
     if reader::portable_requested() {
         du::run::<reader::Portable>(&opts, threads, fd_budget)
     } else {
@@ -238,8 +267,8 @@ fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
     }
 }
 
-fn print_overview(prog: &str) {
-    println!(
+fn print_overview(prog: &str) -> i32 {
+    let text = format!(
         "\
 dfdu {} — where did my disk space go?
 
@@ -251,9 +280,11 @@ Usage:
                                   scan (see '{prog} browse --help')
   {prog} help                     this overview
 
-Under the name 'du' (installed or symlinked), dfdu is du and nothing else.",
+Under the name 'du' (installed or symlinked), dfdu is du and nothing else.
+",
         env!("DFDU_VERSION")
     );
+    cli::print_stdout(prog, &text)
 }
 
 #[cfg(test)]

@@ -3,11 +3,11 @@
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
 use crate::meta::os_bytes;
-use crate::text::quote::quotef;
+use crate::text::quote::quoteaf;
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
 use crate::tree::path::{child_path, dir_path};
-use crate::tree::roots::{import_file, stat_root, OptName, WalkArgs};
+use crate::tree::roots::{import_file, io_text, stat_root, OptName, WalkArgs};
 use crate::tree::sink::ArenaSink;
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self};
@@ -49,14 +49,24 @@ apparent size, counts of entries, and its largest directories and files.
       --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
   -L, --dereference     follow symbolic links
-  -j, --threads=N       scan with N threads
+  -j, --threads=N       scan with N threads, 1 to 1024 (also DFDU_THREADS=N);
+                        default on Linux: four per usable CPU, 4 to 32
       --top=N           list the N largest directories and files (default 10)
       --json            print the report as JSON (format version 1)
-  -o FILE               also write an ncdu-compatible JSON export (- for stdout)
+  -o FILE               also write an ncdu-compatible JSON export (- for stdout,
+                        instead of the report; not with --json)
   -f FILE               report on an export (ncdu 1.x/2.x, gdu, dfdu) instead of
                         scanning; - reads standard input
   -q, --quiet           no progress line on a terminal
       --help            show this help
+      --version         show the version
+
+'entries' counts everything the scan met, the roots included, and is the sum
+of the parts after it: directories, files, symlinks, other, excluded entries
+(matched --exclude; not entered), entries that could not be stat'ed and
+directory loops (bind mounts of an ancestor; not entered). What
+could not be read is named on standard error, as du does, and counted as
+'unreadable'.
 
 Exit status: 0 when everything could be read, 1 when something could not
 (the report says how many), 2 for bad usage.
@@ -98,15 +108,15 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
                 let v = value(&mut p)?;
                 match v.to_str().and_then(|s| s.parse().ok()) {
                     Some(n) if n <= 100_000 => a.top = n,
-                    _ => return Err(bad(format!("invalid --top value '{}'", v.to_string_lossy()))),
+                    _ => return Err(bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
                 }
             }
             Long("json") => a.json = true,
             Short('o') | Long("output") => a.output = Some(value(&mut p)?),
             Short('q') | Long("quiet") => a.quiet = true,
-            Long("help") => {
-                print!("{HELP}");
-                return Err(0);
+            Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), HELP)),
+            Long("version") => {
+                return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), &crate::du::cli::version_line()))
             }
             Value(v) => a.dirs.push(v),
             other => {
@@ -117,6 +127,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
     }
     if a.walk.input.is_some() && !a.dirs.is_empty() {
         return Err(bad("-f reads an export; it takes no directories".into()));
+    }
+    if a.json && a.output.as_deref().is_some_and(|o| o == "-") {
+        return Err(bad("--json and -o - both write to standard output; give -o a file name".into()));
     }
     if a.output.is_some() && a.dirs.len() > 1 {
         return Err(bad("an export holds one directory; give one DIR with -o".into()));
@@ -143,6 +156,8 @@ struct Summary {
     excluded: u64,
     /// Directories that are their own ancestors (bind mount loops), not entered.
     loops: u64,
+    /// Entries that could not be stat'ed (part of `entries` and of `errors`).
+    unstatable: u64,
     /// (size, entry, its directory), largest first.
     top_dirs: Vec<(u64, u32, u32)>,
     top_files: Vec<(u64, u32, u32)>,
@@ -165,6 +180,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
         errors: u64::from(a.dir_flags(root) & arena::D_READ_ERROR != 0),
         excluded: 0,
         loops: 0,
+        unstatable: 0,
         top_dirs: Vec::new(),
         top_files: Vec::new(),
     };
@@ -195,6 +211,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
             }
             if flags & arena::F_ERROR != 0 {
                 s.errors += 1;
+                s.unstatable += 1;
                 continue;
             }
             match flags & 3 {
@@ -235,15 +252,22 @@ fn json_str(out: &mut String, bytes: &[u8]) {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            // Control characters must be escaped; U+2028 and U+2029 are escaped too, so the
+            // report can be pasted into JavaScript source as well.
+            c if (c as u32) < 0x20 || c == '\x7f' || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
             c => out.push(c),
         }
     }
     out.push('"');
 }
 
+/// A size as the report shows it; a saturated total reads "Infinity", as in du.
 fn size_text(n: u64, args: &ScanArgs) -> String {
-    if args.bytes {
+    if n == u64::MAX {
+        "Infinity".to_string()
+    } else if args.bytes {
         n.to_string()
     } else {
         format_size(n, Scale::human(!args.si))
@@ -251,17 +275,31 @@ fn size_text(n: u64, args: &ScanArgs) -> String {
 }
 
 fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> io::Result<()> {
-    let shown = |b: &[u8]| String::from_utf8_lossy(b).escape_debug().to_string();
+    // Names are shown as the browser shows them (`term::escape`): control characters,
+    // bytes that are not UTF-8 and line separators escaped, everything else as it is.
+    let shown = crate::term::escape;
     writeln!(out, "{}", shown(&a.dir_name(s.root)))?;
     writeln!(out, "  disk usage     {:>12}", size_text(s.disk, args))?;
     writeln!(out, "  apparent size  {:>12}", size_text(s.apparent, args))?;
-    // An ncdu export does not say which non-regular entries are symlinks.
-    let special = if s.symlinks == 0 && s.other > 0 {
-        format!("{} non-regular", s.other)
+    // The parts add up to `entries`. An ncdu export does not say which non-regular
+    // entries are symlinks.
+    let mut parts = vec![counted(s.dirs, "directory", "directories"), counted(s.files, "file", "files")];
+    if s.symlinks == 0 && s.other > 0 {
+        parts.push(format!("{} non-regular", s.other));
     } else {
-        format!("{} symlinks, {} other", s.symlinks, s.other)
-    };
-    writeln!(out, "  entries        {:>12}  ({} directories, {} files, {special})", s.entries, s.dirs, s.files)?;
+        parts.push(counted(s.symlinks, "symlink", "symlinks"));
+        parts.push(format!("{} other", s.other));
+    }
+    if s.excluded > 0 {
+        parts.push(format!("{} excluded", s.excluded));
+    }
+    if s.unstatable > 0 {
+        parts.push(format!("{} not stat'ed", s.unstatable));
+    }
+    if s.loops > 0 {
+        parts.push(counted(s.loops, "loop", "loops"));
+    }
+    writeln!(out, "  entries        {:>12}  ({})", s.entries, parts.join(", "))?;
     writeln!(
         out,
         "  hard links     {:>12}  files with several names ({} further names counted once)",
@@ -292,11 +330,13 @@ fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> i
 }
 
 fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, args: &ScanArgs) -> String {
-    let mut o = format!(
-        "{{\"format\":\"dfdu-scan-report\",\"version\":{REPORT_VERSION},\"source\":\"{source}\",\"elapsed_seconds\":{:.3},\"measure\":\"{}\",\"roots\":[",
+    let mut o = format!("{{\"format\":\"dfdu-scan-report\",\"version\":{REPORT_VERSION},\"source\":");
+    json_str(&mut o, source.as_bytes());
+    o.push_str(&format!(
+        ",\"elapsed_seconds\":{:.3},\"measure\":\"{}\",\"roots\":[",
         elapsed.as_secs_f64(),
         if args.apparent { "apparent" } else { "disk" }
-    );
+    ));
     for (i, s) in sums.iter().enumerate() {
         if i > 0 {
             o.push(',');
@@ -304,7 +344,7 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
         o.push_str("{\"path\":");
         json_str(&mut o, &a.dir_name(s.root));
         o.push_str(&format!(
-            ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"nonregular\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{},\"loops\":{}",
+            ",\"disk_bytes\":{},\"apparent_bytes\":{},\"entries\":{},\"dirs\":{},\"files\":{},\"symlinks\":{},\"other\":{},\"nonregular\":{},\"hardlinked_files\":{},\"duplicate_link_names\":{},\"errors\":{},\"excluded\":{},\"loops\":{},\"unstatable\":{}",
             s.disk,
             s.apparent,
             s.entries,
@@ -313,7 +353,7 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
             s.symlinks,
             s.other,
             s.symlinks + s.other,
-            s.hardlinked, s.dup_links, s.errors, s.excluded, s.loops
+            s.hardlinked, s.dup_links, s.errors, s.excluded, s.loops, s.unstatable
         ));
         for (key, list) in [("largest_dirs", &s.top_dirs), ("largest_files", &s.top_files)] {
             o.push_str(&format!(",\"{key}\":["));
@@ -349,7 +389,7 @@ fn progress(a: &Arena, sink: &ArenaSink, root: u32, start: Instant, stop: &Atomi
         let (disk, _, _) = a.dir_totals(root);
         let secs = start.elapsed().as_secs_f64().max(0.001);
         let dir = sink.last_dir.load(Ordering::Relaxed);
-        let path = String::from_utf8_lossy(&dir_path(a, dir)).escape_debug().to_string();
+        let path = crate::term::escape(&dir_path(a, dir));
         let head = format!("{n} entries, {}, {:.0}/s ", format_size(disk, Scale::human(true)), n as f64 / secs);
         let room = width.saturating_sub(head.chars().count() + 1);
         let tail: String = if path.chars().count() > room {
@@ -375,7 +415,7 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
         match import_file(f, &arena) {
             Ok(imported) => {
                 roots.push(imported.root);
-                source = format!("import of a {} export", imported.progname.escape_debug());
+                source = format!("import of a {} export", imported.progname);
             }
             Err(e) => {
                 eprintln!("{} scan: {e}", args.prog);
@@ -383,7 +423,7 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
             }
         }
     }
-    let sink = ArenaSink::new(&arena);
+    let sink = ArenaSink::new(&arena).collecting_problems();
     for dir in &args.dirs {
         let path = os_bytes(dir);
         let Ok(cpath) = CString::new(path.clone()) else { continue };
@@ -411,6 +451,7 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
             scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
             stop.store(true, Ordering::Relaxed);
         });
+        name_problems(&arena, &args.prog, sink.take_problems());
         roots.push(root);
     }
     let elapsed = start.elapsed();
@@ -430,12 +471,17 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
                     .and_then(|f| crate::tree::ncdu::export(&arena, root, ts, &mut io::BufWriter::new(f)))
             };
             if let Err(e) = written {
-                eprintln!("{} scan: cannot write {}: {e}", args.prog, quotef(&os_bytes(out)));
+                if to_stdout {
+                    eprintln!("{} scan: write error: {}", args.prog, io_text(&e));
+                } else {
+                    eprintln!("{} scan: cannot write {}: {}", args.prog, quoteaf(&os_bytes(out)), io_text(&e));
+                }
                 return 1;
             }
         }
     }
-    if !to_stdout {
+    // Nothing was scanned (every root was missing): the messages said it all.
+    if !to_stdout && !roots.is_empty() {
         let stdout = io::stdout();
         let mut out = stdout.lock();
         let written = if args.json {
@@ -450,20 +496,56 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
                 writeln!(
                     out,
                     "{} in {:.2} s ({:.0} entries/s)",
-                    source,
+                    crate::term::escape(source.as_bytes()),
                     elapsed.as_secs_f64(),
                     n as f64 / elapsed.as_secs_f64().max(1e-6)
                 )
             })
         };
-        if written.is_err() {
+        if let Err(e) = written.and_then(|_| out.flush()) {
+            eprintln!("{} scan: write error: {}", args.prog, io_text(&e));
             return 1;
         }
     }
     let errors: u64 = sums.iter().map(|s| s.errors).sum::<u64>() + failed;
     if errors > 0 {
-        eprintln!("{}: {errors} entries could not be read", args.prog);
+        eprintln!("{} scan: {} could not be read", args.prog, counted(errors, "entry", "entries"));
         return 1;
     }
     0
+}
+
+/// Names on standard error what a scan could not read, in the shape du uses ("cannot
+/// read directory 'x': reason", "cannot access 'x': reason"), sorted by path.
+fn name_problems(a: &Arena, prog: &str, problems: Vec<crate::tree::sink::Problem>) {
+    let mut lines: Vec<(Vec<u8>, String)> = problems
+        .into_iter()
+        .map(|p| {
+            let mut path = dir_path(a, p.dir);
+            let what = match &p.name {
+                Some(name) => {
+                    if !path.ends_with(b"/") {
+                        path.push(b'/');
+                    }
+                    path.extend_from_slice(name);
+                    "cannot access"
+                }
+                None => "cannot read directory",
+            };
+            let reason =
+                if p.errno.0 == 0 { String::new() } else { format!(": {}", crate::platform::errno_text(p.errno)) };
+            let line = format!("{prog} scan: {what} {}{reason}", quoteaf(&path));
+            (path, line)
+        })
+        .collect();
+    lines.sort();
+    let mut err = io::stderr().lock();
+    for (_, line) in lines {
+        let _ = writeln!(err, "{line}");
+    }
+}
+
+/// "1 entry", "2 entries": a count and its noun.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

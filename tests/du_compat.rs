@@ -40,6 +40,7 @@ const TABLES: &[(&str, Table)] = &[
     ("deeper_than_path_max", deep_cases),
     ("unreadable_as_nobody", nobody_cases),
     ("tmpfs_one_file_system", tmpfs_cases),
+    ("sizes_saturate", saturate_cases),
     ("invoked_via_symlink_named_du", via_symlink_cases),
     ("bind_mount_loop", bind_loop_cases),
     ("symlink_chain_over_40", symlink_chain_cases),
@@ -950,6 +951,13 @@ fn link_cases() -> Vec<Case> {
     cases(&[
         "",
         "-a",
+        // -a with --max-depth N and a multiply-linked file at depth N: GNU prints it (issue 17:
+        // a planted `<` for `<=` in the hard-link path of the depth check went unnoticed).
+        "-a -d2",
+        "-a --max-depth=1 d1",
+        "-a -d1 d2 d1",
+        "-al -d2",
+        "-ab --max-depth=1 d1 d3",
         "-l",
         "-al",
         "-L",
@@ -1392,6 +1400,55 @@ fn tmpfs_cases() -> Vec<Case> {
         "-x mnt/inner",
         "mnt/inner -x",
         "-x -a mnt/inner mnt",
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sizes that do not fit 64 bits (issue 10, item 12): three sparse files of 2^63-1 bytes on a
+// tmpfs (ext4 refuses files that large). GNU du saturates the sum and prints `Infinity`.
+
+#[test]
+fn sizes_saturate() {
+    let label = "sizes_saturate";
+    if !is_root() {
+        notice("du_compat sizes_saturate: SKIPPED (needs root to mount a tmpfs)");
+        return;
+    }
+    let mut checker = Checker::new(label);
+    let mut scratch = Scratch::new(label);
+    let root = scratch.subdir("tree");
+    if let Err(why) = scratch.mount_tmpfs(&root) {
+        notice(&format!("du_compat {label}: SKIPPED (mount -t tmpfs failed: {why})"));
+        return;
+    }
+    build(
+        &root,
+        &[
+            "z big/a 9223372036854775807",
+            "z big/b 9223372036854775807",
+            "z big/sub/c 9223372036854775807",
+            "f small 100",
+        ],
+    );
+    checker.run(&root, &saturate_cases());
+    checker.finish();
+}
+
+fn saturate_cases() -> Vec<Case> {
+    cases(&[
+        "-b",
+        "-bc big big/a",
+        "-ab",
+        "-sb",
+        "-Sb",
+        "-bc big small",
+        "--apparent-size -h",
+        "--apparent-size --si -c big",
+        "--apparent-size -B1M",
+        "--apparent-size -t 1 -a",
+        "--apparent-size -t -1 -a",
+        "-b --max-depth=1",
+        "-bl big big",
     ])
 }
 

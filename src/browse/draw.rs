@@ -294,7 +294,9 @@ impl Browser<'_> {
         let (mark, mark_color) = self.mark(id);
         let mut x = scr.put(row, 0, &mark.to_string(), paint(self.tint(Style::PLAIN, mark_color)));
         let size = self.size_of(id);
-        x = scr.put(row, x, &format!("{} ", size_text(size, self.look.si)), base);
+        // A space between the mark and the size: a nine-character size ("186.4 MiB") would
+        // otherwise touch it.
+        x = scr.put(row, x, &format!(" {} ", size_text(size, self.look.si)), base);
         x = scr.put(row, x, &self.graph_text(size, total, max), paint(self.tint(Style::PLAIN, Color::Green)));
         let is_dir = is_dir_entry(self.a, id);
         if self.show_count {

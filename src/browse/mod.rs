@@ -72,7 +72,8 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
       --exclude=PATTERN  skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
   -L, --dereference      follow symbolic links (deleting never follows them)
-  -j, --threads=N        scan with N threads
+  -j, --threads=N        scan with N threads, 1 to 1024 (also DFDU_THREADS=N);
+                         default on Linux: four per usable CPU, 4 to 32
   -f FILE                browse an export (ncdu 1.x/2.x, gdu, dfdu) instead of
                          scanning; - reads standard input; nothing can be deleted
       --apparent-size    start by showing apparent sizes instead of disk usage
@@ -81,6 +82,7 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
       --help             show this help
+      --version          show the version
 
 Exit status: 0 after quitting, 1 when the scan could not start or there is no
 terminal, 2 for bad usage.
@@ -117,9 +119,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("read-only") => a.read_only = true,
             Long("ascii") => a.ascii = true,
             Long("no-color") | Long("no-colour") => a.no_color = true,
-            Long("help") => {
-                print!("{HELP}");
-                return Err(0);
+            Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), HELP)),
+            Long("version") => {
+                return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::du::cli::version_line()))
             }
             Value(v) => dirs.push(v),
             other => {

@@ -239,7 +239,9 @@ pub(super) fn ui<'s, 'a: 's>(
 ) -> i32 {
     let a = ctx.arena;
     let start = Instant::now();
-    let mut scanning = scan_done.get().is_none();
+    // A scan (no first line) that finished before the loop started still gets its
+    // "Scan finished" line on the first pass; an import is done from the start.
+    let mut scanning = scan_done.get().is_none() || first_line.is_empty();
     let mut status = Status { line: first_line, busy: false, errors: None };
     if !scanning {
         status.errors = Some(count_errors(a, browser.root));
@@ -274,8 +276,10 @@ pub(super) fn ui<'s, 'a: 's>(
         if let Some(took) = scan_done.get().filter(|_| scanning) {
             scanning = false;
             status.errors = Some(count_errors(a, browser.root));
-            status.line =
-                format!("Scan finished: {} entries in {:.2} s", grouped(a.entry_count() as u64), took.as_secs_f64());
+            // Counted as the footer counts ("Items": everything below the root), so the two
+            // numbers agree while the root is shown.
+            let items = a.dir_totals(browser.root).2;
+            status.line = format!("Scan finished: {} items in {:.2} s", grouped(items), took.as_secs_f64());
             browser.mark_stale();
             need_draw = true;
         }

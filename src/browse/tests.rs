@@ -154,8 +154,8 @@ fn opens_on_the_root_sorted_by_size() {
     assert!(j.screen.row_text(1).starts_with("--- /r ---"));
     assert_eq!(j.names(), ["/big", "/mid", "/empty", "small.txt", "zero"]);
     assert_eq!(j.selected_row(), "/big");
-    assert!(j.text().contains("   1.5 MiB [##########] /big"), "{}", j.text());
-    assert!(j.text().contains("e  4.0 KiB [          ] /empty"), "an empty directory is marked: {}", j.text());
+    assert!(j.text().contains("    1.5 MiB [##########] /big"), "{}", j.text());
+    assert!(j.text().contains("e   4.0 KiB [          ] /empty"), "an empty directory is marked: {}", j.text());
     let footer = j.screen.row_text(23);
     assert!(footer.contains("Total disk usage: 1.7 MiB") && footer.contains("Items: 10"), "{footer}");
 }
@@ -332,6 +332,39 @@ fn delete_asks_and_defaults_to_no() {
 }
 
 #[test]
+fn a_mark_never_touches_a_nine_character_size() {
+    // Issue 11: the `*` of a directory still being scanned touched "186.4 MiB".
+    let (a, r) = tree(&[(b"scanning/x", 1), (b"done/y", 1)], &[b"scanning"]);
+    let scanning = a.children(r).unwrap().map(|id| a.dir_of(id)).find(|&d| a.dir_flags(d) & arena::D_DONE == 0);
+    a.add_up(scanning.unwrap(), 195_454_566 - 4096, 195_454_566 - 4096, 1);
+    let j = Journey::new(&a, r);
+    assert!(j.text().contains("* 186.4 MiB [##########] /scanning"), "{}", j.text());
+}
+
+#[test]
+fn an_imported_excluded_entry_stays_excluded_in_the_browser() {
+    // Issue 17: an import that ignored `excluded` was caught only by a malformed-input test.
+    let json = br#"[1,2,{"progname":"t"},[{"name":"/r"},{"name":"skipped.o","excluded":"pattern"},[{"name":"skipdir","excluded":"pattern"}],{"name":"kept","asize":5000,"dsize":8192}]]"#;
+    let a = Arena::new();
+    let imported = crate::tree::ncdu::import(&json[..], &a).expect("valid export");
+    let mut j = Journey::new(&a, imported.root);
+    let row = |j: &Journey, name: &str| {
+        (2..j.screen.height - 2)
+            .map(|r| j.screen.row_text(r))
+            .find(|l| l.trim_end().ends_with(name))
+            .unwrap_or_default()
+    };
+    assert!(row(&j, " skipped.o").starts_with('<'), "{}", j.text());
+    assert!(row(&j, "/skipdir").starts_with('<'), "{}", j.text());
+    assert!(row(&j, " kept").starts_with(' '), "{}", j.text());
+    j.type_str("G");
+    let at = j.names().iter().position(|n| n == "skipped.o").unwrap();
+    j.keys(&vec![Key::Down; at]);
+    j.type_str("i");
+    assert!(j.text().contains("excluded (not scanned)"), "{}", j.text());
+}
+
+#[test]
 fn delete_is_refused_where_it_must_be() {
     let (a, r) = sample();
     for (limits, why) in [
@@ -351,7 +384,7 @@ fn delete_is_refused_where_it_must_be() {
     assert_eq!(j.names(), ["/done", "/scanning"]);
     let d = a.dir_of(scanning);
     assert!(a.dir_flags(d) & arena::D_DONE == 0);
-    assert!(j.text().contains("*  4.0 KiB [##########] /scanning"), "{}", j.text());
+    assert!(j.text().contains("*   4.0 KiB [##########] /scanning"), "{}", j.text());
     j.type_str("jd");
     assert!(j.text().contains("still being scanned"), "{}", j.text());
     j.type_str(" l");

@@ -415,13 +415,10 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
                     ok = false;
                 }
             },
-            '?' => {
-                print_help(prog);
-                return Parsed::Exit(0);
-            }
+            '?' => return Parsed::Exit(print_stdout(prog, &help_text(prog))),
             'V' => {
-                println!("dfdu {} (du-compatible; see dfdu --help)", env!("DFDU_VERSION"));
-                return Parsed::Exit(0);
+                let version = format!("dfdu {} (du-compatible; see dfdu --help)\n", env!("DFDU_VERSION"));
+                return Parsed::Exit(print_stdout(prog, &version));
             }
             _ => unreachable!("every option id is handled"),
         }
@@ -510,8 +507,28 @@ fn finish(
     Parsed::Run(Box::new(o))
 }
 
-fn print_help(prog: &str) {
-    print!(
+/// What `dfdu scan --version` and `dfdu browse --version` print.
+pub fn version_line() -> String {
+    format!("dfdu {}\n", env!("DFDU_VERSION"))
+}
+
+/// Writes `text` (help, version) to standard output; a failure is reported as GNU's
+/// `close_stdout` reports it ("PROG: write error: REASON") and gives exit status 1.
+pub fn print_stdout(prog: &str, text: &str) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => 0,
+        Err(e) => {
+            let errno = crate::meta::Errno(e.raw_os_error().unwrap_or(5));
+            eprintln!("{prog}: write error: {}", crate::platform::errno_text(errno));
+            1
+        }
+    }
+}
+
+fn help_text(prog: &str) -> String {
+    format!(
         "\
 Usage: {prog} [OPTION]... [FILE]...
   or:  {prog} [OPTION]... --files0-from=F
@@ -537,8 +554,9 @@ Arguments that long options need are needed by the short forms too.
   -H                    same as --dereference-args (-D)
   -h, --human-readable  print sizes with unit letters (1K 234M 2G)
       --inodes          count inodes instead of space
-  -j, --threads=N       scan with N threads (dfdu extension; default: one per
-                          usable CPU)
+  -j, --threads=N       scan with N threads, 1 to 1024 (dfdu extension; also
+                          DFDU_THREADS=N); default on Linux: four per usable
+                          CPU, 4 to 32; macOS: the performance cores, at most 8
   -k                    same as --block-size=1K
   -L, --dereference     follow every symbolic link
   -l, --count-links     count a hard-linked file once per name
@@ -568,5 +586,5 @@ Without a number the unit is also printed after each size.
 
 dfdu has more to offer as 'dfdu scan' and 'dfdu browse'; see 'dfdu help'.
 "
-    );
+    )
 }

@@ -50,6 +50,9 @@ struct Run<'o, W: Write> {
     hash_all: bool,
     total: Acc,
     ok: bool,
+    /// Standard output failed once; nothing more is written to it (GNU du goes on too, and
+    /// says "write error" when it closes standard output).
+    write_failed: bool,
     threads: usize,
     fd_budget: usize,
 }
@@ -65,6 +68,7 @@ pub fn run<R: Reader>(o: &DuOptions, threads: usize, fd_budget: usize) -> i32 {
         hash_all: o.files0_from.is_some() || o.operands.len() > 1 || o.deref == Deref::All,
         total: Acc::default(),
         ok: true,
+        write_failed: false,
         threads,
         fd_budget,
     };
@@ -91,16 +95,13 @@ pub fn run<R: Reader>(o: &DuOptions, threads: usize, fd_budget: usize) -> i32 {
         let total = run.total;
         run.print(&total, b"total");
     }
-    if let Err(e) = run.out.flush() {
-        return write_failed(&o.prog, &e);
+    if run.write_failed || run.out.flush().is_err() {
+        // GNU du flushes after every line, so by the time it closes standard output the
+        // error is an old one and its message carries no errno text (gnulib close_stdout).
+        eprintln!("{}: write error", o.prog);
+        return 1;
     }
     i32::from(!run.ok)
-}
-
-fn write_failed(prog: &str, e: &io::Error) -> i32 {
-    let errno = Errno(e.raw_os_error().unwrap_or(5));
-    eprintln!("{prog}: write error: {}", crate::platform::errno_text(errno));
-    1
 }
 
 /// The names of `--files0-from`, read as they are needed (GNU du's `argv_iter`): memory
@@ -213,7 +214,9 @@ fn fts_root(name: &[u8]) -> &[u8] {
 
 impl<W: Write> Run<'_, W> {
     fn error(&mut self, msg: std::fmt::Arguments) {
-        let _ = self.out.flush();
+        if !self.write_failed && self.out.flush().is_err() {
+            self.write_failed = true;
+        }
         eprintln!("{}: {}", self.o.prog, msg);
         self.ok = false;
     }
@@ -447,7 +450,8 @@ impl<W: Write> Run<'_, W> {
     fn print(&mut self, acc: &Acc, path: &[u8]) {
         let o = self.o;
         let n = if o.inodes { acc.count } else { acc.bytes };
-        let mut line = format_size(n, o.scale).into_bytes();
+        // A saturated sum is printed as GNU du prints it (`print_only_size`).
+        let mut line = if n == u64::MAX { b"Infinity".to_vec() } else { format_size(n, o.scale).into_bytes() };
         if o.time.is_some() {
             line.push(b'\t');
             match crate::platform::local_time(acc.time.sec) {
@@ -458,8 +462,8 @@ impl<W: Write> Run<'_, W> {
                     // As GNU du: the number, and a warning that does not change the exit
                     // status. It flushes what stdout holds first, as error() does.
                     let n = acc.time.sec.to_string();
-                    if let Err(e) = self.out.write_all(&line).and_then(|()| self.out.flush()) {
-                        std::process::exit(write_failed(&o.prog, &e));
+                    if !self.write_failed && self.out.write_all(&line).and_then(|()| self.out.flush()).is_err() {
+                        self.write_failed = true;
                     }
                     line.clear();
                     eprintln!("{}: time {} is out of range", o.prog, crate::text::quote::quote(n.as_bytes()));
@@ -470,8 +474,8 @@ impl<W: Write> Run<'_, W> {
         line.push(b'\t');
         line.extend_from_slice(path);
         line.push(if o.null { 0 } else { b'\n' });
-        if let Err(e) = self.out.write_all(&line) {
-            std::process::exit(write_failed(&o.prog, &e));
+        if !self.write_failed && self.out.write_all(&line).is_err() {
+            self.write_failed = true;
         }
     }
 }

@@ -242,7 +242,7 @@ impl Sink for Records {
                 return;
             }
         }
-        l.files_bytes += measure(meta, keep.measure);
+        l.files_bytes = l.files_bytes.saturating_add(measure(meta, keep.measure));
         l.files_count += 1;
         if keep.time.is_some() {
             let t = time_of(meta, keep.time);
@@ -288,7 +288,7 @@ impl Sink for Records {
         }
         tree.inodes.extend_from_slice(&l.inodes);
         let rec = &mut tree.recs[dir as usize];
-        rec.files_bytes += l.files_bytes;
+        rec.files_bytes = rec.files_bytes.saturating_add(l.files_bytes);
         rec.files_count += l.files_count;
         if let Some(done) = listed {
             rec.n_entries = done.entries;

@@ -33,6 +33,7 @@
 //! A directory's children are written into their reserved ids first; then its
 //! `child_count` is stored with `Release`. A reader loads `child_count` with `Acquire`:
 //! `UNLISTED` means "not listed yet", anything else means the children are complete.
+//! Totals saturate at `u64::MAX` (GNU du's "Infinity") instead of wrapping;
 //! `pending` reaches 0 when a directory's whole subtree is done. Every cell is an atomic,
 //! so the arena needs no `unsafe` and no lock on the read path.
 //!
@@ -354,8 +355,10 @@ impl Arena {
         let d = self.dirs.at(dir);
         let (old_disk, old_apparent) = self.dir_own(dir);
         self.store_own(dir, own_disk, own_apparent);
-        d.total_disk.fetch_add(own_disk.wrapping_sub(old_disk), Relaxed);
-        d.total_apparent.fetch_add(own_apparent.wrapping_sub(old_apparent), Relaxed);
+        saturating_sub(&d.total_disk, old_disk);
+        saturating_add(&d.total_disk, own_disk);
+        saturating_sub(&d.total_apparent, old_apparent);
+        saturating_add(&d.total_apparent, own_apparent);
     }
 
     /// Reserves `bytes` of contiguous name store (a directory's children's names).
@@ -615,8 +618,8 @@ impl Arena {
     pub fn add_here(&self, dir: u32, disk: u64, apparent: u64, items: u64) {
         self.step();
         let d = self.dirs.at(dir);
-        d.total_disk.fetch_add(disk, Relaxed);
-        d.total_apparent.fetch_add(apparent, Relaxed);
+        saturating_add(&d.total_disk, disk);
+        saturating_add(&d.total_apparent, apparent);
         d.items.fetch_add(items as u32, Relaxed);
     }
 
@@ -645,11 +648,12 @@ impl Arena {
         }
     }
 
-    /// Takes sizes and items away from `dir` and the ancestors that hold them.
+    /// Takes sizes and items away from `dir` and the ancestors that hold them (a saturated
+    /// total stays saturated: what it held is unknown).
     pub fn sub_up(&self, dir: u32, disk: u64, apparent: u64, items: u64) {
         self.each_holder(dir, |d| {
-            d.total_disk.fetch_sub(disk, Relaxed);
-            d.total_apparent.fetch_sub(apparent, Relaxed);
+            saturating_sub(&d.total_disk, disk);
+            saturating_sub(&d.total_apparent, apparent);
             d.items.fetch_sub(items as u32, Relaxed);
         });
     }
@@ -760,8 +764,8 @@ impl Arena {
         let parent = d.parent.load(Relaxed);
         let (disk, apparent, items) = self.stored_totals(dir);
         let add = |p: &DirSlot| {
-            p.total_disk.fetch_add(disk, Relaxed);
-            p.total_apparent.fetch_add(apparent, Relaxed);
+            saturating_add(&p.total_disk, disk);
+            saturating_add(&p.total_apparent, apparent);
             p.items.fetch_add(items as u32, Relaxed);
         };
         if d.pending_flags.load(Acquire) & D_RESCAN == 0 {
@@ -809,6 +813,21 @@ impl Arena {
     pub fn link_of(&self, id: u32) -> Option<(u64, u64, u32)> {
         self.links.lock().unwrap().get(&id).copied()
     }
+}
+
+/// Adds `v` to a total, saturating at `u64::MAX`. The common case is one `fetch_add`; an
+/// add that wrapped stores the saturated value back (any add racing with it wraps from
+/// `u64::MAX` too and stores the same), so a total never ends below what it should hold.
+fn saturating_add(total: &AtomicU64, v: u64) {
+    let old = total.fetch_add(v, Relaxed);
+    if old.checked_add(v).is_none() {
+        total.store(u64::MAX, Relaxed);
+    }
+}
+
+/// Takes `v` from a total, stopping at 0; a saturated total stays saturated.
+fn saturating_sub(total: &AtomicU64, v: u64) {
+    let _ = total.fetch_update(Relaxed, Relaxed, |t| Some(if t == u64::MAX { t } else { t.saturating_sub(v) }));
 }
 
 #[cfg(test)]

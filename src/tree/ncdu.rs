@@ -705,8 +705,8 @@ impl<R: BufRead> Importer<'_, R> {
                     a.set_dir_flags(sub, arena::D_DONE);
                 }
                 None if flags & arena::F_DUP_LINK == 0 => {
-                    disk += c.disk;
-                    apparent += c.apparent;
+                    disk = disk.saturating_add(c.disk);
+                    apparent = apparent.saturating_add(c.apparent);
                 }
                 None => {}
             }

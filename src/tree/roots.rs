@@ -7,7 +7,7 @@
 use crate::meta::{os_bytes, Errno, Kind, Meta};
 use crate::platform;
 use crate::text::exclude::Exclude;
-use crate::text::quote::quotef;
+use crate::text::quote::quoteaf;
 use crate::tree::arena::Arena;
 use crate::tree::ncdu::{self, Imported};
 use crate::walk::scan::Walk;
@@ -57,7 +57,7 @@ impl WalkArgs {
                 let f = value()?;
                 match std::fs::read(&f) {
                     Ok(text) => self.exclude.add_lines(&text),
-                    Err(e) => return Err(bad(format!("{}: {e}", quotef(&os_bytes(&f))))),
+                    Err(e) => return Err(bad(format!("{}: {}", quoteaf(&os_bytes(&f)), io_text(&e)))),
                 }
             }
             (Some('L'), _) | (_, "dereference") => self.follow = true,
@@ -65,7 +65,7 @@ impl WalkArgs {
                 let v = value()?;
                 match v.to_str().and_then(|s| s.parse().ok()) {
                     Some(n) if (1..=1024).contains(&n) => self.threads = Some(n),
-                    _ => return Err(bad(format!("invalid number of threads '{}'", v.to_string_lossy()))),
+                    _ => return Err(bad(format!("invalid number of threads {}", quoteaf(&os_bytes(&v))))),
                 }
             }
             (Some('f'), _) | (_, "file") => self.input = Some(value()?),
@@ -104,10 +104,10 @@ pub fn import_file(f: &OsStr, arena: &Arena) -> Result<Imported, String> {
     } else {
         match std::fs::File::open(f) {
             Ok(file) => ncdu::import(io::BufReader::with_capacity(256 * 1024, file), arena),
-            Err(e) => return Err(format!("cannot open {}: {e}", quotef(&os_bytes(f)))),
+            Err(e) => return Err(format!("cannot open {}: {}", quoteaf(&os_bytes(f)), io_text(&e))),
         }
     };
-    result.map_err(|e| format!("{}: {e}", quotef(&os_bytes(f))))
+    result.map_err(|e| format!("{}: {e}", quoteaf(&os_bytes(f))))
 }
 
 /// Stats `path` (following a symlink, as a root is followed) with `stat` and checks that
@@ -115,7 +115,15 @@ pub fn import_file(f: &OsStr, arena: &Arena) -> Result<Imported, String> {
 pub fn stat_root(path: &CStr, stat: impl Fn(&CStr, bool) -> Result<Meta, Errno>) -> Result<Meta, String> {
     match stat(path, true) {
         Ok(m) if m.kind == Kind::Dir => Ok(m),
-        Ok(_) => Err(format!("{} is not a directory", quotef(path.to_bytes()))),
-        Err(e) => Err(format!("cannot access {}: {}", quotef(path.to_bytes()), platform::errno_text(e))),
+        Ok(_) => Err(format!("{} is not a directory", quoteaf(path.to_bytes()))),
+        Err(e) => Err(format!("cannot access {}: {}", quoteaf(path.to_bytes()), platform::errno_text(e))),
+    }
+}
+
+/// The text of an I/O error without Rust's "(os error N)" suffix.
+pub fn io_text(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => platform::errno_text(Errno(n)),
+        None => e.to_string(),
     }
 }

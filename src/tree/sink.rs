@@ -31,6 +31,18 @@ pub struct ArenaSink<'a> {
     devs: Mutex<HashMap<u32, u64>>,
     /// The directory most recently committed (for progress displays).
     pub last_dir: AtomicU32,
+    /// What could not be read, for `dfdu scan` to name on standard error; `None` when
+    /// nobody asked (the browser marks errors in the tree instead).
+    problems: Option<Mutex<Vec<Problem>>>,
+}
+
+/// Something the scan could not read: an entry of directory `dir` named `name` that
+/// could not be stat'ed, or (`name == None`) directory `dir` itself that could not be
+/// listed, wholly or in part.
+pub struct Problem {
+    pub dir: u32,
+    pub name: Option<Vec<u8>>,
+    pub errno: Errno,
 }
 
 /// One entry waiting for its commit.
@@ -55,6 +67,8 @@ struct Pending {
 pub struct Local {
     entries: Vec<Pending>,
     names: Vec<u8>,
+    /// Names of this directory that could not be stat'ed, kept only when collecting.
+    problems: Vec<(Vec<u8>, Errno)>,
 }
 
 fn kind_bits(kind: Kind) -> u8 {
@@ -74,6 +88,24 @@ impl<'a> ArenaSink<'a> {
             reserved: Mutex::new(HashMap::new()),
             devs: Mutex::new(HashMap::new()),
             last_dir: AtomicU32::new(0),
+            problems: None,
+        }
+    }
+
+    /// Keeps what could not be read, for `take_problems`.
+    pub fn collecting_problems(mut self) -> Self {
+        self.problems = Some(Mutex::new(Vec::new()));
+        self
+    }
+
+    /// What could not be read since the last call (empty unless collecting).
+    pub fn take_problems(&self) -> Vec<Problem> {
+        self.problems.as_ref().map(|p| std::mem::take(&mut *p.lock().unwrap())).unwrap_or_default()
+    }
+
+    fn problem(&self, dir: u32, name: Option<Vec<u8>>, errno: Errno) {
+        if let Some(p) = &self.problems {
+            p.lock().unwrap().push(Problem { dir, name, errno });
         }
     }
 
@@ -135,7 +167,12 @@ impl Sink for ArenaSink<'_> {
                 }
                 self.pending(l, pos, name, flags, Some(m), m.kind == Kind::Dir);
             }
-            Seen::Error(_) => self.pending(l, pos, name, arena::KIND_FILE | arena::F_ERROR, None, false),
+            Seen::Error(e) => {
+                if self.problems.is_some() {
+                    l.problems.push((name.to_vec(), e));
+                }
+                self.pending(l, pos, name, arena::KIND_FILE | arena::F_ERROR, None, false)
+            }
             Seen::Excluded => self.pending(l, pos, name, arena::KIND_OTHER | arena::F_EXCLUDED, None, false),
             Seen::OtherFs(m) => self.pending(l, pos, name, kind_bits(m.kind) | arena::F_OTHER_FS, Some(m), false),
             Seen::Repeat(m) => self.pending(l, pos, name, arena::KIND_SYMLINK, Some(m), false),
@@ -213,14 +250,14 @@ impl Sink for ArenaSink<'_> {
                         let name = CString::new(name).expect("names hold no NUL");
                         children.push(Child { name, dir: sub, dev: p.dev, ino: p.ino });
                     } else {
-                        disk += p.disk;
-                        apparent += p.apparent;
+                        disk = disk.saturating_add(p.disk);
+                        apparent = apparent.saturating_add(p.apparent);
                         a.publish_children(sub, id, 0);
                         a.set_dir_flags(sub, arena::D_DONE);
                     }
                 } else if flags & arena::F_DUP_LINK == 0 {
-                    disk += p.disk;
-                    apparent += p.apparent;
+                    disk = disk.saturating_add(p.disk);
+                    apparent = apparent.saturating_add(p.apparent);
                 }
             }
         }
@@ -231,9 +268,13 @@ impl Sink for ArenaSink<'_> {
         if errors {
             a.mark_error_below(dir);
         }
-        if let Some(Listed { error: Some(_), .. }) = listed {
+        if let Some(Listed { error: Some((errno, _)), .. }) = listed {
             a.set_dir_flags(dir, arena::D_READ_ERROR);
             a.mark_error_below(a.dir_parent(dir));
+            self.problem(dir, None, errno);
+        }
+        for (name, errno) in l.problems.drain(..) {
+            self.problem(dir, Some(name), errno);
         }
         self.last_dir.store(dir, Ordering::Relaxed);
         l.entries.clear();
@@ -247,7 +288,8 @@ impl Sink for ArenaSink<'_> {
         self.arena.finish(dir);
     }
 
-    fn unreadable(&self, dir: u32, _err: Errno) {
+    fn unreadable(&self, dir: u32, err: Errno) {
+        self.problem(dir, None, err);
         let a = self.arena;
         a.set_dir_flags(dir, arena::D_READ_ERROR);
         a.mark_error_below(a.dir_parent(dir));
