@@ -389,7 +389,12 @@ fn an_ancestor_replaced_after_the_scan_is_not_deleted_through() {
 /// Out of memory while browsing (an address-space limit and a large import) ended the
 /// process with the alternate screen still on and the cursor hidden (issue 10.11). Now
 /// the terminal is put back before the abort message.
+// Not yet a real check: at this limit the import runs out of memory before the browser
+// takes the terminal, so the test also passes without the fix (a planted removal of the
+// hook survived). It needs a limit at which the browser is up first and then runs out
+// (e.g. an action that allocates after the first frame).
 #[test]
+#[ignore = "runs out of memory before the browser starts, so it cannot fail yet"]
 fn out_of_memory_in_the_browser_restores_the_terminal() {
     if !have_tmux() {
         return;
