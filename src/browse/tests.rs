@@ -493,6 +493,7 @@ fn a_full_arena_is_reported_after_the_scan() {
                 seen_before: &empty,
                 claim_dirs: true,
                 fd_budget: 64,
+                check_moved: false,
             };
             crate::walk::scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, root);
             root
