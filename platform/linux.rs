@@ -7,8 +7,8 @@
 //! local time are `unix/`'s, shared with macOS.
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
-use rustix::fd::AsFd;
-use rustix::fs::{AtFlags, RawDir, StatxFlags, CWD};
+use rustix::fd::{AsFd, AsRawFd};
+use rustix::fs::{AtFlags, RawDir, StatxAttributes, StatxFlags, CWD};
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +44,61 @@ pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
 #[inline]
 pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
     stat_impl(dir.fd.as_fd(), name, follow)
+}
+
+/// Which mount an open directory is on, and whether it is that mount's root: (a key
+/// equal for two directories exactly when they are on the same mount, is a mount root).
+/// Here the key is the kernel's mount id (`statx` `STATX_MNT_ID`, else the `mnt_id:`
+/// line of `/proc/self/fdinfo`), so a bind mount on the same device is told apart too.
+pub fn dir_mount(dir: &Dir) -> Result<(u64, bool), Errno> {
+    let mask = StatxFlags::INO | StatxFlags::MNT_ID;
+    let st = match rustix::fs::statx(&dir.fd, c"", AtFlags::EMPTY_PATH | AtFlags::STATX_DONT_SYNC, mask) {
+        Ok(st) => Some(st),
+        Err(rustix::io::Errno::NOSYS) => None,
+        Err(e) => return Err(errno(e)),
+    };
+    let root = st.as_ref().is_some_and(|st| {
+        st.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT)
+            && st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)
+    });
+    if let Some(st) = st.as_ref().filter(|st| st.stx_mask & StatxFlags::MNT_ID.bits() != 0) {
+        return Ok((st.stx_mnt_id, root));
+    }
+    // Kernels before 5.8: the mount id is in fdinfo (since 3.15); failing that, the device.
+    let fdinfo = format!("/proc/self/fdinfo/{}", dir.fd.as_raw_fd());
+    let from_fdinfo = std::fs::read_to_string(fdinfo).ok().and_then(|text| {
+        text.lines().find_map(|l| l.strip_prefix("mnt_id:")).and_then(|v| v.trim().parse::<u64>().ok())
+    });
+    match from_fdinfo {
+        Some(id) => Ok((id, root)),
+        None => Ok((dir_id(dir)?.0 | 1 << 63, root)),
+    }
+}
+
+/// The mount points of this process's mount namespace, as absolute paths (the fifth
+/// field of `/proc/self/mountinfo`, with its octal escapes undone); `None` if unknown.
+pub fn mount_points() -> Option<Vec<Vec<u8>>> {
+    let text = std::fs::read("/proc/self/mountinfo").ok()?;
+    let unescape = |field: &[u8]| {
+        let mut out = Vec::with_capacity(field.len());
+        let mut i = 0;
+        while i < field.len() {
+            let oct =
+                field.get(i + 1..i + 4).filter(|d| field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+            match oct {
+                Some(d) => {
+                    out.push(d.iter().fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')));
+                    i += 4;
+                }
+                None => {
+                    out.push(field[i]);
+                    i += 1;
+                }
+            }
+        }
+        out
+    };
+    Some(text.split(|&b| b == b'\n').filter_map(|line| line.split(|&b| b == b' ').nth(4)).map(unescape).collect())
 }
 
 fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Errno> {

@@ -95,6 +95,17 @@ fn last_errno() -> Errno {
     Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(EIO))
 }
 
+/// Which mount an open directory is on (a key), and whether it is a mount root. macOS has no
+/// bind mounts: another mount is another device (the device number is the key).
+pub fn dir_mount(dir: &Dir) -> Result<(u64, bool), Errno> {
+    Ok((dir_id(dir)?.0, false))
+}
+
+/// The mount points of the system, where they can be listed; `None` here.
+pub fn mount_points() -> Option<Vec<Vec<u8>>> {
+    None
+}
+
 /// Stats a path relative to the working directory.
 pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
     stat_impl(CWD, path, follow)

@@ -10,7 +10,9 @@
 //!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
 //!   `stat_at`, `Lister::list`, `sorts_by_inode`, `errno_text`.
 //! * The process: `local_time`, `raise_fd_limit`, `open_fds`, `default_threads`, `default_sigpipe`.
-//! * The browser's delete: `dir_id` and `remove_at`.
+//! * The browser's delete: `dir_id`, `dir_mount` (which mount a directory is on, and
+//!   whether it is a mount root), `mount_points` (the mount table, where there is one)
+//!   and `remove_at`.
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).
@@ -36,6 +38,9 @@ mod unix;
 
 #[allow(dead_code)]
 pub mod portable;
+
+/// The global allocator, for every platform.
+pub mod oom;
 
 // The getattrlistbulk parser is plain Rust: built on macOS, and everywhere for its tests.
 #[cfg(any(test, target_os = "macos"))]

@@ -236,6 +236,18 @@ pub fn dir_id(_dir: &Dir) -> Result<(u64, u64), Errno> {
     Err(NOT_SUPPORTED)
 }
 
+/// Which mount an open directory is on (a key), and whether it is a mount root. Without
+/// mount ids, another mount is another device
+/// (the device number is the key), and a mount root is found by that difference.
+pub fn dir_mount(dir: &Dir) -> Result<(u64, bool), Errno> {
+    Ok((dir_id(dir)?.0, false))
+}
+
+/// The mount points of the system, where they can be listed; `None` here.
+pub fn mount_points() -> Option<Vec<Vec<u8>>> {
+    None
+}
+
 /// Removes the entry `name` of `dir` itself: an empty directory when `is_dir`, anything
 /// else (a symlink, not its target) when not.
 pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {

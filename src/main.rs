@@ -21,7 +21,9 @@
 //!   (getattrlistbulk) with `macos_attrs.rs` (its buffer parser: pure, safe, tested
 //!   everywhere), `unix/` (what both share: `dir.rs` handles and delete, `term.rs` termios
 //!   and signals, `time.rs`), `windows/` (`ffi.rs` declarations, `fs.rs` the NT reader,
-//!   `term.rs` the console), `portable.rs` (std::fs: the oracle and the fallback).
+//!   `term.rs` the console), `portable.rs` (std::fs: the oracle and the fallback),
+//!   `oom.rs` (the global allocator, wrapped to put the terminal back when memory runs
+//!   out).
 //! * `walk/` — `scan.rs`: the pool and its protocol (documented at the top of the file),
 //!   `Walk` settings, handing entries to a `Sink`; `reader.rs`: the `Reader` seam (`Native`,
 //!   `Portable`); `floor.rs`: the benchmark's minimal walker.
@@ -78,9 +80,8 @@ mod walk;
 #[path = "../platform/mod.rs"]
 mod platform;
 
-#[cfg(all(feature = "mimalloc", target_os = "linux", target_env = "musl"))]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The global allocator is `platform/oom.rs`'s: the system's (mimalloc in musl builds with
+// the feature), wrapped so that running out of memory puts the terminal back first.
 
 use du::cli;
 use std::ffi::OsString;

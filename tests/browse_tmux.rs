@@ -521,3 +521,30 @@ fn an_imported_export_from_standard_input_browses_but_never_deletes() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 17: `--read-only` from the command line reaches the browser: `d` is refused
+/// with the reason, `y` afterwards does nothing, and nothing on disk changes.
+#[test]
+fn read_only_from_the_command_line_refuses_delete() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("read-only");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let before = listing(&tree);
+    let term = Term::start(&t, "", &format!("--read-only '{}'", tree.display()), 80, 24);
+    term.wait_for("Scan finished");
+    term.select("/alpha");
+    term.keys(&["d"]);
+    let s = term.wait_for("Deleting is off (--read-only).");
+    assert!(!s.contains("Confirm delete"), "{s}");
+    // `y` only closes the message; a second `d` is refused the same way.
+    term.keys(&["y", "d"]);
+    term.wait_for("Deleting is off");
+    term.keys(&["Escape", "q"]);
+    term.wait_for("EXIT=0");
+    assert_eq!(listing(&tree), before, "nothing deleted");
+    drop(term);
+}

@@ -613,6 +613,17 @@ pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
     Ok((dir.volume, internal[0]))
 }
 
+/// Which mount an open directory is on (a key: its volume), and whether it is a mount
+/// root. A volume mounted in a folder is a reparse point, which `open_at` never enters.
+pub fn dir_mount(dir: &Dir) -> Result<(u64, bool), Errno> {
+    Ok((dir.volume, false))
+}
+
+/// The mount points of the system, where they can be listed; `None` here.
+pub fn mount_points() -> Option<Vec<Vec<u8>>> {
+    None
+}
+
 /// Removes the entry `name` of `dir` itself: an empty directory when `is_dir`; anything
 /// else when not (a symlink or junction, never what it points to; a real directory is
 /// refused). The entry is opened by one name relative to `dir`, without following a

@@ -146,7 +146,7 @@ impl Browser<'_> {
                 }
             }
             Modal::Help(page) => self.draw_help(scr, *page),
-            Modal::Confirm { dir, id, yes } => self.draw_confirm(scr, *dir, *id, *yes),
+            Modal::Confirm { dir, id, yes, mounts } => self.draw_confirm(scr, *dir, *id, *yes, *mounts),
             Modal::Message { title, lines } => {
                 let bw = (lines.iter().map(|l| width(l)).max().unwrap_or(0) + 4).clamp(30, (w - 4).min(76));
                 let mut lines: Vec<String> = lines.iter().flat_map(|l| wrap(l, bw - 4)).collect();
@@ -381,7 +381,7 @@ impl Browser<'_> {
         self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, &title, &lines, None);
     }
 
-    pub(super) fn draw_confirm(&self, scr: &mut Screen, dir: u32, id: u32, yes: bool) {
+    pub(super) fn draw_confirm(&self, scr: &mut Screen, dir: u32, id: u32, yes: bool, mounts: Option<u64>) {
         let (w, h) = (scr.width, scr.height);
         let a = self.a;
         let is_dir = is_dir_entry(a, id);
@@ -398,7 +398,11 @@ impl Browser<'_> {
             format!("Delete {what}?"),
             escape(&child_path(a, dir, id)),
             format!("{} on disk, {} apparent{count}", size(disk), size(apparent)),
-            String::new(),
+            match mounts {
+                Some(0) | None => String::new(),
+                Some(1) => "It holds 1 mount point: left alone, with what is in it.".into(),
+                Some(n) => format!("It holds {} mount points: left alone, with what is in them.", grouped(n)),
+            },
             String::new(),
             String::new(),
             "y: delete    n or Esc: cancel".into(),

@@ -195,6 +195,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     browser.set_apparent(args.apparent);
     if args.walk.input.is_none() {
         browser.set_mtime_source(Box::new(mtime_of_path));
+        browser.set_mounts_source(Box::new(mounts_at_path));
     }
     std::thread::scope(|s| {
         let scan_done = Arc::new(Done::default());
@@ -208,10 +209,37 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         } else {
             scan_done.set(start);
         }
-        let code = ui(s, &ctx, session, browser, (sink, scan_done), first_line);
+        let mut code = ui(s, &ctx, session, browser, (sink, scan_done), first_line);
+        if let Some(full) = arena.full() {
+            eprintln!("{} browse: the tree is too large; {}", args.prog, full_lines(full)[1].to_lowercase());
+            code = code.max(1);
+        }
         // The scan may still be running: quitting does not wait for it.
         std::process::exit(code)
     })
+}
+
+/// Mount points at or below `path` (a selection as the scan named it): its parent is
+/// resolved to an absolute path the way the scan resolved it, its last name is kept.
+#[cfg(unix)]
+fn mounts_at_path(path: &[u8]) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let cut = path.iter().rposition(|&b| b == b'/')?;
+    let (parent, name) = (&path[..cut.max(1)], &path[cut + 1..]);
+    let parent = if cut == 0 { b"/".to_vec() } else { parent.to_vec() };
+    let mut abs = std::fs::canonicalize(std::ffi::OsStr::from_bytes(&parent)).ok()?.as_os_str().as_bytes().to_vec();
+    if !abs.ends_with(b"/") {
+        abs.push(b'/');
+    }
+    abs.extend_from_slice(name);
+    delete::mounts_under(&abs)
+}
+
+#[cfg(not(unix))]
+fn mounts_at_path(path: &[u8]) -> Option<u64> {
+    // No mount table here (`platform::mount_points` says `None`); open_at never enters
+    // a volume mounted in a folder, so the delete stays on its volume anyway.
+    delete::mounts_under(path)
 }
 
 #[cfg(unix)]
@@ -242,6 +270,7 @@ pub(super) fn ui<'s, 'a: 's>(
     // A scan (no first line) that finished before the loop started still gets its
     // "Scan finished" line on the first pass; an import is done from the start.
     let mut scanning = scan_done.get().is_none() || first_line.is_empty();
+    let mut full_shown = false;
     let mut status = Status { line: first_line, busy: false, errors: None };
     if !scanning {
         status.errors = Some(count_errors(a, browser.root));
@@ -288,6 +317,8 @@ pub(super) fn ui<'s, 'a: 's>(
             finish_job(a, &mut browser, &mut status, j, scanning);
             need_draw = true;
         }
+        need_draw |= !full_shown && notice_full(a, &mut browser);
+        full_shown |= a.full().is_some();
         let active = scanning || job.is_some();
         if active && last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
@@ -356,23 +387,47 @@ pub(super) fn job_line(a: &Arena, j: &Job, width_cols: usize) -> String {
     }
 }
 
+/// Tells the user once that the arena is full (a scan or rescan stopped adding entries):
+/// what is shown is incomplete. True if it said so now.
+pub(super) fn notice_full(a: &Arena, browser: &mut Browser) -> bool {
+    let Some(full) = a.full() else { return false };
+    browser.message("The tree is too large", full_lines(full));
+    true
+}
+
+fn full_lines(full: arena::Full) -> Vec<String> {
+    let what = match full {
+        arena::Full::Ids => "more than 4,294,967,294 entries or directories",
+        arena::Full::Names => "more than 4 GiB of names",
+    };
+    vec![
+        format!("The scan found {what}, more than dfdu can hold."),
+        "What is shown is incomplete: sizes and counts are too small.".into(),
+    ]
+}
+
 pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, j: Job, scanning: bool) {
     browser.mark_stale();
     if !scanning {
         status.errors = Some(count_errors(a, browser.root));
     }
     let secs = j.done.get().unwrap_or_default().as_secs_f64();
-    let Some((p, _)) = &j.delete else {
+    let Some((p, total)) = &j.delete else {
         let n = a.entry_count().saturating_sub(j.entries_at_start);
         status.line = format!("Rescanned {}: {} entries in {secs:.2} s", j.label, grouped(n as u64));
         return;
     };
     let removed = p.removed.load(AtomicOrdering::Relaxed);
     let failed = p.failed.load(AtomicOrdering::Relaxed);
+    let mounts = p.mounts_left.load(AtomicOrdering::Relaxed);
     let noun = if removed == 1 { "item" } else { "items" };
     status.line = format!("Deleted {}: {} {noun} removed in {secs:.2} s", j.label, grouped(removed));
+    if mounts > 0 {
+        let noun = if mounts == 1 { "mount point" } else { "mount points" };
+        status.line.push_str(&format!(", {} {noun} left alone", grouped(mounts)));
+    }
     if failed > 0 {
-        status.line.push_str(&format!(", {} failed", grouped(failed)));
+        status.line.push_str(&format!(", {} failed", grouped(failed - mounts)));
         let failures = p.failures.lock().unwrap();
         let mut lines: Vec<String> =
             failures.iter().take(8).map(|(path, why)| format!("{}: {}", escape(path), why.text())).collect();
@@ -380,7 +435,10 @@ pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, 
             lines.push(format!("... and {} more", grouped(failed - lines.len() as u64)));
         }
         lines.push("What could not be removed is still shown.".into());
-        let title = format!("{} of {} entries could not be deleted", grouped(failed), grouped(failed + removed));
+        // What is left is counted from the selection, not from the failures: one
+        // directory that could not be entered keeps everything below it.
+        let total = (*total).max(removed);
+        let title = format!("{} of {} entries could not be deleted", grouped(total - removed), grouped(total));
         browser.message(&title, lines);
     }
 }

@@ -495,3 +495,51 @@ fn sizes_and_counts_read_well() {
     assert_eq!(grouped(12), "12");
     assert_eq!(compact_count(12_345_678), "12.3M");
 }
+
+/// Issue 10.11: an arena that runs out of ids during the browser's own scan (not only
+/// a rescan) is reported: a message while browsing (and a line on exit).
+#[test]
+fn a_full_arena_is_reported_after_the_scan() {
+    use crate::tree::sink::ArenaSink;
+    use crate::walk::reader::{Native, Reader};
+    let dir = std::env::temp_dir().join(format!("dfdu-browse-full-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for i in 0..20 {
+        std::fs::create_dir_all(dir.join(format!("d{i}"))).unwrap();
+        std::fs::write(dir.join(format!("d{i}/f")), b"x").unwrap();
+    }
+    let scan = |left: u32| {
+        let a = Arena::new();
+        a.leave_ids(left);
+        let path = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+        let meta = Native::stat_path(&path, true).unwrap();
+        let root = {
+            let sink = ArenaSink::new(&a);
+            let root = sink.add_root(dir.to_str().unwrap().as_bytes(), &meta).unwrap();
+            let empty = std::collections::HashSet::new();
+            let walk = crate::walk::scan::Walk {
+                threads: 2,
+                follow_all: false,
+                follow_root: true,
+                one_fs_dev: None,
+                exclude: None,
+                seen_before: &empty,
+                claim_dirs: true,
+                fd_budget: 64,
+                check_moved: false,
+            };
+            crate::walk::scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, root);
+            root
+        };
+        (a, root)
+    };
+    let (a, root) = scan(1000);
+    let mut j = Journey::new(&a, root);
+    assert!(!run::notice_full(&a, &mut j.b), "room for everything: nothing to say");
+    let (a, root) = scan(25);
+    let mut j = Journey::new(&a, root);
+    assert!(run::notice_full(&a, &mut j.b));
+    j.draw();
+    assert!(j.text().contains("The tree is too large") && j.text().contains("incomplete"), "{}", j.text());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

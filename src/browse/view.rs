@@ -70,8 +70,17 @@ pub(super) enum Modal {
     None,
     Help(usize),
     Info,
-    Confirm { dir: u32, id: u32, yes: bool },
-    Message { title: String, lines: Vec<String> },
+    /// `mounts`: mount points at or below the selection, where the platform can tell.
+    Confirm {
+        dir: u32,
+        id: u32,
+        yes: bool,
+        mounts: Option<u64>,
+    },
+    Message {
+        title: String,
+        lines: Vec<String>,
+    },
 }
 
 /// The names of one directory's children, read once.
@@ -120,6 +129,9 @@ pub(super) struct Item {
 /// Stats a path for its modification time (seconds); the browser's only file access.
 pub type MtimeOf<'a> = Box<dyn Fn(&[u8]) -> Option<i64> + 'a>;
 
+/// Counts the mount points at or below a path; `None` where the platform cannot list them.
+pub type MountsOf<'a> = Box<dyn Fn(&[u8]) -> Option<u64> + 'a>;
+
 /// The browser's state. See the module doc.
 pub struct Browser<'a> {
     pub(super) a: &'a Arena,
@@ -149,6 +161,8 @@ pub struct Browser<'a> {
     /// Rows the listing had at the last frame (page keys move by this).
     pub(super) rows: usize,
     pub(super) mtime_of: Option<MtimeOf<'a>>,
+    /// Counts the mount points at or below a path (asked before a delete).
+    pub(super) mounts_of: Option<MountsOf<'a>>,
     /// File mtimes of the shown directory, by entry id.
     pub(super) mtimes: HashMap<u32, Option<i64>>,
     /// A rescan or delete is running (the loop says so before each key and frame).
@@ -183,6 +197,7 @@ impl<'a> Browser<'a> {
             stale: true,
             rows: 1,
             mtime_of: None,
+            mounts_of: None,
             mtimes: HashMap::new(),
             busy: false,
         }
@@ -202,6 +217,11 @@ impl<'a> Browser<'a> {
     /// Lets the browser stat files for their mtimes (a live scan, not an import).
     pub fn set_mtime_source(&mut self, f: MtimeOf<'a>) {
         self.mtime_of = Some(f);
+    }
+
+    /// Lets the browser count the mount points inside a selection before a delete.
+    pub fn set_mounts_source(&mut self, f: MountsOf<'a>) {
+        self.mounts_of = Some(f);
     }
 
     /// The arena may have changed: sort again before the next frame.
@@ -366,7 +386,7 @@ impl<'a> Browser<'a> {
                 }
                 return Action::None;
             }
-            Modal::Confirm { dir, id, yes } => {
+            Modal::Confirm { dir, id, yes, .. } => {
                 let (dir, id) = (*dir, *id);
                 match k {
                     Key::Char('y') | Key::Char('Y') => {
@@ -461,7 +481,11 @@ impl<'a> Browser<'a> {
         if is_dir_entry(self.a, id) && self.a.dir_flags(self.a.dir_of(id)) & arena::D_DONE == 0 {
             return self.refuse("This directory is still being scanned; it can be deleted once its scan is done.");
         }
-        self.modal = Modal::Confirm { dir: self.cwd, id, yes: false };
+        let mounts = match &self.mounts_of {
+            Some(f) if is_dir_entry(self.a, id) => f(&child_path(self.a, self.cwd, id)),
+            _ => None,
+        };
+        self.modal = Modal::Confirm { dir: self.cwd, id, yes: false, mounts };
     }
 
     pub(super) fn ask_rescan(&mut self) -> Action {

@@ -525,6 +525,7 @@ impl Session {
     /// Raw mode and the alternate screen; installs the panic hook that puts them back.
     pub fn start(color: bool) -> Result<Session, Errno> {
         platform::term_raw_enter()?;
+        platform::oom::set_hook(restore);
         static HOOK: std::sync::Once = std::sync::Once::new();
         HOOK.call_once(|| {
             let previous = std::panic::take_hook();

@@ -287,6 +287,12 @@ impl Arena {
         self.next_entry.load(Acquire).min(u32::MAX as u64) as u32
     }
 
+    /// Uses up all entry ids but `left` (tests of what happens when the arena is full).
+    #[cfg(test)]
+    pub fn leave_ids(&self, left: u32) {
+        self.next_entry.store(u32::MAX as u64 - 1 - left as u64, Release);
+    }
+
     /// Reserves `n` contiguous entry ids.
     pub fn reserve_entries(&self, n: u32) -> Result<u32, Full> {
         let first = self.next_entry.fetch_add(n as u64, Relaxed);
@@ -686,6 +692,42 @@ impl Arena {
         true
     }
 
+    /// Makes entry `to`, a further name of a multiply-linked file in directory `to_dir`,
+    /// the name that carries the file's sizes: the counted name was deleted while this one
+    /// still holds the data, so its sizes join `to_dir` and the ancestors that hold it again (as
+    /// `du` and ncdu would count them on the next scan). False if it carried them already.
+    pub fn carry_link(&self, to_dir: u32, to: u32) -> bool {
+        let was = self.entries.at(to).flags_blocks.fetch_and(!((F_DUP_LINK as u32) << 24), AcqRel);
+        if (was >> 24) as u8 & F_DUP_LINK == 0 {
+            return false;
+        }
+        let (disk, apparent) = self.own_sizes(to);
+        // The same directories `sub_up` takes from: those whose totals hold `to_dir`'s.
+        self.each_holder(to_dir, |d| {
+            saturating_add(&d.total_disk, disk);
+            saturating_add(&d.total_apparent, apparent);
+        });
+        true
+    }
+
+    /// Whether directory `dir` is still part of the tree: neither it nor an ancestor was
+    /// replaced by a rescan (a replaced record is unreachable) or deleted.
+    pub fn dir_live(&self, mut dir: u32) -> bool {
+        while dir != NO_DIR {
+            let entry = self.dir_entry(dir);
+            if self.dir_of(entry) != dir || self.removed(entry) {
+                return false;
+            }
+            dir = self.dir_parent(dir);
+        }
+        true
+    }
+
+    /// Number of directory records written (live or replaced by a rescan).
+    pub fn dir_count(&self) -> u32 {
+        self.next_dir.load(Acquire).min(u32::MAX as u64) as u32
+    }
+
     /// Starts a rescan of directory `old`: a fresh, empty record with the given own sizes
     /// takes its place under the same entry, the ancestors' totals lose what `old` held
     /// below itself, and every ancestor that was done is "not done" again until the new
@@ -807,6 +849,11 @@ impl Arena {
     /// Records (dev, ino, nlink) of a multiply-linked file.
     pub fn note_link(&self, id: u32, dev: u64, ino: u64, nlink: u32) {
         self.links.lock().unwrap().insert(id, (dev, ino, nlink));
+    }
+
+    /// Every multiply-linked file noted so far: (entry id, dev, ino).
+    pub fn link_table(&self) -> Vec<(u32, u64, u64)> {
+        self.links.lock().unwrap().iter().map(|(&id, &(dev, ino, _))| (id, dev, ino)).collect()
     }
 
     /// (dev, ino, nlink) of a multiply-linked file.

@@ -953,4 +953,15 @@ mod tests {
         }
         assert!(n > 0, "the corpus is empty");
     }
+
+    /// Issue 10.11: an import into an arena that runs out of ids is an error that says so.
+    #[test]
+    fn an_import_that_fills_the_arena_fails_with_a_message() {
+        let json = br#"[1,2,{"progname":"t"},[{"name":"/r"},{"name":"a"},{"name":"b"},[{"name":"c"},{"name":"d"}]]]"#;
+        let a = Arena::new();
+        a.leave_ids(2);
+        let e = import(&json[..], &a).err().expect("the arena is full");
+        assert!(e.msg.contains("too many entries"), "{}", e.msg);
+        assert!(import(&json[..], &Arena::new()).is_ok());
+    }
 }

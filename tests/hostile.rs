@@ -1,0 +1,422 @@
+//! Hostile and unusual trees, one place for all of them (issue 10). Each case says in one
+//! line what an attacker who owns one directory of the tree (or an unlucky admin) does,
+//! and what dfdu must do instead. Sections by area; add new cases to the matching one.
+//!
+//! * **delete** — what `dfdu browse` may remove. Every case drives the real browser in
+//!   tmux (its own server and socket), presses the keys a user would, and then checks on
+//!   disk that exactly the expected entries are gone: everything outside the selection,
+//!   and every mount inside it, is untouched.
+//!
+//! Cases that mount need root: without it they print `SKIP:` and pass, unless
+//! `DFDU_REQUIRE_ROOT=1` says they must run (CI runs as root). Mounts are undone by a
+//! guard on drop, also when the test fails (`umount`, then `umount -l`).
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------
+// Harness: scratch trees, mounts, a terminal.
+
+fn have_tmux() -> bool {
+    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP: tmux is not installed; the hostile-tree journeys of dfdu browse did not run");
+        assert!(std::env::var_os("DFDU_REQUIRE_TMUX").is_none(), "DFDU_REQUIRE_TMUX is set but tmux is missing");
+    }
+    ok
+}
+
+/// Whether this test may mount; prints `SKIP:` when not (and fails if it must run).
+fn can_mount(test: &str) -> bool {
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    if !root {
+        eprintln!("SKIP: {test} needs root to mount");
+        assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none_or(|v| v != "1"), "DFDU_REQUIRE_ROOT=1 but not root");
+    }
+    root
+}
+
+/// A fresh directory for one test, removed on drop (after the mounts in it are undone).
+struct Scratch {
+    dir: PathBuf,
+    mounts: Vec<PathBuf>,
+}
+
+impl Scratch {
+    fn new(label: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("dfdu-hostile-{label}-{}", std::process::id()));
+        if dir.exists() {
+            let _ = Command::new("rm").arg("-rf").arg(&dir).status();
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch { dir, mounts: Vec::new() }
+    }
+
+    fn mount(&mut self, args: &[&str], at: &Path) {
+        let out = Command::new("mount").args(args).arg(at).output().expect("mount runs");
+        assert!(out.status.success(), "mount {args:?} {}: {}", at.display(), String::from_utf8_lossy(&out.stderr));
+        self.mounts.push(at.to_path_buf());
+    }
+
+    fn bind(&mut self, from: &Path, at: &Path) {
+        self.mount(&["--bind", from.to_str().unwrap()], at);
+    }
+
+    fn tmpfs(&mut self, at: &Path) {
+        self.mount(&["-t", "tmpfs", "-o", "size=16m", "dfdu-hostile"], at);
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mut all = true;
+        for at in self.mounts.iter().rev() {
+            let ok = Command::new("umount").arg(at).status().is_ok_and(|s| s.success())
+                || Command::new("umount").arg("-l").arg(at).status().is_ok_and(|s| s.success());
+            all &= ok;
+        }
+        if all {
+            let _ = Command::new("rm").arg("-rf").arg(&self.dir).status();
+        } else {
+            eprintln!("hostile: could not unmount under {}; left in place", self.dir.display());
+        }
+    }
+}
+
+fn write(p: &Path, bytes: usize) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, vec![b'x'; bytes]).unwrap();
+}
+
+/// Every path below `root` with its size for files (through mounts: their contents count
+/// as what must stay), relative, directories with a trailing `/`.
+fn listing(root: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let ty = e.file_type().unwrap();
+            if ty.is_dir() {
+                out.insert(format!("{rel}/"));
+                stack.push(p);
+            } else {
+                out.insert(format!("{rel} {}", e.metadata().unwrap().len()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `path` is a mount point now (from the mount table).
+fn is_mounted(path: &Path) -> bool {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    table.lines().any(|l| l.split(' ').nth(4) == Some(path.to_str().unwrap()))
+}
+
+/// Builds `top` with a chain of `levels` directories named `d` below it and a file `f`
+/// at the bottom, wrapping it one level at a time so that no path gets long.
+fn chain(top: &Path, levels: usize) {
+    write(&top.join("f"), 3);
+    let wrap = top.with_extension("wrap");
+    for _ in 0..levels {
+        std::fs::create_dir(&wrap).unwrap();
+        std::fs::rename(top, wrap.join("d")).unwrap();
+        std::fs::rename(&wrap, top).unwrap();
+    }
+}
+
+/// Runs `f` with a short path to the bottom of a chain (through /proc/self/fd).
+fn at_bottom(top: &Path, levels: usize, f: impl FnOnce(&Path)) {
+    use std::os::fd::AsRawFd;
+    let mut dir = std::fs::File::open(top).unwrap();
+    for _ in 0..levels {
+        dir = std::fs::File::open(format!("/proc/self/fd/{}/d", dir.as_raw_fd())).unwrap();
+    }
+    f(Path::new(&format!("/proc/self/fd/{}", dir.as_raw_fd())));
+}
+
+/// One tmux server with one window running `dfdu browse`.
+struct Term {
+    socket: String,
+    script: PathBuf,
+}
+
+static SERVERS: AtomicUsize = AtomicUsize::new(0);
+
+impl Term {
+    /// Starts `PREFIX dfdu browse ARGS` in an 100×30 window; after dfdu exits, the pane
+    /// shows `EXIT=<status>` and stays.
+    fn start(dir: &Path, prefix: &str, args: &str) -> Term {
+        let socket = format!("dfdu-hostile-{}-{}", std::process::id(), SERVERS.fetch_add(1, Ordering::Relaxed));
+        // The script lives beside the scratch tree, not in it: the tree is compared.
+        let script = dir.with_extension(format!("{socket}.sh"));
+        let body = format!(
+            "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n{prefix} '{}' browse {args}\necho \"EXIT=$?\"\nsleep 600\n",
+            env!("CARGO_BIN_EXE_dfdu")
+        );
+        std::fs::write(&script, body).unwrap();
+        let t = Term { socket, script };
+        let cmd = ["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "sh"];
+        let mut args: Vec<&str> = cmd.to_vec();
+        args.push(t.script.to_str().unwrap());
+        t.tmux(&args);
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        let out = Command::new("tmux").arg("-u").arg("-L").arg(&self.socket).args(args).output().expect("tmux runs");
+        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.tmux(&["send-keys", "-t", "t", k]);
+        }
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    /// A tmux format evaluated for the pane (e.g. `#{alternate_on}`).
+    fn pane(&self, format: &str) -> String {
+        let out = self.tmux(&["display-message", "-p", "-t", "t", format]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            assert!(start.elapsed() < WAIT, "timed out waiting for {text:?}; the screen was:\n{s}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The listing's names, top to bottom (last word of each row).
+    fn names(&self) -> Vec<String> {
+        let s = self.screen();
+        s.lines()
+            .skip(2)
+            .take_while(|l| l.contains(" [") && !l.trim().is_empty())
+            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Moves the cursor onto the row named `name`.
+    fn select(&self, name: &str) {
+        self.keys(&["Home"]);
+        let names = self.names();
+        let k = names.iter().position(|n| n == name).unwrap_or_else(|| panic!("{name} not in {names:?}"));
+        for _ in 0..k {
+            self.keys(&["j"]);
+        }
+    }
+
+    /// Selects `name`, presses `d`, waits for the confirmation and returns it.
+    fn ask_delete(&self, name: &str) -> String {
+        self.select(name);
+        self.keys(&["d"]);
+        self.wait_for("Confirm delete")
+    }
+
+    /// Confirms and waits until the deletion is reported; returns the screen.
+    fn confirm(&self) -> String {
+        self.keys(&["y"]);
+        self.wait_for("Deleted ")
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+        let _ = std::fs::remove_file(&self.script);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// delete
+
+/// `mount --bind bl bl/sub` makes a loop; deleting `sub` in the browser removed `bl/file`,
+/// outside the selection (issue 10.1). Now: `sub` is a mount point (and a loop), left
+/// alone; the confirmation says so first, the result after; nothing on disk changes.
+#[test]
+fn delete_through_a_bind_mount_of_an_ancestor_removes_nothing() {
+    if !have_tmux() || !can_mount("delete_through_a_bind_mount_of_an_ancestor_removes_nothing") {
+        return;
+    }
+    let mut t = Scratch::new("loop");
+    let bl = t.dir.join("bl");
+    write(&bl.join("file"), 3000);
+    std::fs::create_dir(bl.join("sub")).unwrap();
+    write(&t.dir.join("beside/keep"), 10);
+    t.bind(&bl, &bl.join("sub"));
+    let before = listing(&t.dir);
+    let term = Term::start(&t.dir, "", &format!("'{}'", bl.display()));
+    term.wait_for("Scan finished");
+    let ask = term.ask_delete("/sub");
+    assert!(ask.contains("It holds 1 mount point"), "the confirmation says it first:\n{ask}");
+    let done = term.confirm();
+    assert!(done.contains("1 mount point left alone"), "{done}");
+    assert_eq!(listing(&t.dir), before, "nothing on disk changed");
+    assert!(is_mounted(&bl.join("sub")), "the bind mount is still there");
+
+    // Inside the loop, `sub/file` is `bl/file` itself: never deleted through the loop.
+    term.keys(&["Escape"]);
+    term.select("/sub");
+    term.keys(&["Enter"]);
+    term.wait_for(&format!("{}/sub ", bl.display()));
+    term.ask_delete("file");
+    let done = term.confirm();
+    assert!(done.contains("directory loop") && done.contains("1 failed"), "{done}");
+    assert_eq!(listing(&t.dir), before, "nothing on disk changed");
+}
+
+/// A tmpfs and a same-device bind mount of a directory outside the tree sit inside the
+/// selection; deleting the selection emptied both (issue 10.2), also with `-x` for the
+/// bind mount. Now: both are left alone with their contents, the rest of the selection
+/// goes, and the result box counts what is left.
+#[test]
+fn mount_points_inside_a_selection_are_left_alone() {
+    if !have_tmux() || !can_mount("mount_points_inside_a_selection_are_left_alone") {
+        return;
+    }
+    for (args, title) in [("", "9 of 13 entries could not be deleted"), ("-x", "7 of 11 entries could not be deleted")]
+    {
+        let mut t = Scratch::new(&format!("mounts{args}"));
+        let tree = t.dir.join("tree");
+        write(&tree.join("sel/a"), 5000);
+        write(&tree.join("sel/x/y/z"), 7000);
+        std::fs::create_dir_all(tree.join("sel/tmp")).unwrap();
+        std::fs::create_dir_all(tree.join("sel/deep/bind")).unwrap();
+        write(&tree.join("keep/k"), 100);
+        write(&t.dir.join("outside/precious"), 2000);
+        write(&t.dir.join("outside/sub/f2"), 3000);
+        t.tmpfs(&tree.join("sel/tmp"));
+        write(&tree.join("sel/tmp/inside/f"), 4000);
+        t.bind(&t.dir.join("outside"), &tree.join("sel/deep/bind"));
+        let before = listing(&t.dir);
+
+        let term = Term::start(&t.dir, "", &format!("{args} '{}'", tree.display()));
+        term.wait_for("Scan finished");
+        let ask = term.ask_delete("/sel");
+        assert!(ask.contains("It holds 2 mount points"), "dfdu browse {args}: the confirmation says it first:\n{ask}");
+        let done = term.confirm();
+        assert!(done.contains("2 mount points left alone"), "dfdu browse {args}:\n{done}");
+        assert!(done.contains(title), "dfdu browse {args}: the box counts what is left:\n{done}");
+
+        let gone = ["tree/sel/a 5000", "tree/sel/x/", "tree/sel/x/y/", "tree/sel/x/y/z 7000"];
+        let expected: BTreeSet<String> = before.iter().filter(|p| !gone.contains(&p.as_str())).cloned().collect();
+        assert_eq!(listing(&t.dir), expected, "dfdu browse {args}: only the selection outside the mounts went");
+        assert!(is_mounted(&tree.join("sel/tmp")) && is_mounted(&tree.join("sel/deep/bind")));
+    }
+}
+
+/// A selection 3,000 levels deep under `prlimit --nofile=1024` removed nothing ("Too many
+/// open files", issue 10.3). Now it is removed whole; and when something at the bottom
+/// stays, the box counts every directory above it as left.
+#[test]
+fn a_deep_selection_under_a_low_open_file_limit() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Scratch::new("deep");
+    let tree = t.dir.join("tree");
+    write(&tree.join("keep/k"), 100);
+    // "chain" and 2,999 directories below it, with one file at the bottom.
+    chain(&tree.join("chain"), 2999);
+    let prlimit = "prlimit --nofile=1024:1024";
+    let term = Term::start(&t.dir, prlimit, &format!("'{}'", tree.display()));
+    term.wait_for("Scan finished");
+    term.ask_delete("/chain");
+    let done = term.confirm();
+    eprintln!("{}", done.lines().rev().nth(1).unwrap_or_default());
+    assert!(done.contains("3,001 items removed") && !done.contains("could not"), "{done}");
+    assert!(!tree.join("chain").exists() && tree.join("keep/k").exists());
+    drop(term);
+
+    // A file created at the bottom after the scan keeps all 3,000 directories.
+    chain(&tree.join("chain"), 2999);
+    let term = Term::start(&t.dir, prlimit, &format!("'{}'", tree.display()));
+    term.wait_for("Scan finished");
+    at_bottom(&tree.join("chain"), 2999, |bottom| write(&bottom.join("late"), 4));
+    term.ask_delete("/chain");
+    let done = term.confirm();
+    assert!(done.contains("3,000 of 3,001 entries could not be deleted"), "{done}");
+    assert!(tree.join("chain").exists() && tree.join("keep/k").exists());
+}
+
+/// Issue 17: after the scan, a directory between the scan root and the selection is
+/// replaced by another real directory holding the same names. The delete must refuse:
+/// nothing in the new directory (or the moved-away old one) is touched.
+#[test]
+fn an_ancestor_replaced_after_the_scan_is_not_deleted_through() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Scratch::new("ancestor");
+    let tree = t.dir.join("tree");
+    write(&tree.join("mid/victim.txt"), 3000);
+    write(&tree.join("mid/other"), 10);
+    let term = Term::start(&t.dir, "", &format!("'{}'", tree.display()));
+    term.wait_for("Scan finished");
+    term.select("/mid");
+    term.keys(&["Enter"]);
+    term.wait_for("victim.txt");
+    std::fs::rename(tree.join("mid"), tree.join("old-mid")).unwrap();
+    write(&tree.join("mid/victim.txt"), 3000);
+    write(&tree.join("mid/new"), 10);
+    let before = listing(&t.dir);
+    term.ask_delete("victim.txt");
+    let done = term.confirm();
+    assert!(done.contains("no longer the") && done.contains("1 failed"), "{done}");
+    assert_eq!(listing(&t.dir), before, "nothing changed on disk");
+}
+
+/// Out of memory while browsing (an address-space limit and a large import) ended the
+/// process with the alternate screen still on and the cursor hidden (issue 10.11). Now
+/// the terminal is put back before the abort message.
+// Not yet a real check: at this limit the import runs out of memory before the browser
+// takes the terminal, so the test also passes without the fix (a planted removal of the
+// hook survived). It needs a limit at which the browser is up first and then runs out
+// (e.g. an action that allocates after the first frame).
+#[test]
+#[ignore = "runs out of memory before the browser starts, so it cannot fail yet"]
+fn out_of_memory_in_the_browser_restores_the_terminal() {
+    if !have_tmux() {
+        return;
+    }
+    let t = Scratch::new("oom");
+    // 400,000 entries with long names: far more than 16 MiB of address space holds (the browser starts in 10).
+    let export = t.dir.join("big.json");
+    let mut json = String::from("[1,2,{\"progname\":\"x\",\"progver\":\"1\",\"timestamp\":1},[{\"name\":\"/r\"}");
+    for d in 0..40 {
+        json.push_str(&format!(",[{{\"name\":\"d{d}\"}}"));
+        for i in 0..10_000 {
+            json.push_str(&format!(
+                ",{{\"name\":\"a-name-long-enough-to-cost-memory-{i:08}\",\"asize\":1,\"dsize\":512}}"
+            ));
+        }
+        json.push(']');
+    }
+    json.push_str("]]\n");
+    std::fs::write(&export, json).unwrap();
+    let term = Term::start(&t.dir, "prlimit --as=16777216", &format!("-f '{}'", export.display()));
+    let s = term.wait_for("EXIT=");
+    assert!(s.contains("memory allocation of"), "the process ran out of memory:\n{s}");
+    assert_eq!(term.pane("#{alternate_on}"), "0", "the alternate screen is left:\n{s}");
+    assert_eq!(term.pane("#{cursor_flag}"), "1", "the cursor is visible again");
+}
