@@ -11,6 +11,9 @@
 //!   `stat_at`, `Lister::list`, `sorts_by_inode`, `errno_text`.
 //! * The process: `local_time`, `raise_fd_limit`, `default_threads`, `default_sigpipe`.
 //! * The browser's delete: `dir_id` and `remove_at`.
+//! * Sharing-aware sizes (`--shared`): `ExtentBuf` (one worker's buffer, `Default`),
+//!   `fs_shares_extents` and `file_extents_at` (Linux: `linux_fiemap.rs`; elsewhere
+//!   stubs that say no file system shares).
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).
@@ -29,6 +32,10 @@
 #[cfg_attr(not(any(target_os = "linux", target_os = "macos", windows)), path = "portable.rs")]
 mod backend;
 pub use backend::*;
+
+/// Extent maps (FIEMAP) for sharing-aware sizes; the other backends have stubs.
+#[cfg(target_os = "linux")]
+mod linux_fiemap;
 
 /// What Linux and macOS share: the terminal, signals and local time.
 #[cfg(any(target_os = "linux", target_os = "macos"))]

@@ -222,6 +222,9 @@ pub struct Arena {
     /// Names of root directories (they have no parent to hold them).
     root_names: Mutex<HashMap<u32, Vec<u8>>>,
     full: Mutex<Option<Full>>,
+    /// Sharing-aware figures by directory, once a scan with `--shared` (or an import
+    /// carrying them) has produced them.
+    shared: Mutex<Option<std::sync::Arc<crate::tree::shared::Figures>>>,
 }
 
 impl Default for Arena {
@@ -245,7 +248,22 @@ impl Arena {
             links: Mutex::new(HashMap::new()),
             root_names: Mutex::new(HashMap::new()),
             full: Mutex::new(None),
+            shared: Mutex::new(None),
         }
+    }
+
+    /// Sharing-aware figures (see `shared.rs`), when the scan or import has them.
+    pub fn shared_figures(&self) -> Option<std::sync::Arc<crate::tree::shared::Figures>> {
+        self.shared.lock().unwrap().clone()
+    }
+
+    pub fn set_shared_figures(&self, f: crate::tree::shared::Figures) {
+        *self.shared.lock().unwrap() = Some(std::sync::Arc::new(f));
+    }
+
+    /// Number of directory records made so far.
+    pub fn dir_count(&self) -> u32 {
+        self.next_dir.load(Acquire).min(u32::MAX as u64) as u32
     }
 
     pub fn full(&self) -> Option<Full> {
