@@ -13,6 +13,7 @@ use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use super::linux_fiemap::*;
 use super::unix::dir::errno;
 pub use super::unix::dir::*;
 pub use super::unix::term::*;

@@ -272,3 +272,21 @@ pub fn errno_text(e: Errno) -> String {
         None => s,
     }
 }
+
+/// Extent maps are read on Linux only (see `linux_fiemap.rs`); elsewhere no file system
+/// is treated as sharing and nothing is asked.
+#[derive(Default)]
+pub struct ExtentBuf;
+
+pub fn fs_shares_extents(_dir: &Dir) -> bool {
+    false
+}
+
+pub fn file_extents_at(
+    _dir: &Dir,
+    _name: &std::ffi::CStr,
+    _buf: &mut ExtentBuf,
+    _each: &mut dyn FnMut(&crate::meta::Extent),
+) -> Result<(), crate::meta::Errno> {
+    Err(crate::meta::Errno(95))
+}

@@ -13,6 +13,9 @@
 //! * The browser's delete: `dir_id`, `dir_mount` (which mount a directory is on, and
 //!   whether it is a mount root), `mount_points` (the mount table, where there is one)
 //!   and `remove_at`.
+//! * Sharing-aware sizes (`--shared`): `ExtentBuf` (one worker's buffer, `Default`),
+//!   `fs_shares_extents` and `file_extents_at` (Linux: `linux_fiemap.rs`; elsewhere
+//!   stubs that say no file system shares).
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).
@@ -31,6 +34,10 @@
 #[cfg_attr(not(any(target_os = "linux", target_os = "macos", windows)), path = "portable.rs")]
 mod backend;
 pub use backend::*;
+
+/// Extent maps (FIEMAP) for sharing-aware sizes; the other backends have stubs.
+#[cfg(target_os = "linux")]
+mod linux_fiemap;
 
 /// What Linux and macOS share: the terminal, signals and local time.
 #[cfg(any(target_os = "linux", target_os = "macos"))]

@@ -287,3 +287,21 @@ pub fn term_signals() -> (u32, i32) {
 }
 
 pub fn term_stop_self() {}
+
+/// Extent maps are read on Linux only (see `linux_fiemap.rs`); elsewhere no file system
+/// is treated as sharing and nothing is asked.
+#[derive(Default)]
+pub struct ExtentBuf;
+
+pub fn fs_shares_extents(_dir: &Dir) -> bool {
+    false
+}
+
+pub fn file_extents_at(
+    _dir: &Dir,
+    _name: &std::ffi::CStr,
+    _buf: &mut ExtentBuf,
+    _each: &mut dyn FnMut(&crate::meta::Extent),
+) -> Result<(), crate::meta::Errno> {
+    Err(crate::meta::Errno(95))
+}

@@ -23,10 +23,12 @@
 //!   and signals, `time.rs`), `windows/` (`ffi.rs` declarations, `fs.rs` the NT reader,
 //!   `term.rs` the console), `portable.rs` (std::fs: the oracle and the fallback),
 //!   `oom.rs` (the global allocator, wrapped to put the terminal back when memory runs
-//!   out).
+//!   out), `linux_fiemap.rs` (which file systems share extents, and one file's extent
+//!   map).
 //! * `walk/` — `scan.rs`: the pool and its protocol (documented at the top of the file),
 //!   `Walk` settings, handing entries to a `Sink`; `reader.rs`: the `Reader` seam (`Native`,
-//!   `Portable`); `floor.rs`: the benchmark's minimal walker.
+//!   `Portable`); `extents.rs`: one file's extent figures (`--shared`); `floor.rs`: the
+//!   benchmark's minimal walker.
 //! * `term/` — the terminal without a TUI crate: `mod.rs` (`Screen` and its diffing
 //!   painter, the key `Decoder`, `escape`, `fit`, the raw-mode `Session`), `width.rs`
 //!   (columns per character).
@@ -36,7 +38,8 @@
 //! * `tree/` — the whole tree in memory: `arena.rs` (`Arena`: every entry in 8 bytes plus
 //!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu.rs` (export and import),
 //!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
-//!   roots), `path.rs` (`dir_path`, `child_path`).
+//!   roots), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
+//!   total, exclusive, set shared and disk once per directory, folded bottom-up).
 //! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
 //!   I/O), `draw.rs` (into a `Screen`), `run.rs` (the loop that runs scans, rescans and

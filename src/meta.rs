@@ -33,6 +33,31 @@ impl Timespec {
     pub const MIN: Timespec = Timespec { sec: i64::MIN, nsec: 0 };
 }
 
+/// One extent of a file, as an extent map (Linux FIEMAP) reports it: where it is in the
+/// file (`logical`), where on the device (`physical`), how long, and `flags` (the bits
+/// below, which are FIEMAP's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub logical: u64,
+    pub physical: u64,
+    pub length: u64,
+    pub flags: u32,
+}
+
+impl Extent {
+    /// The file's last extent (only the Linux extent-map loop needs it).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub const LAST: u32 = 0x1;
+    /// Location not known yet.
+    pub const UNKNOWN: u32 = 0x2;
+    /// Delayed allocation: no disk space assigned yet.
+    pub const DELALLOC: u32 = 0x4;
+    /// Data kept inside the file system's metadata (no data extent).
+    pub const INLINE: u32 = 0x200;
+    /// Also referenced by another file, snapshot or reflink.
+    pub const SHARED: u32 = 0x2000;
+}
+
 /// The result of one `stat` of an entry.
 #[derive(Clone, Copy, Debug)]
 pub struct Meta {

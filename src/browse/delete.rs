@@ -508,6 +508,7 @@ mod tests {
                 claim_dirs: true,
                 fd_budget: 64,
                 check_moved: false,
+                shared: false,
             };
             scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
             r

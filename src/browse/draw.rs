@@ -66,6 +66,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("right, l, Enter", "open the selected directory"),
     ("left, h, <, Bksp", "go to the parent directory"),
     ("s  n  C  M", "sort by size, name, items, mtime"),
+    ("x", "sort by exclusive bytes (--shared)"),
     ("", "(the same key again reverses)"),
     ("t", "directories first, on / off"),
     ("a", "apparent size / disk usage"),
@@ -126,7 +127,8 @@ impl Browser<'_> {
         let list_top = 2;
         let mut list_end = h - 2;
         let info = matches!(self.modal, Modal::Info) && self.sel_id.is_some();
-        let info_h = 11.min(h - 5);
+        // Four more lines for the sharing-aware figures.
+        let info_h = if self.a.shared_figures().is_some() { 15 } else { 11 }.min(h - 5);
         if info {
             list_end = (h - 2 - info_h).max(list_top + 1);
         }
@@ -303,6 +305,15 @@ impl Browser<'_> {
             let count = if is_dir { compact_count(self.a.dir_totals(self.a.dir_of(id)).2) } else { String::new() };
             x = scr.put(row, x, &format!("{count:>7} "), base);
         }
+        if let Some(f) = self.a.shared_figures() {
+            // Exclusive bytes: what deleting the directory certainly frees.
+            let text = match f.get(self.a.dir_of(id)).filter(|_| is_dir) {
+                Some(sh) => size_text(sh.exclusive, self.look.si),
+                // A dash where the number would be (the unit column stays blank).
+                None => format!("{:>w$}  ", "-", w = size_text(0, self.look.si).len().saturating_sub(2)),
+            };
+            x = scr.put(row, x, &format!("{text} "), paint(self.tint(Style::PLAIN, Color::Yellow)));
+        }
         if self.sort == SortKey::Mtime {
             let t = self.mtime_for(id).map_or_else(|| "-".to_string(), time_text);
             x = scr.put(row, x, &format!("{t:>16} "), base);
@@ -321,6 +332,9 @@ impl Browser<'_> {
         let size = |n: u64| size_text(n, self.look.si).trim().to_string();
         let mut s =
             format!(" {}: {}  {}: {}  Items: {}", first.0, size(first.1), second.0, size(second.1), grouped(items));
+        if let Some(sh) = self.a.shared_figures().and_then(|f| f.get(self.cwd)) {
+            s.push_str(&format!("  Sharing counted once: {}", size(sh.disk_once)));
+        }
         let root_flags = self.a.dir_flags(self.root);
         match st.errors {
             Some(0) => {}
@@ -448,6 +462,12 @@ impl Browser<'_> {
         ];
         if is_dir {
             lines.push(format!("Items:     {}", grouped(a.dir_totals(a.dir_of(id)).2)));
+            if let Some(sh) = a.shared_figures().and_then(|f| f.get(a.dir_of(id))) {
+                lines.push(format!("Extents:   {} total", sized(sh.total)));
+                lines.push(format!("Exclusive: {} (freed by deleting it)", sized(sh.exclusive)));
+                lines.push(format!("Shared:    {} (each byte once)", sized(sh.set_shared)));
+                lines.push(format!("Once:      {} (disk, sharing once)", sized(sh.disk_once)));
+            }
         }
         if let Some(t) = self.mtime_for(id) {
             lines.push(format!("Modified:  {}", time_text(t)));

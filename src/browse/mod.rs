@@ -59,6 +59,8 @@ pub struct BrowseArgs {
     pub read_only: bool,
     pub ascii: bool,
     pub no_color: bool,
+    /// Read extent maps for sharing-aware figures (`--shared`).
+    pub shared: bool,
     pub dir: OsString,
 }
 
@@ -81,6 +83,10 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
       --read-only        no deleting
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
+      --shared           on btrfs, XFS, bcachefs, OCFS2: read extent maps for an
+                         exclusive-bytes column (what deleting frees; sort: x),
+                         the shared figures in the i box, and the footer's disk
+                         usage with shared extents counted once (see README)
       --help             show this help
       --version          show the version
 
@@ -99,6 +105,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         read_only: false,
         ascii: false,
         no_color: false,
+        shared: false,
         dir: OsString::new(),
     };
     let mut dirs = Vec::new();
@@ -119,6 +126,8 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("read-only") => a.read_only = true,
             Long("ascii") => a.ascii = true,
             Long("no-color") | Long("no-colour") => a.no_color = true,
+            Long("shared") => a.shared = true,
+            Long("no-shared") => a.shared = false,
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), HELP)),
             Long("version") => {
                 return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::du::cli::version_line()))

@@ -119,7 +119,8 @@ pub(super) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub(super) fn walk(&self) -> Walk<'a> {
-        self.args.walk.walk(self.threads, self.fd_budget, self.one_fs_dev, self.no_links)
+        let walk = self.args.walk.walk(self.threads, self.fd_budget, self.one_fs_dev, self.no_links);
+        Walk { shared: self.args.shared, ..walk }
     }
 }
 
@@ -204,6 +205,9 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
             let (sink, done, ctx) = (sink.clone(), scan_done.clone(), &ctx);
             spawn_or_run(s, move || {
                 (ctx.fs.scan)(&ctx.walk(), &sink, cpath, meta, root);
+                if ctx.args.shared {
+                    sink.finish_shared();
+                }
                 done.set(start);
             });
         } else {
@@ -504,7 +508,9 @@ pub(super) fn start_rescan<'s, 'a: 's>(
     let done = Arc::new(Done::default());
     let (sk, d, start) = (sink.clone(), done.clone(), Instant::now());
     spawn_or_run(s, move || {
-        (ctx.fs.scan)(&ctx.walk(), &sk, &cpath, &meta, new);
+        // A rescan reads no extent maps: the sharing-aware figures stay those of the first
+        // scan (the README says so), so collecting them again would only cost time.
+        (ctx.fs.scan)(&Walk { shared: false, ..ctx.walk() }, &sk, &cpath, &meta, new);
         d.set(start);
     });
     Ok(Job { delete: None, sink: Some(sink), done, label, start: Instant::now(), entries_at_start })

@@ -161,6 +161,31 @@ fn opens_on_the_root_sorted_by_size() {
 }
 
 #[test]
+fn sharing_figures_give_a_column_a_sort_key_an_info_box_and_a_footer() {
+    let (a, root) = sample();
+    let mut j = Journey::new(&a, root);
+    j.type_str("x");
+    assert_eq!(j.names(), ["/big", "/mid", "/empty", "small.txt", "zero"], "no figures: x does nothing");
+    // Directories in creation order: root, big, empty, mid, big/sub.
+    let mut f = crate::tree::shared::Figures::default();
+    for (dir, exclusive) in [(0, 7 << 20), (1, 10 << 10), (2, 500 << 10), (3, 300 << 10), (4, 0)] {
+        let s = crate::tree::shared::Share { total: 1 << 30, exclusive, set_shared: 5 << 20, disk_once: 3 << 20 };
+        f.set(dir, s);
+    }
+    a.set_shared_figures(f);
+    j.type_str("x");
+    assert_eq!(j.names(), ["/empty", "/mid", "/big", "small.txt", "zero"], "x sorts by exclusive bytes");
+    let text = j.text();
+    assert!(text.contains("500.0 KiB"), "the exclusive column:\n{text}");
+    let footer = j.screen.row_text(23);
+    assert!(footer.contains("Sharing counted once: 3.0 MiB"), "{footer}");
+    j.type_str("i");
+    let text = j.text();
+    assert!(text.contains("Exclusive: 500.0 KiB (512,000 bytes)"), "{text}");
+    assert!(text.contains("Once:      3.0 MiB (3,145,728 bytes)"), "{text}");
+}
+
+#[test]
 fn navigation_keys() {
     use Key::*;
     let (a, r) = sample();
@@ -527,6 +552,7 @@ fn a_full_arena_is_reported_after_the_scan() {
                 claim_dirs: true,
                 fd_budget: 64,
                 check_moved: false,
+                shared: false,
             };
             crate::walk::scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, root);
             root

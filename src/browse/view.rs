@@ -14,6 +14,8 @@ pub enum SortKey {
     Name,
     Count,
     Mtime,
+    /// Exclusive bytes (with sharing-aware figures; directories only).
+    Exclusive,
 }
 
 /// What the column after the size shows (`g` cycles: bar, percent, both, none).
@@ -124,6 +126,7 @@ pub(super) struct Item {
     pub(super) size: u64,
     pub(super) count: u64,
     pub(super) mtime: i64,
+    pub(super) exclusive: u64,
 }
 
 /// Stats a path for its modification time (seconds); the browser's only file access.
@@ -310,6 +313,7 @@ impl<'a> Browser<'a> {
         }
         let mut items = std::mem::take(&mut self.items);
         items.clear();
+        let figures = self.a.shared_figures();
         for id in kids {
             if self.a.removed(id) {
                 continue;
@@ -317,7 +321,9 @@ impl<'a> Browser<'a> {
             let is_dir = is_dir_entry(self.a, id);
             let count = if is_dir { self.a.dir_totals(self.a.dir_of(id)).2 } else { 0 };
             let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
-            items.push(Item { id, is_dir, size: self.size_of(id), count, mtime });
+            let exclusive = figures.as_ref().filter(|_| is_dir).and_then(|f| f.get(self.a.dir_of(id)));
+            let exclusive = exclusive.map_or(0, |s| s.exclusive);
+            items.push(Item { id, is_dir, size: self.size_of(id), count, mtime, exclusive });
         }
         let names = &self.names;
         let (sort, desc, dirs_first) = (self.sort, self.desc, self.dirs_first);
@@ -327,6 +333,7 @@ impl<'a> Browser<'a> {
                 SortKey::Size => x.size.cmp(&y.size),
                 SortKey::Count => x.count.cmp(&y.count),
                 SortKey::Mtime => x.mtime.cmp(&y.mtime),
+                SortKey::Exclusive => x.exclusive.cmp(&y.exclusive),
                 SortKey::Name => names.get(x.id).cmp(names.get(y.id)),
             };
             let primary = if desc { primary.reverse() } else { primary };
@@ -436,6 +443,7 @@ impl<'a> Browser<'a> {
             Key::Char('n') => self.set_sort(SortKey::Name),
             Key::Char('C') => self.set_sort(SortKey::Count),
             Key::Char('M') => self.set_sort(SortKey::Mtime),
+            Key::Char('x') if self.a.shared_figures().is_some() => self.set_sort(SortKey::Exclusive),
             Key::Char('t') => {
                 self.dirs_first = !self.dirs_first;
                 self.stale = true;

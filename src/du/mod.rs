@@ -291,6 +291,7 @@ impl<W: Write> Run<'_, W> {
             claim_dirs: self.dedup(),
             fd_budget: self.fd_budget,
             check_moved: o.deref != Deref::All,
+            shared: false,
         };
         let keep = Keep {
             measure: self.measure(),

@@ -244,6 +244,9 @@ pub struct Arena {
     /// Directory records visited while moving totals (tests check it grows linearly).
     #[cfg(test)]
     pub steps: AtomicU64,
+    /// Sharing-aware figures by directory, once a scan with `--shared` (or an import
+    /// carrying them) has produced them.
+    shared: Mutex<Option<std::sync::Arc<crate::tree::shared::Figures>>>,
 }
 
 impl Default for Arena {
@@ -270,7 +273,17 @@ impl Arena {
             full: Mutex::new(None),
             #[cfg(test)]
             steps: AtomicU64::new(0),
+            shared: Mutex::new(None),
         }
+    }
+
+    /// Sharing-aware figures (see `shared.rs`), when the scan or import has them.
+    pub fn shared_figures(&self) -> Option<std::sync::Arc<crate::tree::shared::Figures>> {
+        self.shared.lock().unwrap().clone()
+    }
+
+    pub fn set_shared_figures(&self, f: crate::tree::shared::Figures) {
+        *self.shared.lock().unwrap() = Some(std::sync::Arc::new(f));
     }
 
     pub fn full(&self) -> Option<Full> {

@@ -1,9 +1,11 @@
 //! The whole tree in memory, shared by `dfdu scan` and `dfdu browse`: the `Arena`
 //! (every entry in 8 bytes plus its name, readable while a scan writes it), the scanner's
-//! sink that fills it (`sink`), and ncdu's JSON export and import (`ncdu`).
+//! sink that fills it (`sink`), ncdu's JSON export and import (`ncdu`), and the sharing-aware figures per directory
+//! (`shared`).
 
 pub mod arena;
 pub mod ncdu;
 pub mod path;
 pub mod roots;
+pub mod shared;
 pub mod sink;

@@ -7,6 +7,7 @@
 //! must fit their field. Bad input gets an error naming the byte offset, never a panic.
 
 use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
+use crate::tree::shared::{Figures, Share};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 
@@ -37,8 +38,13 @@ fn write_name(out: &mut Vec<u8>, name: &[u8]) {
     out.push(b'"');
 }
 
+/// Extra keys a directory carries when sharing-aware figures exist (ncdu ignores keys it
+/// does not know; dfdu's import reads them back).
+const SHARED_KEYS: [&str; 4] =
+    ["dfdu_total_bytes", "dfdu_exclusive_bytes", "dfdu_set_shared_bytes", "dfdu_disk_once_bytes"];
+
 /// One entry's info object (without the surrounding `[` for directories).
-fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, out: &mut Vec<u8>) {
+fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, shared: Option<&Figures>, out: &mut Vec<u8>) {
     let flags = a.flags(id);
     let kind = flags & 3;
     out.extend_from_slice(b"{\"name\":");
@@ -75,6 +81,11 @@ fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, out: &mut Vec<u8>) {
             out.extend_from_slice(format!(",\"ino\":{ino},\"hlnkc\":true,\"nlink\":{nlink}").as_bytes());
         }
     }
+    if let Some(s) = shared.filter(|_| kind == arena::KIND_DIR).and_then(|f| f.get(a.dir_of(id))) {
+        for (key, v) in SHARED_KEYS.iter().zip([s.total, s.exclusive, s.set_shared, s.disk_once]) {
+            out.extend_from_slice(format!(",\"{key}\":{v}").as_bytes());
+        }
+    }
     if kind == arena::KIND_DIR && a.dir_flags(a.dir_of(id)) & arena::D_READ_ERROR != 0 {
         out.extend_from_slice(b",\"read_error\":true");
     }
@@ -96,8 +107,10 @@ pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Re
     );
     let mut name = a.dir_name(root);
     let root_entry = a.dir_entry(root);
+    let figures = a.shared_figures();
+    let shared = figures.as_deref();
     out.push(b'[');
-    info(a, root_entry, &name, Some(a.dev_of(root).unwrap_or(0)), &mut out);
+    info(a, root_entry, &name, Some(a.dev_of(root).unwrap_or(0)), shared, &mut out);
     // Per open directory: (next child, end, where the next child's name is).
     let mut stack: Vec<(u32, u32, u32)> = Vec::new();
     let range = a.children(root).unwrap_or(0..0);
@@ -116,7 +129,7 @@ pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Re
         if flags & 3 == arena::KIND_DIR && flags & (arena::F_EXCLUDED | arena::F_ERROR) == 0 {
             let dir = a.dir_of(id);
             out.push(b'[');
-            info(a, id, &name, a.dev_of(dir), &mut out);
+            info(a, id, &name, a.dev_of(dir), shared, &mut out);
             if flags & arena::F_OTHER_FS == 0 {
                 let r = a.children(dir).unwrap_or(0..0);
                 stack.push((r.start, r.end, a.names_at(dir)));
@@ -124,7 +137,7 @@ pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Re
                 out.push(b']');
             }
         } else {
-            info(a, id, &name, None, &mut out);
+            info(a, id, &name, None, shared, &mut out);
         }
         if out.len() > 60 * 1024 {
             w.write_all(&out)?;
@@ -385,6 +398,8 @@ struct Info {
     read_error: bool,
     excluded: Option<u8>,
     notreg: bool,
+    /// dfdu's sharing-aware figures (`SHARED_KEYS`), when present.
+    shared: [Option<u64>; 4],
 }
 
 /// A directory being read: its record and its direct children so far.
@@ -419,11 +434,13 @@ struct Importer<'a, R: BufRead> {
     arena: &'a Arena,
     links: HashMap<(u64, u64), u32>,
     cumulative_dirs: bool,
+    shared: Option<Figures>,
 }
 
 /// Reads an ncdu JSON export into `arena`; the root directory is returned.
 pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> {
-    let mut im = Importer { input: Input { r, offset: 0 }, arena, links: HashMap::new(), cumulative_dirs: false };
+    let mut im =
+        Importer { input: Input { r, offset: 0 }, arena, links: HashMap::new(), cumulative_dirs: false, shared: None };
     let i = &mut im.input;
     i.expect(b'[')?;
     let t = i.token()?;
@@ -457,6 +474,9 @@ pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> 
     im.input.skip_ws()?;
     if im.input.peek()?.is_some() {
         return im.input.fail("trailing data after the export");
+    }
+    if let Some(f) = im.shared.take() {
+        arena.set_shared_figures(f);
     }
     Ok(Imported { root, progname })
 }
@@ -527,6 +547,12 @@ impl<R: BufRead> Importer<'_, R> {
                         _ => info.nlink = v,
                     }
                 }
+                k if SHARED_KEYS.iter().any(|s| s.as_bytes() == k) => {
+                    let t = i.token()?;
+                    let v = i.number(t, false)?;
+                    let at = SHARED_KEYS.iter().position(|s| s.as_bytes() == k).unwrap_or(0);
+                    info.shared[at] = Some(v);
+                }
                 b"hlnkc" => info.hlnkc = i.bool_value()?,
                 b"read_error" => info.read_error = i.bool_value()?,
                 b"notreg" => info.notreg = i.bool_value()?,
@@ -565,6 +591,11 @@ impl<R: BufRead> Importer<'_, R> {
         let dev = info.dev.unwrap_or(parent_dev);
         if parent.is_none() || dev != parent_dev {
             self.arena.set_dev(dir, dev);
+        }
+        if let [Some(total), Some(exclusive), Some(set_shared), Some(disk_once)] = info.shared {
+            self.shared
+                .get_or_insert_with(Figures::default)
+                .set(dir, Share { total, exclusive, set_shared, disk_once });
         }
         let cumulative = self.cumulative_dirs.then_some((info.dsize, info.asize));
         if info.read_error {

@@ -93,6 +93,7 @@ impl WalkArgs {
             claim_dirs: true,
             fd_budget,
             check_moved: false,
+            shared: false,
         }
     }
 }

@@ -11,11 +11,13 @@
 
 use crate::meta::{Errno, Kind, Meta};
 use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
+use crate::tree::shared::{Collector, FileFigures};
+use crate::walk::extents::FileExtents;
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 
 /// The arena sink.
@@ -29,6 +31,10 @@ pub struct ArenaSink<'a> {
     reserved: Mutex<HashMap<u32, (u32, u32, u32)>>,
     /// Device of each directory being listed, to record where it changes.
     devs: Mutex<HashMap<u32, u64>>,
+    /// Extent figures of the files committed so far (`Walk::shared`).
+    shared: Mutex<Collector>,
+    /// Some directory lay on a file system that can share extents.
+    sharing_seen: AtomicBool,
     /// The directory most recently committed (for progress displays).
     pub last_dir: AtomicU32,
     /// What could not be read, for `dfdu scan` to name on standard error; `None` when
@@ -62,6 +68,18 @@ struct Pending {
     mtime_sec: i64,
 }
 
+/// A file's extent figures waiting for its commit.
+#[derive(Clone, Copy)]
+struct PendingExtents {
+    idx: u32,
+    link: Option<(u64, u64)>,
+    total: u64,
+    shared: u64,
+    disk: u64,
+    /// Its shared ranges in `Local::ranges`.
+    ranges: (u32, u32),
+}
+
 /// A worker's findings before they are committed.
 #[derive(Default)]
 pub struct Local {
@@ -69,6 +87,8 @@ pub struct Local {
     names: Vec<u8>,
     /// Names of this directory that could not be stat'ed, kept only when collecting.
     problems: Vec<(Vec<u8>, Errno)>,
+    extents: Vec<PendingExtents>,
+    ranges: Vec<(u64, u64)>,
 }
 
 fn kind_bits(kind: Kind) -> u8 {
@@ -87,6 +107,8 @@ impl<'a> ArenaSink<'a> {
             links: Mutex::new(HashMap::new()),
             reserved: Mutex::new(HashMap::new()),
             devs: Mutex::new(HashMap::new()),
+            shared: Mutex::new(Collector::default()),
+            sharing_seen: AtomicBool::new(false),
             last_dir: AtomicU32::new(0),
             problems: None,
         }
@@ -128,6 +150,19 @@ impl<'a> ArenaSink<'a> {
         self.arena.set_dev(dir, meta.dev);
         self.arena.set_dir_stat(dir, meta.ino, meta.mtime.sec);
         self.devs.lock().unwrap().insert(dir, meta.dev);
+    }
+
+    /// After a scan with `Walk::shared`: folds the extent figures into per-directory
+    /// figures and stores them in the arena. Does nothing when no scanned directory lay
+    /// on a file system that can share extents.
+    pub fn finish_shared(&self) {
+        if !self.sharing_seen.load(Ordering::Relaxed) {
+            return;
+        }
+        let collector = std::mem::take(&mut *self.shared.lock().unwrap());
+        let a = self.arena;
+        let figures = collector.compute(a.dir_count(), |d| a.dir_parent(d), |d| a.dir_totals(d).0);
+        a.set_shared_figures(figures);
     }
 
     fn pending(&self, l: &mut Local, pos: Pos, name: &[u8], flags: u8, meta: Option<&Meta>, descend: bool) {
@@ -184,6 +219,23 @@ impl Sink for ArenaSink<'_> {
             }
             Seen::Before => {}
         }
+    }
+
+    fn sharing_dir(&self, _dir: u32) {
+        self.sharing_seen.store(true, Ordering::Relaxed);
+    }
+
+    fn extents(&self, l: &mut Local, pos: Pos, meta: &Meta, file: &FileExtents) {
+        let at = l.ranges.len() as u32;
+        l.ranges.extend_from_slice(&file.ranges);
+        l.extents.push(PendingExtents {
+            idx: pos.idx,
+            disk: meta.disk_bytes(),
+            link: meta.may_have_links().then_some((meta.dev, meta.ino)),
+            total: file.total,
+            shared: file.shared,
+            ranges: (at, l.ranges.len() as u32),
+        });
     }
 
     fn name_cost(len: usize) -> u64 {
@@ -276,6 +328,18 @@ impl Sink for ArenaSink<'_> {
         for (name, errno) in l.problems.drain(..) {
             self.problem(dir, Some(name), errno);
         }
+        if !l.extents.is_empty() {
+            let mut c = self.shared.lock().unwrap();
+            for x in &l.extents {
+                // What the arena charged: nothing for a further name of a counted file.
+                let dup = first != u32::MAX && a.flags(first + x.idx) & arena::F_DUP_LINK != 0;
+                let charged = if dup || first == u32::MAX { 0 } else { x.disk };
+                let f = FileFigures { total: x.total, shared: x.shared, disk: x.disk, charged };
+                c.add(dir, x.link, f, &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize]);
+            }
+            l.extents.clear();
+            l.ranges.clear();
+        }
         self.last_dir.store(dir, Ordering::Relaxed);
         l.entries.clear();
         l.names.clear();
@@ -353,6 +417,7 @@ mod tests {
             claim_dirs: true,
             fd_budget: 64,
             check_moved: false,
+            shared: false,
         };
         scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
         let _ = std::process::Command::new("rm").arg("-rf").arg(&top).status();
@@ -397,6 +462,7 @@ mod tests {
             claim_dirs: true,
             fd_budget: 64,
             check_moved: false,
+            shared: false,
         };
         scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
         let _ = std::fs::remove_dir_all(&top);

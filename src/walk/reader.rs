@@ -3,7 +3,7 @@
 //! `Portable` is the `std::fs` oracle (selected with `DFDU_READER=portable`, used by
 //! the tests to check the native reader against an independent one).
 
-use crate::meta::{Errno, Meta};
+use crate::meta::{Errno, Extent, Meta};
 use std::ffi::CStr;
 
 /// `list` calls `each(name, inode, meta)` once per entry (never `.` or `..`). A reader
@@ -24,6 +24,17 @@ pub trait Reader: 'static {
         each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
     ) -> Result<(), Errno>;
     fn sorts_by_inode(dir: &Self::Dir) -> bool;
+    /// A per-worker buffer for `file_extents_at`.
+    type ExtentBuf: Default + Send;
+    /// True when files in `dir` can share extents and extent maps are available.
+    fn can_share_extents(dir: &Self::Dir) -> bool;
+    /// Calls `each` for every extent of the regular file `name` in `dir`.
+    fn file_extents_at(
+        dir: &Self::Dir,
+        name: &CStr,
+        buf: &mut Self::ExtentBuf,
+        each: &mut dyn FnMut(&Extent),
+    ) -> Result<(), Errno>;
 }
 
 macro_rules! reader_impl {
@@ -65,6 +76,22 @@ macro_rules! reader_impl {
                 use $m as m;
                 m::sorts_by_inode(dir)
             }
+            type ExtentBuf = <$ty as ReaderTypes>::ExtentBuf;
+            #[inline]
+            fn can_share_extents(dir: &Self::Dir) -> bool {
+                use $m as m;
+                m::fs_shares_extents(dir)
+            }
+            #[inline]
+            fn file_extents_at(
+                dir: &Self::Dir,
+                name: &CStr,
+                buf: &mut Self::ExtentBuf,
+                each: &mut dyn FnMut(&Extent),
+            ) -> Result<(), Errno> {
+                use $m as m;
+                m::file_extents_at(dir, name, buf, each)
+            }
         }
     };
 }
@@ -73,17 +100,20 @@ macro_rules! reader_impl {
 pub trait ReaderTypes {
     type Dir;
     type Lister;
+    type ExtentBuf;
 }
 
 impl ReaderTypes for Native {
     type Dir = crate::platform::Dir;
     type Lister = crate::platform::Lister;
+    type ExtentBuf = crate::platform::ExtentBuf;
 }
 reader_impl!(Native, crate::platform);
 
 impl ReaderTypes for Portable {
     type Dir = crate::platform::portable::Dir;
     type Lister = crate::platform::portable::Lister;
+    type ExtentBuf = crate::platform::portable::ExtentBuf;
 }
 reader_impl!(Portable, crate::platform::portable);
 

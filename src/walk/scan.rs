@@ -40,6 +40,7 @@
 
 use crate::meta::{Errno, Kind, Meta};
 use crate::text::exclude::Exclude;
+use crate::walk::extents::FileExtents;
 use crate::walk::reader::Reader;
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
@@ -110,6 +111,9 @@ pub struct Walk<'a> {
     /// Check, once each directory's subtree is done, that its parent still holds it under
     /// the same name (GNU fts checks `..` on its way up: du mode only, never with `-L`).
     pub check_moved: bool,
+    /// Read the extent map of each regular file on a file system that can share extents
+    /// (`Sink::extents`); elsewhere this changes nothing.
+    pub shared: bool,
 }
 
 /// What the scanner learned about one entry.
@@ -185,6 +189,12 @@ pub trait Sink: Sync {
     }
     /// The listing and every chunk of `dir` are committed.
     fn written(&self, _dir: u32) {}
+    /// With `Walk::shared`: directory `dir` lies on a file system that can share extents
+    /// (called once, before its entries).
+    fn sharing_dir(&self, _dir: u32) {}
+    /// With `Walk::shared`: the extent figures of the regular file just handed to `entry`
+    /// as `Seen::Ok(meta)` at `pos`.
+    fn extents(&self, _local: &mut Self::Local, _pos: Pos, _meta: &Meta, _file: &FileExtents) {}
     /// Directory `dir` could not be opened.
     fn unreadable(&self, dir: u32, err: Errno);
     /// Once `dir`'s whole subtree was scanned, its name in its parent no longer led to it
@@ -385,6 +395,11 @@ struct Worker<'s, 'a, R: Reader, S: Sink> {
     local: S::Local,
     children: Vec<Child>,
     path_buf: Vec<u8>,
+    /// With `Walk::shared`: the extent-map buffer, one file's figures, and which devices
+    /// can share extents (a handful at most, so a list).
+    extent_buf: Option<R::ExtentBuf>,
+    file_extents: FileExtents,
+    sharing_devs: Vec<(u64, bool)>,
 }
 
 impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
@@ -396,6 +411,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             local: S::Local::default(),
             children: Vec::new(),
             path_buf: Vec::new(),
+            extent_buf: None,
+            file_extents: FileExtents::default(),
+            sharing_devs: Vec::new(),
         }
     }
 
@@ -578,6 +596,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut offered = 0usize;
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
+        if self.shared.walk.shared && self.can_share(node.dev, dir) {
+            self.shared.sink.sharing_dir(node.dir);
+        }
         let mut lister = self.lister.take().unwrap_or_default();
         let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
             let split_after = if S::CONTIGUOUS { SPLIT_AFTER_CONTIGUOUS } else { SPLIT_AFTER };
@@ -812,6 +833,36 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             Seen::Ok(meta)
         };
         sink.entry(&mut self.local, pos, bytes, seen);
+        if walk.shared && meta.kind == Kind::File && meta.blocks > 0 && matches!(seen, Seen::Ok(_)) {
+            self.extents(node, dir, name, pos, meta);
+        }
+    }
+
+    /// Whether directory `dir` on device `dev` lies on a file system that can share
+    /// extents: asked once per device per worker.
+    fn can_share(&mut self, dev: u64, dir: &R::Dir) -> bool {
+        if let Some(&(_, yes)) = self.sharing_devs.iter().find(|(d, _)| *d == dev) {
+            return yes;
+        }
+        let yes = R::can_share_extents(dir);
+        self.sharing_devs.push((dev, yes));
+        yes
+    }
+
+    /// Reads the extent map of the regular file `name` and hands its figures to the sink.
+    /// A file whose map cannot be read (no permission, gone, no FIEMAP) counts nothing,
+    /// as in `btrfs filesystem du`.
+    fn extents(&mut self, node: &Node<R::Dir>, dir: &R::Dir, name: &CStr, pos: Pos, meta: &Meta) {
+        if !self.can_share(node.dev, dir) {
+            return;
+        }
+        let f = &mut self.file_extents;
+        f.clear();
+        // Allocated on first use, so scans without sharing never pay for it.
+        let buf = self.extent_buf.get_or_insert_with(R::ExtentBuf::default);
+        if R::file_extents_at(dir, name, buf, &mut |e| f.add(e)).is_ok() {
+            self.shared.sink.extents(&mut self.local, pos, meta, &self.file_extents);
+        }
     }
 
     /// Without `-L`: whether directory `meta`, listed in `node` with inode `d_ino`, is

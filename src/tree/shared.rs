@@ -1,0 +1,264 @@
+//! Sharing-aware sizes: what `btrfs filesystem du` reports, for every directory.
+//!
+//! On a file system that can share extents (reflink copies, snapshots, deduplicated
+//! files), the scanner reads each regular file's extent map (`platform::file_extents_at`)
+//! and hands the sink one `FileExtents` per file (`walk/extents.rs`). For a directory (its whole subtree):
+//!
+//! * **total** — bytes of the data extents its files reference;
+//! * **exclusive** — the part of total in extents not flagged shared: what deleting the
+//!   directory certainly frees;
+//! * **set shared** — the union of the shared physical ranges its files reference, each
+//!   byte counted once however many files (inside or outside) reference it;
+//! * **disk once** — its disk usage with each shared byte counted once: set shared, plus
+//!   each file's disk usage (`st_blocks`) minus its shared bytes, plus what is not a file
+//!   with an extent map (directories, symlinks).
+//!
+//! Extents flagged inline (data inside metadata), delalloc or unknown (not written yet)
+//! are skipped, as `btrfs filesystem du` skips them; extents of length 0 too. A file with
+//! several names counts once per subtree (once per (dev, ino), as btrfs-progs counts an
+//! inode once per argument), even when its names lie in different directories.
+//!
+//! # Memory
+//!
+//! Only shared extents keep a range: while scanning, 24 bytes per shared extent
+//! reference (`(dir, start, end)`), plus 32 bytes per directory for the non-shared sums
+//! and 48 bytes per multiply-linked file name. `Collector::compute` then goes bottom-up
+//! (a child directory's index is always above its parent's) and keeps, for each
+//! directory not yet folded into its parent, its shared ranges as a sorted, merged
+//! interval list (16 bytes per disjoint range); the result is 32 bytes per directory.
+//! A file system without sharing pays nothing: no extent map is read there.
+
+use std::collections::HashMap;
+
+/// The four figures of one directory's subtree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Share {
+    pub total: u64,
+    pub exclusive: u64,
+    pub set_shared: u64,
+    pub disk_once: u64,
+}
+
+/// Figures by directory index (an arena's `dir`).
+#[derive(Default)]
+pub struct Figures {
+    by_dir: Vec<Option<Share>>,
+}
+
+impl Figures {
+    pub fn get(&self, dir: u32) -> Option<Share> {
+        self.by_dir.get(dir as usize).copied().flatten()
+    }
+
+    pub fn set(&mut self, dir: u32, s: Share) {
+        let i = dir as usize;
+        if self.by_dir.len() <= i {
+            self.by_dir.resize(i + 1, None);
+        }
+        self.by_dir[i] = Some(s);
+    }
+}
+
+/// One file's figures as the sink hands them to the collector.
+#[derive(Clone, Copy, Default)]
+pub struct FileFigures {
+    pub total: u64,
+    pub shared: u64,
+    /// Its disk usage (`st_blocks`).
+    pub disk: u64,
+    /// What the arena charged for this name: its disk usage, or 0 for a further name of
+    /// a file already counted.
+    pub charged: u64,
+}
+
+/// Additive sums of a directory's files (singly linked ones, or all names for `charged`).
+#[derive(Clone, Copy, Default)]
+struct Sums {
+    total: u64,
+    exclusive: u64,
+    /// Disk usage minus shared bytes, per file (never below 0).
+    unshared_disk: u64,
+    charged: u64,
+}
+
+/// A multiply-linked file: counted once per subtree.
+#[derive(Clone, Copy)]
+struct Link {
+    dev: u64,
+    ino: u64,
+    total: u64,
+    exclusive: u64,
+    unshared_disk: u64,
+}
+
+/// What the sink gathers during a scan.
+#[derive(Default)]
+pub struct Collector {
+    /// Sums by directory.
+    own: Vec<Sums>,
+    /// Shared ranges: (directory, start, end).
+    ranges: Vec<(u32, u64, u64)>,
+    links: Vec<(u32, Link)>,
+}
+
+impl Collector {
+    /// Records a file found in directory `dir` with its shared `ranges`; `link` is its
+    /// (dev, ino) when it may have other names.
+    pub fn add(&mut self, dir: u32, link: Option<(u64, u64)>, f: FileFigures, ranges: &[(u64, u64)]) {
+        let exclusive = f.total - f.shared;
+        let unshared_disk = f.disk.saturating_sub(f.shared);
+        let i = dir as usize;
+        if self.own.len() <= i {
+            self.own.resize(i + 1, Sums::default());
+        }
+        let own = &mut self.own[i];
+        own.charged += f.charged;
+        match link {
+            Some((dev, ino)) => self.links.push((dir, Link { dev, ino, total: f.total, exclusive, unshared_disk })),
+            None => {
+                own.total += f.total;
+                own.exclusive += exclusive;
+                own.unshared_disk += unshared_disk;
+            }
+        }
+        self.ranges.extend(ranges.iter().map(|&(s, e)| (dir, s, e)));
+    }
+
+    /// Records the file `f` found in directory `dir` (see `add`; disk = total).
+    #[cfg(test)]
+    fn add_file(&mut self, dir: u32, link: Option<(u64, u64)>, f: &crate::walk::extents::FileExtents) {
+        let fig = FileFigures { total: f.total, shared: f.shared, disk: f.total, charged: f.total };
+        self.add(dir, link, fig, &f.ranges);
+    }
+
+    /// Folds everything bottom-up into per-directory figures for directories
+    /// `0..n_dirs`; `parent(d)` is `u32::MAX` for a root, `disk(d)` the subtree's disk
+    /// usage as the arena counts it. Needs every child index to be above its parent's.
+    ///
+    /// Disk usage with sharing counted once = set shared + Σ over files (each inode once)
+    /// of their disk usage minus their shared bytes + what the subtree holds besides
+    /// files whose extents were read (directories, symlinks, unreadable maps).
+    pub fn compute(mut self, n_dirs: u32, parent: impl Fn(u32) -> u32, disk: impl Fn(u32) -> u64) -> Figures {
+        self.ranges.sort_unstable_by_key(|r| r.0);
+        self.links.sort_unstable_by_key(|l| l.0);
+        self.own.resize(n_dirs as usize, Sums::default());
+        let mut sets: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        let mut links: HashMap<u32, Vec<Link>> = HashMap::new();
+        let mut figures = Figures { by_dir: vec![None; n_dirs as usize] };
+        for d in (0..n_dirs).rev() {
+            let mut set = sets.remove(&d).unwrap_or_default();
+            while self.ranges.last().is_some_and(|r| r.0 == d) {
+                let (_, s, e) = self.ranges.pop().expect("checked");
+                set.push((s, e));
+            }
+            let set_shared = merge(&mut set);
+            let mut ls = links.remove(&d).unwrap_or_default();
+            while self.links.last().is_some_and(|l| l.0 == d) {
+                ls.push(self.links.pop().expect("checked").1);
+            }
+            ls.sort_unstable_by_key(|l| (l.dev, l.ino));
+            ls.dedup_by_key(|l| (l.dev, l.ino));
+            let own = self.own[d as usize];
+            let total = own.total + ls.iter().map(|l| l.total).sum::<u64>();
+            let exclusive = own.exclusive + ls.iter().map(|l| l.exclusive).sum::<u64>();
+            let unshared = own.unshared_disk + ls.iter().map(|l| l.unshared_disk).sum::<u64>();
+            let rest = disk(d).saturating_sub(own.charged);
+            let disk_once = set_shared + unshared + rest;
+            figures.by_dir[d as usize] = Some(Share { total, exclusive, set_shared, disk_once });
+            let p = parent(d);
+            if p < n_dirs && p < d {
+                let up = &mut self.own[p as usize];
+                up.total += own.total;
+                up.exclusive += own.exclusive;
+                up.unshared_disk += own.unshared_disk;
+                up.charged += own.charged;
+                if !set.is_empty() {
+                    sets.entry(p).or_default().append(&mut set);
+                }
+                if !ls.is_empty() {
+                    links.entry(p).or_default().append(&mut ls);
+                }
+            }
+        }
+        figures
+    }
+}
+
+/// Sorts and merges `[start, end)` ranges in place (overlapping or touching ones become
+/// one); returns the bytes they cover.
+pub fn merge(set: &mut Vec<(u64, u64)>) -> u64 {
+    set.sort_unstable();
+    let mut out = 0usize;
+    for i in 0..set.len() {
+        let (s, e) = set[i];
+        if out > 0 && s <= set[out - 1].1 {
+            set[out - 1].1 = set[out - 1].1.max(e);
+        } else {
+            set[out] = (s, e);
+            out += 1;
+        }
+    }
+    set.truncate(out);
+    set.iter().map(|&(s, e)| e - s).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::Extent;
+    use crate::walk::extents::FileExtents;
+
+    fn ext(physical: u64, length: u64, flags: u32) -> Extent {
+        Extent { logical: 0, physical, length, flags }
+    }
+
+    fn file(exts: &[Extent]) -> FileExtents {
+        let mut f = FileExtents::default();
+        exts.iter().for_each(|e| f.add(e));
+        f
+    }
+
+    #[test]
+    fn merge_counts_overlaps_once() {
+        let mut v = vec![(10, 20), (0, 5), (15, 30), (5, 6), (40, 41)];
+        assert_eq!(merge(&mut v), 6 + 20 + 1);
+        assert_eq!(v, vec![(0, 6), (10, 30), (40, 41)]);
+    }
+
+    #[test]
+    fn inline_delalloc_unknown_and_empty_extents_are_skipped() {
+        let f = file(&[
+            ext(0, 100, Extent::INLINE | Extent::LAST),
+            ext(0, 4096, Extent::DELALLOC),
+            ext(0, 4096, Extent::UNKNOWN),
+            ext(8192, 0, 0),
+            ext(4096, 4096, Extent::SHARED),
+            ext(65536, 8192, 0),
+        ]);
+        assert_eq!((f.total, f.shared, f.ranges.clone()), (12288, 4096, vec![(4096, 8192)]));
+    }
+
+    #[test]
+    fn partial_overlaps_between_directories_count_once_at_the_parent() {
+        // dir 0 = root, dirs 1 and 2 its children; dir 1 holds a file sharing [0, 8192),
+        // dir 2 one sharing [4096, 12288) plus a private extent; a link appears in both.
+        let mut c = Collector::default();
+        c.add_file(1, None, &file(&[ext(0, 8192, Extent::SHARED)]));
+        c.add_file(2, None, &file(&[ext(4096, 8192, Extent::SHARED), ext(1 << 20, 4096, 0)]));
+        let linked = file(&[ext(2 << 20, 4096, 0)]);
+        c.add_file(1, Some((1, 7)), &linked);
+        // The second name: the arena charged nothing for it.
+        let fig = FileFigures { total: 4096, shared: 0, disk: 4096, charged: 0 };
+        c.add(2, Some((1, 7)), fig, &linked.ranges);
+        let parent = |d: u32| if d == 0 { u32::MAX } else { 0 };
+        let charged = |d: u32| [8192 + 12288 + 4096, 8192 + 4096, 12288][d as usize];
+        let f = c.compute(3, parent, |d| charged(d) + 4096);
+        assert_eq!(f.get(1).map(|s| (s.total, s.exclusive, s.set_shared)), Some((12288, 4096, 8192)));
+        assert_eq!(f.get(2).map(|s| (s.total, s.exclusive, s.set_shared)), Some((16384, 8192, 8192)));
+        let root = f.get(0).unwrap();
+        assert_eq!((root.total, root.exclusive, root.set_shared), (8192 + 12288 + 4096, 8192, 12288));
+        // Disk here is what the arena charged (each file's total, the link once) plus 4096
+        // for the directories themselves; sharing counted once takes the overlap off.
+        assert_eq!(root.disk_once, root.set_shared + root.exclusive + 4096);
+    }
+}

@@ -1,0 +1,499 @@
+//! Sharing-aware figures (`dfdu scan --shared`) against real references, on loop-mounted
+//! file system images (root only):
+//!
+//! * btrfs: for the root and every directory, total, exclusive and set shared equal what
+//!   `btrfs filesystem du --raw -s` prints for it (reflink copies, a partly overwritten
+//!   copy, a snapshot inside the tree, a FIDEDUPERANGE'd pair, inline, sparse and
+//!   hard-linked files); Debian's ncdu loads the export carrying the extra keys, and
+//!   dfdu's import reads them back.
+//! * XFS (reflink=1): disk usage with sharing counted once equals the used space the
+//!   tree took (statfs), and each directory's exclusive bytes are what deleting it frees.
+//! * ext4: no FIEMAP ioctl at all (strace), and no sharing figures.
+//! * The browser under tmux on btrfs: the exclusive column, its sort key, the `i` box, and
+//!   deleting a directory frees (btrfs data used) exactly what its exclusive figure said.
+//!
+//! Without root or the tools, each test prints `SKIP:` and passes, unless
+//! `DFDU_REQUIRE_ROOT=1`, where it fails instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn dfdu() -> &'static str {
+    env!("CARGO_BIN_EXE_dfdu")
+}
+
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+}
+
+/// True when the test can run; otherwise prints why (or fails under DFDU_REQUIRE_ROOT=1).
+fn can_run(test: &str, tools: &[&str]) -> bool {
+    let why = if !is_root() {
+        Some("needs root to mount a loop image".to_string())
+    } else {
+        tools.iter().find(|t| !have(t)).map(|t| format!("{t} is not installed"))
+    };
+    match why {
+        None => true,
+        Some(why) if std::env::var_os("DFDU_REQUIRE_ROOT").is_some_and(|v| v == "1") => {
+            panic!("{test}: {why} (DFDU_REQUIRE_ROOT=1 says it must run)")
+        }
+        Some(why) => {
+            eprintln!("SKIP: shared_extents {test}: {why}");
+            false
+        }
+    }
+}
+
+fn sh(script: &str) -> String {
+    let out = Command::new("sh").args(["-euc", script]).output().expect("run sh");
+    assert!(
+        out.status.success(),
+        "sh -c {script:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A file-backed image mounted on /mnt/shared-<label>-<pid>; unmounted and removed on drop.
+struct Mounted {
+    at: PathBuf,
+    image: PathBuf,
+}
+
+impl Mounted {
+    fn new(label: &str, size: &str, mkfs: &str) -> Mounted {
+        let pid = std::process::id();
+        let image = std::env::temp_dir().join(format!("dfdu-shared-{label}-{pid}.img"));
+        let at = PathBuf::from(format!("/mnt/shared-{label}-{pid}"));
+        std::fs::create_dir_all(&at).expect("create mount point");
+        let _ = std::fs::remove_file(&image);
+        sh(&format!("truncate -s {size} '{0}' && {mkfs} '{0}' >/dev/null 2>&1", image.display()));
+        // Guard first, so a failed mount still removes the image and the mount point.
+        let m = Mounted { at, image };
+        sh(&format!("mount -o loop '{}' '{}'", m.image.display(), m.at.display()));
+        m
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let at = self.at.display();
+        let _ = Command::new("sh").args(["-c", &format!("umount '{at}' 2>/dev/null || umount -l '{at}'")]).status();
+        let _ = std::fs::remove_dir(&self.at);
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+/// (path, [total, exclusive, set shared, disk once]) of every directory in a dfdu ncdu
+/// export, paths joined from the root's name. The export writes one entry per line and
+/// the test's names need no escapes.
+fn export_dirs(export: &str) -> Vec<(String, [u64; 4])> {
+    let keys = ["dfdu_total_bytes", "dfdu_exclusive_bytes", "dfdu_set_shared_bytes", "dfdu_disk_once_bytes"];
+    let mut out = Vec::new();
+    let mut stack: Vec<String> = Vec::new();
+    for line in export.lines().skip(1) {
+        let line = line.trim_start_matches(',');
+        if let Some(rest) = line.strip_prefix("[{\"name\":\"") {
+            let name = &rest[..rest.find('"').expect("name ends")];
+            let path = match stack.last() {
+                Some(p) => format!("{p}/{name}"),
+                None => name.to_string(),
+            };
+            let mut v = [u64::MAX; 4];
+            for (k, key) in keys.iter().enumerate() {
+                let pat = format!("\"{key}\":");
+                if let Some(i) = line.find(&pat) {
+                    let digits: String = line[i + pat.len()..].chars().take_while(|c| c.is_ascii_digit()).collect();
+                    v[k] = digits.parse().expect("a number");
+                }
+            }
+            out.push((path.clone(), v));
+            stack.push(path);
+        }
+        let line = line.trim_end_matches(',');
+        let closes = line.len() - line.trim_end_matches(']').len();
+        for _ in 0..closes {
+            stack.pop();
+        }
+    }
+    out
+}
+
+/// `btrfs filesystem du --raw -s` for each path: [total, exclusive, set shared].
+fn btrfs_du(paths: &[String]) -> Vec<[u64; 3]> {
+    let mut cmd = Command::new("btrfs");
+    cmd.args(["filesystem", "du", "--raw", "-s"]).args(paths);
+    let out = cmd.output().expect("run btrfs");
+    assert!(out.status.success(), "btrfs filesystem du: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let w: Vec<u64> = l.split_whitespace().take(3).map(|n| n.parse().expect("a number")).collect();
+            [w[0], w[1], w[2]]
+        })
+        .collect()
+}
+
+fn json_u64(json: &str, key: &str) -> Option<u64> {
+    let pat = format!("\"{key}\":");
+    let i = json.find(&pat)?;
+    json[i + pat.len()..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().ok()
+}
+
+fn scan_export(root: &Path) -> String {
+    let out =
+        Command::new(dfdu()).args(["scan", "--shared", "-q", "-b", "-o", "-"]).arg(root).output().expect("run dfdu");
+    assert!(out.status.success(), "dfdu scan: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Writes `path` as `n` 4 KiB blocks with a hole after each: `n` extents, so its extent
+/// map takes several FIEMAP calls (72 extents fit one).
+fn fragmented(path: &Path, n: usize) {
+    let mut cmd = Command::new("xfs_io");
+    cmd.arg("-f");
+    for i in 0..n {
+        cmd.arg("-c").arg(format!("pwrite -q -S 0x{:02x} {} 4096", i % 251 + 1, i * 8192));
+    }
+    let out = cmd.arg(path).output().expect("run xfs_io");
+    assert!(out.status.success(), "xfs_io: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The btrfs tree: every kind of sharing the acceptance names.
+fn btrfs_tree(top: &Path) {
+    let t = top.display();
+    sh(&format!(
+        "cd '{t}'
+         mkdir -p a b c/d e inline
+         dd if=/dev/urandom of=a/f1 bs=64k count=48 status=none
+         dd if=/dev/urandom of=e/one bs=64k count=16 status=none
+         dd if=e/one of=e/two bs=64k status=none
+         sync
+         cp --reflink=always a/f1 b/f1copy
+         cp --reflink=always a/f1 c/d/f1copy2
+         dd if=/dev/urandom of=c/d/f1copy2 bs=4096 seek=10 count=20 conv=notrunc status=none
+         xfs_io -c 'dedupe e/one 0 0 1048576' e/two >/dev/null
+         for i in 1 2 3 4 5 6 7 8; do echo small $i > inline/s$i; done
+         truncate -s 10M b/sparse
+         dd if=/dev/urandom of=b/sparse bs=4096 seek=100 count=3 conv=notrunc status=none
+         ln a/f1 c/hl
+         ln e/one e/one-again
+         dd if=/dev/urandom of=c/x bs=1000 count=100 status=none
+         sync
+         btrfs subvolume snapshot . snap >/dev/null
+         echo more >> inline/s1
+         dd if=/dev/urandom of=b/f1copy bs=4096 seek=3 count=5 conv=notrunc status=none
+         dd if=/dev/urandom of=a/after bs=64k count=4 status=none
+         sync"
+    ));
+}
+
+#[test]
+fn btrfs_every_directory_matches_btrfs_filesystem_du() {
+    if !can_run("btrfs", &["mkfs.btrfs", "btrfs", "xfs_io"]) {
+        return;
+    }
+    let m = Mounted::new("btrfs", "1G", "mkfs.btrfs -q -f");
+    let top = m.at.join("top");
+    sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+    btrfs_tree(&top);
+    // A file of 200 extents (three FIEMAP calls), half of them then shared by a reflink.
+    fragmented(&top.join("e/frag"), 200);
+    sh(&format!(
+        "sync; cp --reflink=always '{0}/e/frag' '{0}/a/frag'; dd if=/dev/urandom of='{0}/a/frag' bs=4096 count=200 conv=notrunc status=none; sync",
+        top.display()
+    ));
+    let export = scan_export(&top);
+    let dirs = export_dirs(&export);
+    assert!(dirs.len() >= 14, "the export lists every directory: {dirs:?}");
+    let paths: Vec<String> = dirs.iter().map(|(p, _)| p.clone()).collect();
+    let want = btrfs_du(&paths);
+    assert_eq!(want.len(), dirs.len());
+    let mut bad = Vec::new();
+    for ((path, got), want) in dirs.iter().zip(&want) {
+        if got[..3] != want[..] {
+            bad.push(format!("{path}: dfdu {:?}, btrfs filesystem du {want:?}", &got[..3]));
+        }
+    }
+    assert!(bad.is_empty(), "differences:\n{}", bad.join("\n"));
+    // The tree has each kind of figure, so the comparison above means something.
+    let root = &want[0];
+    assert!(root[1] > 0 && root[2] > 0 && root[0] > root[1] + root[2], "root figures {root:?}");
+    // The JSON report carries the root's figures.
+    let out = Command::new(dfdu()).args(["scan", "--shared", "-q", "--json"]).arg(&top).output().unwrap();
+    let json = String::from_utf8_lossy(&out.stdout);
+    let shared = &json[json.find("\"shared\":").expect("a shared object")..];
+    assert_eq!(json_u64(shared, "total_bytes"), Some(root[0]));
+    assert_eq!(json_u64(shared, "exclusive_bytes"), Some(root[1]));
+    assert_eq!(json_u64(shared, "set_shared_bytes"), Some(root[2]));
+    // Sharing counted once: less than the plain disk usage, more than the shared set.
+    let once = json_u64(shared, "disk_bytes_once").unwrap();
+    let disk = json_u64(&json, "disk_bytes").unwrap();
+    assert!(once < disk && once >= root[1] + root[2], "disk once {once}, disk {disk}, {root:?}");
+    // --no-shared asks nothing and reports nothing.
+    let out = Command::new(dfdu()).args(["scan", "--no-shared", "-q", "--json"]).arg(&top).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"shared\""));
+    // An import reads the figures back: the same export again.
+    let file = m.at.join("export.json");
+    std::fs::write(&file, &export).unwrap();
+    let again = Command::new(dfdu()).args(["scan", "-q", "-f"]).arg(&file).args(["-o", "-"]).output().unwrap();
+    let again = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(export_dirs(&again), dirs, "import → export keeps every directory's figures");
+    // Debian's ncdu loads the export with the extra keys and writes it out again.
+    if have("ncdu") {
+        let out = Command::new("ncdu").arg("-f").arg(&file).args(["-o", "-"]).output().unwrap();
+        assert!(out.status.success(), "ncdu -f: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("\"f1copy2\""), "ncdu re-export holds the tree");
+    } else {
+        eprintln!("SKIP: shared_extents btrfs: ncdu not installed; the ncdu load check did not run");
+    }
+}
+
+/// Used bytes of the file system holding `dir`, after the kernel has settled.
+fn used_bytes(dir: &Path) -> u64 {
+    let mut last = u64::MAX;
+    for _ in 0..20 {
+        let out = sh(&format!("sync -f '{0}'; stat -f -c '%S %b %f' '{0}'", dir.display()));
+        let v: Vec<u64> = out.split_whitespace().map(|n| n.parse().unwrap()).collect();
+        let used = v[0] * (v[1] - v[2]);
+        if used == last {
+            return used;
+        }
+        last = used;
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    }
+    last
+}
+
+fn shared_json(root: &Path) -> String {
+    let out = Command::new(dfdu()).args(["scan", "--shared", "-q", "--json"]).arg(root).output().unwrap();
+    let json = String::from_utf8_lossy(&out.stdout).into_owned();
+    json[json.find("\"shared\":").expect("a shared object")..].to_string()
+}
+
+#[test]
+fn xfs_disk_once_is_the_space_taken_and_exclusive_is_what_delete_frees() {
+    if !can_run("xfs", &["mkfs.xfs"]) {
+        return;
+    }
+    let m = Mounted::new("xfs", "600M", "mkfs.xfs -q -f -m reflink=1");
+    let top = m.at.join("top");
+    std::fs::create_dir(&top).unwrap();
+    let before = used_bytes(&m.at);
+    let t = top.display();
+    sh(&format!(
+        "cd '{t}'
+         mkdir -p a b c d e
+         dd if=/dev/urandom of=a/f bs=1M count=8 status=none
+         sync
+         cp --reflink=always a/f b/f
+         cp --reflink=always a/f c/f
+         dd if=/dev/urandom of=c/f bs=1M seek=2 count=3 conv=notrunc status=none
+         dd if=/dev/urandom of=d/own bs=1M count=2 status=none
+         dd if=/dev/urandom of=e/own bs=1M count=2 status=none
+         cp --reflink=always e/own e/own2
+         sync"
+    ));
+    let taken = used_bytes(&m.at) - before;
+    let once = json_u64(&shared_json(&top), "disk_bytes_once").unwrap();
+    // Inodes and directory blocks come on top of the data: allow 256 KiB of metadata.
+    let slack = 256 * 1024;
+    assert!(once <= taken && taken - once <= slack, "disk once {once}, statfs used {taken}");
+    // Directories whose shared extents are all shared with the rest of the tree: deleting
+    // one frees its exclusive bytes. Directory `e` shares only within itself: deleting it
+    // frees more than its exclusive bytes, at most exclusive + set shared.
+    let slack = 64 * 1024;
+    for dir in ["e", "c", "b", "d", "a"] {
+        let export = scan_export(&top);
+        let figures = export_dirs(&export);
+        let (_, v) = figures.iter().find(|(p, _)| p.ends_with(&format!("/{dir}"))).expect("directory in the export");
+        let (exclusive, set_shared) = (v[1], v[2]);
+        let before = used_bytes(&m.at);
+        sh(&format!("rm -r '{t}/{dir}'"));
+        let freed = before - used_bytes(&m.at);
+        let most = if dir == "e" { exclusive + set_shared } else { exclusive };
+        assert!(
+            freed >= exclusive && freed <= most + slack,
+            "{dir}: exclusive {exclusive}, set shared {set_shared}, deleting it freed {freed}"
+        );
+    }
+}
+
+#[test]
+fn ext4_asks_no_fiemap() {
+    if !can_run("ext4", &["mkfs.ext4", "strace"]) {
+        return;
+    }
+    let m = Mounted::new("ext4", "64M", "mkfs.ext4 -q -F");
+    let top = m.at.join("top");
+    sh(&format!(
+        "mkdir -p '{0}/a' && dd if=/dev/urandom of='{0}/a/f' bs=64k count=4 status=none && cp '{0}/a/f' '{0}/g' && sync",
+        top.display()
+    ));
+    let log = m.at.join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=ioctl,fstatfs", "-o"])
+        .arg(&log)
+        .arg(dfdu())
+        .args(["scan", "--shared", "-q", "--json"])
+        .arg(&top)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let trace = std::fs::read_to_string(&log).unwrap();
+    assert!(trace.contains("fstatfs"), "the trace works: the file system type was asked");
+    assert!(!trace.contains("FS_IOC_FIEMAP"), "no FIEMAP on ext4:\n{trace}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"shared\""), "no sharing figures on ext4");
+}
+
+#[test]
+fn btrfs_asks_fiemap_once_per_file_with_blocks() {
+    if !can_run("btrfs_fiemap_calls", &["mkfs.btrfs", "strace", "xfs_io"]) {
+        return;
+    }
+    let m = Mounted::new("btrfs-calls", "512M", "mkfs.btrfs -q -f");
+    let top = m.at.join("top");
+    sh(&format!(
+        "mkdir -p '{0}/a' && dd if=/dev/urandom of='{0}/a/f' bs=64k count=4 status=none && sync && cp --reflink=always '{0}/a/f' '{0}/g' && : > '{0}/empty' && sync",
+        top.display()
+    ));
+    fragmented(&top.join("frag"), 200);
+    sh("sync");
+    let log = m.at.join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=ioctl", "-o"])
+        .arg(&log)
+        .arg(dfdu())
+        .args(["scan", "--shared", "-q", "--json"])
+        .arg(&top)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let trace = std::fs::read_to_string(&log).unwrap();
+    // Two files with blocks, one call each (a few extents fit one buffer), three calls for
+    // the 200-extent file (72 + 72 + 56), none for the empty file.
+    assert_eq!(trace.matches("FS_IOC_FIEMAP").count(), 2 + 3, "{trace}");
+    assert!(!trace.contains("FIEMAP_FLAG_SYNC"), "never FIEMAP_FLAG_SYNC:\n{trace}");
+}
+
+/// Bytes btrfs's data block groups hold (`btrfs filesystem df -b`), after a sync.
+fn btrfs_data_used(mnt: &Path) -> u64 {
+    let out = sh(&format!("btrfs filesystem sync '{0}' && btrfs filesystem df -b '{0}'", mnt.display()));
+    let line = out.lines().find(|l| l.starts_with("Data,")).expect("a Data line");
+    let used = &line[line.find("used=").expect("used=") + 5..];
+    used.trim().parse().expect("a number")
+}
+
+/// `dfdu browse --shared` in a private tmux server (window 100 × 30).
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(dir: &Path) -> Tmux {
+        let socket = format!("dfdu-shared-{}", std::process::id());
+        let cmd = format!("LC_ALL=C.UTF-8 '{}' browse --shared '{}'; sleep 600", dfdu(), dir.display());
+        let t = Tmux { socket };
+        t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "sh", "-c", &cmd]);
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").arg("-u").arg("-L").arg(&self.socket).args(args).output().expect("tmux");
+        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, k: &str) {
+        self.run(&["send-keys", "-t", "t", k]);
+    }
+
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            let s = self.run(&["capture-pane", "-p", "-t", "t"]);
+            if ok(&s) {
+                return s;
+            }
+            assert!(start.elapsed().as_secs() < 20, "timed out waiting for {what}; the screen was:\n{s}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Directory rows top to bottom (the name is the last word).
+    fn names(screen: &str) -> Vec<String> {
+        screen
+            .lines()
+            .skip(2)
+            .take_while(|l| l.contains(" ["))
+            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
+            .collect()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+    }
+}
+
+#[test]
+fn browser_sorts_by_exclusive_and_delete_frees_it_on_btrfs() {
+    if !can_run("browser", &["mkfs.btrfs", "btrfs", "tmux"]) {
+        return;
+    }
+    let m = Mounted::new("browse", "512M", "mkfs.btrfs -q -f");
+    let top = m.at.join("top");
+    // By size: b (9 MiB), a (8 MiB), c (3 MiB); by exclusive: c (3 MiB), b (1 MiB), a (0).
+    sh(&format!(
+        "mkdir '{0}' && cd '{0}'
+         mkdir a b c
+         dd if=/dev/urandom of=a/f bs=1M count=8 status=none
+         sync
+         cp --reflink=always a/f b/f
+         dd if=/dev/urandom of=b/own bs=1M count=1 status=none
+         dd if=/dev/urandom of=c/own bs=1M count=3 status=none
+         sync",
+        top.display()
+    ));
+    let t = Tmux::start(&top);
+    let s = t.wait("the scan and its figures", |s| s.contains("Scan finished") && s.contains("Sharing counted once"));
+    assert_eq!(Tmux::names(&s), ["/b", "/a", "/c"], "size order:\n{s}");
+    t.keys("x");
+    let s = t.wait("exclusive order", |s| Tmux::names(s) == ["/c", "/b", "/a"]);
+    assert!(s.contains("3.0 MiB") && s.contains("1.0 MiB"), "the exclusive column shows:\n{s}");
+    // The i box of the first row (c) gives its exclusive bytes exactly.
+    t.keys("i");
+    let s = t.wait("the info box", |s| s.contains("Exclusive:"));
+    let line = s.lines().find(|l| l.contains("Exclusive:")).unwrap();
+    let exclusive: u64 =
+        line[line.find('(').unwrap() + 1..line.find(" bytes").unwrap()].replace(',', "").parse().unwrap();
+    assert_eq!(exclusive, 3 << 20);
+    t.keys("i");
+    // Delete c and see the data it freed.
+    let before = btrfs_data_used(&m.at);
+    t.keys("d");
+    t.wait("the confirmation", |s| s.contains("Confirm delete"));
+    t.keys("y");
+    t.wait("the delete", |s| s.contains("Deleted"));
+    let freed = before - btrfs_data_used(&m.at);
+    assert_eq!(freed, exclusive, "deleting c freed what its exclusive figure said");
+    // b next: its exclusive MiB is freed; the reflinked 8 MiB stays (a holds it).
+    t.keys("Home");
+    t.wait("b on top", |s| Tmux::names(s).first().is_some_and(|n| n == "/b"));
+    let before = btrfs_data_used(&m.at);
+    t.keys("d");
+    t.wait("the confirmation", |s| s.contains("Confirm delete"));
+    t.keys("y");
+    t.wait("the delete", |s| s.matches("Deleted").count() >= 1 && Tmux::names(s) == ["/a"]);
+    assert_eq!(before - btrfs_data_used(&m.at), 1 << 20, "deleting b freed its exclusive 1 MiB only");
+}
