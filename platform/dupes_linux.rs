@@ -4,7 +4,7 @@
 //! `FIDEDUPERANGE` ioctl, `flock`, and free space after `syncfs`.
 //!
 //! Contract (the same names in `dupes_std.rs` for every other OS): `open_file`,
-//! `check_file`, `extents`, `can_share_extents`, `dedupe_supported`, `dedupe`, `lock_file`,
+//! `check_file`, `layout`, `Layout`, `can_share_extents`, `dedupe_supported`, `dedupe`, `lock_file`,
 //! `free_bytes`, `swap_files`, `FileCheck`, `Extent`, `DedupeStatus`. No printing, no
 //! policy. Both ioctls are called through one `RawIoctl` whose buffer is a `Vec<u64>`:
 //! 8-byte aligned and sized by us, so the kernel never writes past it.
@@ -165,10 +165,28 @@ fn pack32(lo: u32, hi: u32) -> u64 {
     }
 }
 
-/// The file's extents (flushed first, so delayed allocations have addresses), or `None`
-/// when the layout cannot be compared: FIEMAP unsupported, an inline/tail/unknown/delalloc
-/// extent (such data cannot be shared), or too many extents.
-pub fn extents(file: &File) -> Option<Vec<Extent>> {
+/// Where a file's data is, as far as sharing goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Its extents (not empty).
+    Extents(Vec<Extent>),
+    /// Stored inline in metadata (btrfs small files) or as a tail: cannot be shared.
+    Inline,
+    /// FIEMAP unsupported, no extents, unknown or delayed extents, or too many of them.
+    Unknown,
+}
+
+/// The file's layout (flushed first, so delayed allocations have addresses).
+pub fn layout(file: &File) -> Layout {
+    match extents(file) {
+        Err(true) => Layout::Inline,
+        Ok(e) if !e.is_empty() => Layout::Extents(e),
+        _ => Layout::Unknown,
+    }
+}
+
+/// `Err(true)` for inline data, `Err(false)` when the map cannot be compared.
+fn extents(file: &File) -> Result<Vec<Extent>, bool> {
     // struct fiemap: fm_start, fm_length (u64), fm_flags, fm_mapped_extents,
     // fm_extent_count, fm_reserved (u32) = 4 words; then 7 words per fiemap_extent.
     let mut out = Vec::new();
@@ -181,20 +199,20 @@ pub fn extents(file: &File) -> Option<Vec<Extent>> {
         buf[1] = u64::MAX - start;
         buf[2] = pack32(flags, 0);
         buf[3] = pack32(FIEMAP_BATCH as u32, 0);
-        ioctl(file, linux_raw_sys::ioctl::FS_IOC_FIEMAP, &mut buf).ok()?;
+        ioctl(file, linux_raw_sys::ioctl::FS_IOC_FIEMAP, &mut buf).map_err(|_| false)?;
         flags = 0;
         let mapped = (hi32(buf[2]) as usize).min(FIEMAP_BATCH);
         if mapped == 0 {
-            return Some(out);
+            return Ok(out);
         }
         for i in 0..mapped {
             let e = &buf[4 + 7 * i..4 + 7 * (i + 1)];
             let fe_flags = lo32(e[5]);
-            if fe_flags
-                & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_DATA_TAIL)
-                != 0
-            {
-                return None;
+            if fe_flags & (FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_DATA_TAIL) != 0 {
+                return Err(true);
+            }
+            if fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC) != 0 {
+                return Err(false);
             }
             out.push(Extent {
                 logical: e[0],
@@ -203,12 +221,12 @@ pub fn extents(file: &File) -> Option<Vec<Extent>> {
                 shared: fe_flags & FIEMAP_EXTENT_SHARED != 0,
             });
             if fe_flags & FIEMAP_EXTENT_LAST != 0 {
-                return Some(out);
+                return Ok(out);
             }
             start = e[0].saturating_add(e[2]);
         }
         if out.len() > FIEMAP_MAX_EXTENTS {
-            return None;
+            return Err(false);
         }
     }
 }

@@ -20,7 +20,7 @@
 //! Free space is measured per file system with `statfs` after `syncfs`, before the first
 //! call and after the last.
 
-use super::find::{same, Group};
+use super::find::{same, Group, INLINE};
 use super::sink::Found;
 use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
 use std::collections::HashMap;
@@ -40,6 +40,7 @@ pub struct Report {
     pub bytes_deduped: u64,
     pub refused_files: u64,
     pub skipped_shared: u64,
+    pub skipped_inline: u64,
     pub skipped_changed: u64,
     pub skipped_pinned: u64,
     pub skipped_swap: u64,
@@ -72,9 +73,10 @@ impl Report {
             )
         };
         s.push_str(&format!(
-            "{cmd}: skipped: {} already sharing extents, {} changed since hashed, {} immutable or append-only, \
+            "{cmd}: skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or append-only, \
              {} swap files, {} on another file system than their group's first file; {} errors\n",
             self.skipped_shared,
+            self.skipped_inline,
             self.skipped_changed,
             self.skipped_pinned,
             self.skipped_swap,
@@ -94,7 +96,7 @@ impl Report {
     pub fn json(&self, dry_run: bool) -> String {
         format!(
             "{{\"dry_run\":{dry_run},\"groups\":{},\"files\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\
-             \"refused_files\":{},\"skipped_shared\":{},\"skipped_changed\":{},\"skipped_pinned\":{},\
+             \"refused_files\":{},\"skipped_shared\":{},\"skipped_inline\":{},\"skipped_changed\":{},\"skipped_pinned\":{},\
              \"skipped_swap\":{},\"skipped_other_fs\":{},\"errors\":{},\"ioctl_calls\":{},\
              \"free_before\":{},\"free_after\":{},\"unsupported\":{}}}",
             self.groups,
@@ -103,6 +105,7 @@ impl Report {
             self.bytes_deduped,
             self.refused_files,
             self.skipped_shared,
+            self.skipped_inline,
             self.skipped_changed,
             self.skipped_pinned,
             self.skipped_swap,
@@ -143,8 +146,10 @@ pub fn run(found: &Found, groups: &[Group], dry_run: bool) -> Report {
         devs.dedup();
         let mut part_counted = false;
         for dev in devs {
-            let part: Vec<usize> =
+            let on_dev: Vec<usize> =
                 (0..g.members.len()).filter(|&m| found.files[g.members[m] as usize].dev == dev).collect();
+            let part: Vec<usize> = on_dev.iter().copied().filter(|&m| g.layout_of[m] != INLINE).collect();
+            r.skipped_inline += (on_dev.len() - part.len()) as u64;
             if part.len() < 2 {
                 if g.members.len() > 1 && dev != found.files[g.members[0] as usize].dev {
                     r.skipped_other_fs += 1;

@@ -54,23 +54,28 @@ pub struct Group {
     pub members: Vec<u32>,
     pub paths: Vec<Vec<u8>>,
     /// For each member, the index of the first member with the same extent layout (itself
-    /// when none): members with equal values already share all their extents.
+    /// when none): members with equal values already share all their extents. `INLINE`
+    /// for data kept inline in metadata, which cannot be shared.
     pub layout_of: Vec<usize>,
 }
 
+/// `Group::layout_of` of a member whose data is inline.
+pub const INLINE: usize = usize::MAX;
+
 impl Group {
-    /// Distinct extent layouts: the copies that take space of their own.
+    /// Distinct extent layouts that could share: the copies that take space of their own.
     pub fn layouts(&self) -> usize {
         self.layout_of.iter().enumerate().filter(|(i, l)| *i == **l).count()
     }
+    /// Every member already shares one set of extents.
     pub fn all_shared(&self) -> bool {
-        self.layouts() == 1
+        self.layouts() == 1 && !self.layout_of.contains(&INLINE)
     }
     pub fn wasted(&self) -> u64 {
         self.size.saturating_mul(self.members.len() as u64 - 1)
     }
     pub fn reclaimable(&self) -> u64 {
-        self.size.saturating_mul(self.layouts() as u64 - 1)
+        self.size.saturating_mul((self.layouts() as u64).saturating_sub(1))
     }
 }
 
@@ -412,9 +417,11 @@ pub fn layouts(groups: &mut [Group], threads: usize, stats: &Stats) {
         groups.iter().enumerate().flat_map(|(g, gr)| (0..gr.members.len()).map(move |m| (g, m))).collect();
     let maps = pool(threads, jobs.len(), stats, |_, n| {
         let (g, m) = jobs[n];
-        let c = cpath(&groups[g].paths[m])?;
-        let (file, _) = platform::open_file(&c).ok()?;
-        platform::extents(&file).filter(|e| !e.is_empty())
+        let Some(c) = cpath(&groups[g].paths[m]) else { return platform::Layout::Unknown };
+        match platform::open_file(&c) {
+            Ok((file, _)) => platform::layout(&file),
+            Err(_) => platform::Layout::Unknown,
+        }
     });
     let mut at = 0;
     for g in groups.iter_mut() {
@@ -423,8 +430,9 @@ pub fn layouts(groups: &mut [Group], threads: usize, stats: &Stats) {
         at += n;
         for m in 0..n {
             g.layout_of[m] = match &mine[m] {
-                Some(map) => (0..m).find(|&p| mine[p].as_ref() == Some(map)).unwrap_or(m),
-                None => m,
+                platform::Layout::Extents(_) => (0..m).find(|&p| mine[p] == mine[m]).unwrap_or(m),
+                platform::Layout::Inline => INLINE,
+                platform::Layout::Unknown => m,
             };
         }
     }
