@@ -21,7 +21,7 @@
 //! nanoseconds; ctime cannot be set back by `touch`) are what they were; no paths are
 //! stored. Anything that does not parse exactly — wrong magic, version, lengths, order or
 //! checksum — is reported and ignored, never partly used. A file that does not start
-//! with the magic is not ours: it is left alone and the run goes on without a cache.
+//! with the magic (give or take two damaged bytes) is not ours: it is left alone and the run goes on without a cache.
 //!
 //! # Concurrency
 //!
@@ -182,6 +182,15 @@ pub fn serialize(entries: &[Entry]) -> Vec<u8> {
     out
 }
 
+/// A hash file, perhaps damaged: its first bytes are (nearly) the magic. Anything else
+/// is someone else's file, which dfdu neither trusts nor overwrites.
+fn looks_ours(bytes: &[u8]) -> bool {
+    if bytes.len() < MAGIC.len() {
+        return MAGIC.starts_with(bytes);
+    }
+    bytes.iter().zip(MAGIC).filter(|(a, b)| a == b).count() >= MAGIC.len() - 2
+}
+
 /// An open, locked hash file.
 pub struct HashFile {
     path: PathBuf,
@@ -226,7 +235,7 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cach
         file.read_to_end(&mut bytes).map_err(|e| format!("cannot read hash file '{shown}': {e}"))?;
         let (cache, writable) = if bytes.is_empty() {
             (Cache::default(), true)
-        } else if !bytes.starts_with(&MAGIC[..bytes.len().min(8)]) {
+        } else if !looks_ours(&bytes) {
             note(format!("'{shown}' is not a dfdu hash file: leaving it alone and running without a cache"));
             (Cache::default(), false)
         } else {
