@@ -317,6 +317,7 @@ pub fn swap_files() -> Vec<(u64, u64)> {
         let Ok(c) = std::ffi::CString::new(path) else { continue };
         if let Ok(st) = rustix::fs::statat(CWD, &c, AtFlags::empty()) {
             if st.st_mode & 0o170000 == 0o100000 {
+                #[allow(clippy::unnecessary_cast)] // the field types differ between architectures
                 out.push((st.st_dev as u64, st.st_ino as u64));
             }
         }

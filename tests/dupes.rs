@@ -385,7 +385,13 @@ fn damaged_hashfiles_never_change_the_answer() {
 }
 
 fn cache_is_valid(path: &Path) -> bool {
-    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), path.as_os_str(), "/nonexistent-dir".as_ref()]);
+    let out = dfdu(&[
+        "dupes".as_ref(),
+        "--json".as_ref(),
+        "--hashfile".as_ref(),
+        path.as_os_str(),
+        "/nonexistent-dir".as_ref(),
+    ]);
     !String::from_utf8_lossy(&out.stderr).contains("hash file")
 }
 
@@ -527,7 +533,10 @@ fn check_dedupe(kind: &str) {
         let diff = (grown - reclaimable as i64).unsigned_abs();
         assert!(diff * 100 <= reclaimable, "XFS: free space grew by {grown}, reclaimable {reclaimable}");
     } else {
-        assert!(grown as f64 >= 0.99 * reclaimable as f64, "btrfs: free space grew by {grown}, reclaimable {reclaimable}");
+        assert!(
+            grown as f64 >= 0.99 * reclaimable as f64,
+            "btrfs: free space grew by {grown}, reclaimable {reclaimable}"
+        );
     }
     // A rerun finds the same groups, all already sharing: no ioctl, nothing submitted.
     let again = dfdu(&["dedupe".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);

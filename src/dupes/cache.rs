@@ -310,7 +310,7 @@ mod tests {
                 mtime_ns: 1_700_000_000_000_000_000 + i as i64,
                 ctime_ns: -5 + i as i64,
                 sample: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                full: (i % 3 != 0).then(|| [i as u8; DIGEST_BYTES]),
+                full: (i % 3 != 0).then_some([i as u8; DIGEST_BYTES]),
             })
             .collect()
     }

@@ -23,6 +23,7 @@
 use super::find::{same, Group, INLINE};
 use super::sink::Found;
 use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::fs::File;
@@ -205,7 +206,7 @@ fn dedupe_part(
         r.skipped_swap += u64::from(!check.pinned);
         return Ok(());
     }
-    if !fs_files.contains_key(&src_rec.dev) {
+    if let Entry::Vacant(slot) = fs_files.entry(src_rec.dev) {
         if platform::can_share_extents(&src) == Some(false) {
             return Err(format!(
                 "the file system of {} cannot share extents (ext4, tmpfs and the like; XFS needs reflink=1): \
@@ -218,7 +219,7 @@ fn dedupe_part(
             r.free_known = true;
         }
         if let Ok(f) = src.try_clone() {
-            fs_files.insert(src_rec.dev, f);
+            slot.insert(f);
         }
     }
     let mut dests: Vec<Open> = Vec::new();
