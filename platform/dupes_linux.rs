@@ -4,7 +4,7 @@
 //! `FIDEDUPERANGE` ioctl, `flock`, and free space after `syncfs`.
 //!
 //! Contract (the same names in `dupes_std.rs` for every other OS): `open_file`,
-//! `check_file`, `layout`, `Layout`, `can_share_extents`, `dedupe_supported`, `dedupe`, `lock_file`,
+//! `check_file`, `layout`, `Layout`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`, `dedupe`, `lock_file`,
 //! `free_bytes`, `swap_files`, `FileCheck`, `Extent`, `DedupeStatus`. No printing, no
 //! policy. Both ioctls are called through one `RawIoctl` whose buffer is a `Vec<u64>`:
 //! 8-byte aligned and sized by us, so the kernel never writes past it.
@@ -229,6 +229,25 @@ fn extents(file: &File) -> Result<Vec<Extent>, bool> {
             return Err(false);
         }
     }
+}
+
+/// Whether the block device behind device number `dev` is rotational (a spinning disk:
+/// `/sys/dev/block/MAJ:MIN/queue/rotational`, or its parent's for a partition).
+pub fn rotational(dev: u64) -> bool {
+    let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    ["queue/rotational", "../queue/rotational"]
+        .iter()
+        .find_map(|tail| std::fs::read(format!("/sys/dev/block/{maj}:{min}/{tail}")).ok())
+        .is_some_and(|v| v.first() == Some(&b'1'))
+}
+
+/// Disk address of the file's first byte (FIEMAP, no sync), to read in physical order.
+pub fn physical_start(file: &File) -> Option<u64> {
+    let mut buf = vec![0u64; 4 + 7];
+    buf[1] = u64::MAX;
+    buf[3] = pack32(1, 0);
+    ioctl(file, linux_raw_sys::ioctl::FS_IOC_FIEMAP, &mut buf).ok()?;
+    (hi32(buf[2]) >= 1).then_some(buf[4 + 1])
 }
 
 /// Whether the file system holding `file` can share extents: `Some(false)` for the

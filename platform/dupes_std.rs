@@ -106,6 +106,14 @@ pub enum Layout {
     Unknown,
 }
 
+pub fn rotational(_dev: u64) -> bool {
+    false
+}
+
+pub fn physical_start(_file: &File) -> Option<u64> {
+    None
+}
+
 pub fn layout(_file: &File) -> Layout {
     Layout::Unknown
 }

@@ -257,6 +257,65 @@ pub fn pool<T: Send>(threads: usize, n: usize, stats: &Stats, job: impl Fn(&mut 
     results.into_iter().map(|(_, t)| t).collect()
 }
 
+/// Runs `job(buffer, rec)` for the files `recs`; results in the order of `recs`. Files on
+/// a rotational device are read by one reader per device in physical order (FIEMAP's
+/// first extent), so the disk's head sweeps instead of seeking between threads; the rest
+/// go to the whole pool, at the same time.
+fn read_pool<T: Send>(
+    found: &Found,
+    recs: &[u32],
+    threads: usize,
+    stats: &Stats,
+    job: &(dyn Fn(&mut Vec<u8>, u32) -> T + Sync),
+) -> Vec<T> {
+    let mut devs: Vec<u64> = recs.iter().map(|&r| found.files[r as usize].dev).collect();
+    devs.sort_unstable();
+    devs.dedup();
+    let spinning: Vec<u64> = devs.into_iter().filter(|&d| platform::rotational(d)).collect();
+    if spinning.is_empty() {
+        return pool(threads, recs.len(), stats, |buf, n| job(buf, recs[n]));
+    }
+    // Where each file on a spinning disk starts (metadata only, on the whole pool).
+    let on_spinning: Vec<usize> =
+        (0..recs.len()).filter(|&n| spinning.contains(&found.files[recs[n] as usize].dev)).collect();
+    let starts = pool(threads, on_spinning.len(), stats, |_, i| {
+        let mut p = Vec::new();
+        found.file_path(&found.files[recs[on_spinning[i]] as usize], &mut p);
+        let c = cpath(&p)?;
+        platform::open_file(&c).ok().and_then(|(f, _)| platform::physical_start(&f))
+    });
+    let mut lanes: Vec<Vec<usize>> = vec![Vec::new(); spinning.len() + 1];
+    let mut ordered: Vec<(u64, u64, usize)> = on_spinning
+        .iter()
+        .zip(starts)
+        .map(|(&n, s)| (found.files[recs[n] as usize].dev, s.unwrap_or(u64::MAX), n))
+        .collect();
+    ordered.sort_unstable();
+    for (dev, _, n) in ordered {
+        lanes[spinning.iter().position(|&d| d == dev).expect("a spinning device")].push(n);
+    }
+    let rest = lanes.len() - 1;
+    lanes[rest] = (0..recs.len()).filter(|n| !spinning.contains(&found.files[recs[*n] as usize].dev)).collect();
+    let mut out: Vec<Option<T>> = (0..recs.len()).map(|_| None).collect();
+    let results: Vec<Vec<T>> = std::thread::scope(|s| {
+        let handles: Vec<_> = lanes
+            .iter()
+            .enumerate()
+            .map(|(i, lane)| {
+                let n_threads = if i == rest { threads } else { 1 };
+                s.spawn(move || pool(n_threads, lane.len(), stats, |buf, k| job(buf, recs[lane[k]])))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a reader lane does not panic")).collect()
+    });
+    for (lane, res) in lanes.iter().zip(results) {
+        for (&n, r) in lane.iter().zip(res) {
+            out[n] = Some(r);
+        }
+    }
+    out.into_iter().map(|r| r.expect("every file has a result")).collect()
+}
+
 /// Runs the stages over `found`'s files.
 pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &AtomicBool) -> Outcome {
     let files = &found.files;
@@ -318,12 +377,12 @@ pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &
     // Stage 3.
     let todo: Vec<usize> = (0..cands.len()).filter(|&k| cands[k].sample.is_none()).collect();
     let stats_ref = stats;
-    let results = pool(threads, todo.len(), stats_ref, |buf, n| {
+    let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
+    let results = read_pool(found, &recs, threads, stats_ref, &|buf, rec| {
         if stop.load(Ordering::Relaxed) {
             return Err(Drop_::Error(Errno(4)));
         }
-        let f = &files[cands[todo[n]].rec as usize];
-        sample_file(&path_of(cands[todo[n]].rec), f, buf, stats_ref)
+        sample_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
     });
     for (k, r) in todo.iter().zip(results) {
         apply(&mut cands[*k], r.map(|(s, full)| (Some(s), full)), found, &mut errors, stats_ref);
@@ -345,12 +404,12 @@ pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &
             a = b;
         }
     }
-    let results = pool(threads, todo.len(), stats_ref, |buf, n| {
+    let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
+    let results = read_pool(found, &recs, threads, stats_ref, &|buf, rec| {
         if stop.load(Ordering::Relaxed) {
             return Err(Drop_::Error(Errno(4)));
         }
-        let c = &cands[todo[n]];
-        hash_file(&path_of(c.rec), &files[c.rec as usize], buf, stats_ref)
+        hash_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
     });
     for (k, r) in todo.iter().zip(results) {
         let sample = cands[*k].sample;
