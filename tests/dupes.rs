@@ -293,10 +293,9 @@ fn dupes_agrees_with_jdupes() {
 fn bytes_read(log: &str) -> u64 {
     log.lines()
         .filter(|l| {
-            l.contains("read(")
-                || l.contains("read resumed>")
-                || l.contains("readv resumed>")
-                || l.contains("read64 resumed>")
+            ["read(", "read64(", "readv(", "read resumed>", "read64 resumed>", "readv resumed>"]
+                .iter()
+                .any(|k| l.contains(k))
         })
         .filter_map(|l| l.rsplit_once("= ").and_then(|(_, n)| n.split_whitespace().next()?.parse::<i64>().ok()))
         .filter(|&n| n > 0)
