@@ -471,9 +471,28 @@ fn apply(
 /// Fills each group's `layout_of` from the members' extent maps (Linux FIEMAP; elsewhere
 /// every member keeps its own layout). Members whose maps are equal and not empty share
 /// all their extents already.
-pub fn layouts(groups: &mut [Group], threads: usize, stats: &Stats) {
-    let jobs: Vec<(usize, usize)> =
-        groups.iter().enumerate().flat_map(|(g, gr)| (0..gr.members.len()).map(move |m| (g, m))).collect();
+pub fn layouts(found: &Found, groups: &mut [Group], threads: usize, stats: &Stats) {
+    // File systems known not to share extents (ext4, tmpfs ...) are asked nothing more:
+    // one open per device decides.
+    let mut no_sharing: Vec<u64> = Vec::new();
+    let mut asked: Vec<u64> = Vec::new();
+    for g in groups.iter() {
+        let dev = found.files[g.members[0] as usize].dev;
+        if asked.contains(&dev) {
+            continue;
+        }
+        asked.push(dev);
+        let opened = cpath(&g.paths[0]).and_then(|c| platform::open_file(&c).ok());
+        if opened.is_some_and(|(f, _)| platform::can_share_extents(&f) == Some(false)) {
+            no_sharing.push(dev);
+        }
+    }
+    let jobs: Vec<(usize, usize)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, gr)| (0..gr.members.len()).map(move |m| (g, m)))
+        .filter(|&(g, m)| !no_sharing.contains(&found.files[groups[g].members[m] as usize].dev))
+        .collect();
     let maps = pool(threads, jobs.len(), stats, |_, n| {
         let (g, m) = jobs[n];
         let Some(c) = cpath(&groups[g].paths[m]) else { return platform::Layout::Unknown };
@@ -482,12 +501,13 @@ pub fn layouts(groups: &mut [Group], threads: usize, stats: &Stats) {
             Err(_) => platform::Layout::Unknown,
         }
     });
-    let mut at = 0;
-    for g in groups.iter_mut() {
-        let n = g.members.len();
-        let mine = &maps[at..at + n];
-        at += n;
-        for m in 0..n {
+    let mut per_group: Vec<Vec<platform::Layout>> =
+        groups.iter().map(|g| vec![platform::Layout::Unknown; g.members.len()]).collect();
+    for (&(g, m), layout) in jobs.iter().zip(maps) {
+        per_group[g][m] = layout;
+    }
+    for (g, mine) in groups.iter_mut().zip(per_group) {
+        for m in 0..mine.len() {
             g.layout_of[m] = match &mine[m] {
                 platform::Layout::Extents(_) => (0..m).find(|&p| mine[p] == mine[m]).unwrap_or(m),
                 platform::Layout::Inline => INLINE,

@@ -363,7 +363,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         found = std::mem::take(&mut *sink.found.lock().unwrap());
         phase.store(PHASE_READ, Ordering::Relaxed);
         let mut o = find::find(&found, &cache, threads, &stats, &stop);
-        find::layouts(&mut o.groups, threads, &stats);
+        find::layouts(&found, &mut o.groups, threads, &stats);
         phase.store(PHASE_DONE, Ordering::Relaxed);
         outcome = Some(o);
     });
