@@ -237,6 +237,38 @@ fn dupes_size_limits() {
     assert_eq!(got, want);
 }
 
+/// `--exclude` drops what it matches; `-x` does not enter another file system (a tmpfs
+/// mounted inside the tree holding one more copy of a group's file).
+#[test]
+fn dupes_exclude_and_one_file_system() {
+    let mut scratch = Scratch::new("dupes-exclude");
+    let root = scratch.subdir("t");
+    let all = build(&root, 0x5eed_0006);
+    let under_d = |p: &Vec<u8>| p.starts_with(&pbytes(&root.join("d/")));
+    let want: Groups = all
+        .iter()
+        .map(|g| g.iter().filter(|p| !under_d(p)).cloned().collect::<BTreeSet<_>>())
+        .filter(|g| g.len() >= 2)
+        .collect();
+    let pattern = format!("{}/d", root.display());
+    let out = dfdu(&["dupes".as_ref(), "--exclude".as_ref(), pattern.as_ref(), root.as_os_str()]);
+    assert_eq!(parse_groups(&out.stdout, false), want);
+    if !is_root() {
+        return skip("dupes_exclude_and_one_file_system: -x needs root for a tmpfs mount");
+    }
+    let mnt = scratch.subdir("t/mnt");
+    if let Err(e) = scratch.mount_tmpfs(&mnt) {
+        return skip(&format!("dupes_exclude_and_one_file_system: tmpfs mount failed: {e}"));
+    }
+    let first = all.iter().next().unwrap().iter().next().unwrap().clone();
+    let extra = mnt.join("copy");
+    fs::write(&extra, fs::read(std::ffi::OsStr::from_bytes(&first)).unwrap()).unwrap();
+    let with = parse_groups(&dfdu(&["dupes".as_ref(), root.as_os_str()]).stdout, false);
+    assert!(with.iter().any(|g| g.contains(&pbytes(&extra))), "without -x the tmpfs copy is found");
+    let x = parse_groups(&dfdu(&["dupes".as_ref(), "-x".as_ref(), root.as_os_str()]).stdout, false);
+    assert_eq!(x, all, "-x leaves the tmpfs alone");
+}
+
 /// The groups as sets of inodes, from paths (hard links aside).
 fn by_inode(g: &Groups) -> BTreeSet<BTreeSet<(u64, u64)>> {
     g.iter()

@@ -22,6 +22,7 @@
 
 use super::find::{same, Group, INLINE};
 use super::sink::Found;
+use crate::meta::Errno;
 use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -54,6 +55,8 @@ pub struct Report {
     /// The file system that cannot share extents, when that stopped the run.
     pub unsupported: Option<String>,
     pub failed: bool,
+    /// One line per failure (path: error), at most `MAX_MESSAGES`.
+    pub messages: Vec<String>,
 }
 
 impl Report {
@@ -61,7 +64,11 @@ impl Report {
         if let Some(msg) = &self.unsupported {
             return format!("{cmd}: {msg}\n");
         }
-        let mut s = if dry_run {
+        let mut s = String::new();
+        for m in &self.messages {
+            s.push_str(&format!("{cmd}: cannot deduplicate {m}\n"));
+        }
+        s.push_str(&if dry_run {
             format!(
                 "{cmd}: dry run: would submit {} files in {} groups, {} bytes; nothing was changed\n",
                 self.files, self.groups, self.bytes_submitted
@@ -72,7 +79,7 @@ impl Report {
                  {} files refused (data differs); {} ioctl calls\n",
                 self.files, self.groups, self.bytes_submitted, self.bytes_deduped, self.refused_files, self.ioctl_calls
             )
-        };
+        });
         s.push_str(&format!(
             "{cmd}: skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or append-only, \
              {} swap files, {} on another file system than their group's first file; {} errors\n",
@@ -126,10 +133,23 @@ struct Open {
     file: File,
 }
 
-fn open_member(g: &Group, m: usize) -> Result<(File, platform::FileCheck), ()> {
-    let c = CString::new(g.paths[m].clone()).map_err(|_| ())?;
-    platform::open_file(&c).map_err(|_| ())
+fn open_member(g: &Group, m: usize) -> Result<(File, platform::FileCheck), Errno> {
+    let c = CString::new(g.paths[m].clone()).map_err(|_| Errno(22))?;
+    platform::open_file(&c)
 }
+
+impl Report {
+    /// Counts one failure and keeps its message (printed after the run).
+    fn fail(&mut self, path: &[u8], e: Errno) {
+        self.errors += 1;
+        if self.messages.len() < MAX_MESSAGES {
+            self.messages.push(format!("{}: {}", crate::text::quote::quotef(path), platform::errno_text(e)));
+        }
+    }
+}
+
+/// Failure messages kept per run; the count covers the rest.
+const MAX_MESSAGES: usize = 1000;
 
 /// Deduplicates `groups` (or, with `dry_run`, counts what would be submitted).
 pub fn run(found: &Found, groups: &[Group], dry_run: bool) -> Report {
@@ -192,8 +212,8 @@ fn dedupe_part(
     let shown = |m: usize| crate::text::quote::quotef(&g.paths[m]);
     let (src, check) = match open_member(g, src_m) {
         Ok(pair) => pair,
-        Err(()) => {
-            r.errors += 1;
+        Err(e) => {
+            r.fail(&g.paths[src_m], e);
             return Ok(());
         }
     };
@@ -237,12 +257,12 @@ fn dedupe_part(
             Ok((_, c)) if c.pinned => r.skipped_pinned += 1,
             Ok((_, c)) if swaps.contains(&(c.dev, c.ino)) => r.skipped_swap += 1,
             Ok((file, _)) => dests.push(Open { m, file }),
-            Err(()) => r.errors += 1,
+            Err(e) => r.fail(&g.paths[m], e),
         }
     }
     r.files += dests.len() as u64;
     if dry_run {
-        r.bytes_submitted += src_rec.size * dests.len() as u64;
+        r.bytes_submitted = r.bytes_submitted.saturating_add(src_rec.size.saturating_mul(dests.len() as u64));
         return Ok(());
     }
     for batch in dests.chunks(MAX_DEDUPE_DESTS) {
@@ -268,7 +288,7 @@ fn dedupe_part(
             let len = (src_rec.size - off).min(CALL_BYTES);
             let pairs: Vec<(&File, u64)> = active.iter().map(|d| (&d.file, off)).collect();
             r.ioctl_calls += 1;
-            r.bytes_submitted += len * pairs.len() as u64;
+            r.bytes_submitted = r.bytes_submitted.saturating_add(len * pairs.len() as u64);
             let statuses = match platform::dedupe(&src, off, len, &pairs) {
                 Ok(s) => s,
                 Err(e) if (e.0 == EOPNOTSUPP || e.0 == 22) && r.bytes_deduped == 0 => {
@@ -278,8 +298,10 @@ fn dedupe_part(
                         platform::errno_text(e)
                     ));
                 }
-                Err(_) => {
-                    r.errors += active.len() as u64;
+                Err(e) => {
+                    for d in &active {
+                        r.fail(&g.paths[d.m], e);
+                    }
                     break;
                 }
             };
@@ -299,7 +321,7 @@ fn dedupe_part(
                             shown(src_m)
                         ));
                     }
-                    DedupeStatus::Error(_) => r.errors += 1,
+                    DedupeStatus::Error(e) => r.fail(&g.paths[d.m], e),
                 }
             }
             active = keep;
