@@ -421,6 +421,48 @@ fn damaged_hashfiles_never_change_the_answer() {
     assert_eq!(fs::read(&cache).unwrap(), b"precious notes\n");
 }
 
+/// A run waits for another that holds the hash file's lock (here util-linux `flock`).
+#[test]
+fn hashfile_is_locked_against_a_concurrent_run() {
+    if !have("flock") {
+        return skip("hashfile_is_locked_against_a_concurrent_run: flock is not installed");
+    }
+    let scratch = Scratch::new("dupes-lock");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0007);
+    let cache = scratch.dir.join("hashes");
+    fs::write(&cache, b"").unwrap();
+    // The holder keeps the lock until its standard input closes.
+    let mut holder = Command::new("flock")
+        .arg(&cache)
+        .args(["sh", "-c", "read x"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while Command::new("flock").arg("-n").arg(&cache).arg("true").status().unwrap().success() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut run = Command::new(dfdu_path())
+        .args(["dupes".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // dfdu says it waits (and keeps waiting: the holder is still there) ...
+    let mut err = std::io::BufReader::new(run.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for another run"), "{line}");
+    assert!(run.try_wait().unwrap().is_none(), "dfdu did not wait for the lock");
+    // ... and goes on once the other run is done.
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(parse_groups(&out.stdout, false), want);
+    assert!(cache_is_valid(&cache));
+}
+
 fn cache_is_valid(path: &Path) -> bool {
     let out = dfdu(&[
         "dupes".as_ref(),
