@@ -194,7 +194,7 @@ fn looks_ours(bytes: &[u8]) -> bool {
 /// An open, locked hash file.
 pub struct HashFile {
     path: PathBuf,
-    _lock: File,
+    lock: File,
     /// False when the file at `path` is not ours: it is neither read nor replaced.
     writable: bool,
 }
@@ -247,7 +247,7 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cach
                 }
             }
         };
-        return Ok((HashFile { path: path.to_path_buf(), _lock: file, writable }, cache));
+        return Ok((HashFile { path: path.to_path_buf(), lock: file, writable }, cache));
     }
     Err(format!("hash file '{shown}' keeps being replaced by another run"))
 }
@@ -255,7 +255,7 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cach
 impl HashFile {
     /// Writes `old`'s entries overridden by `new` (this run's) to a temporary file next
     /// to the hash file and renames it into place.
-    pub fn save(&self, old: Cache, mut new: Vec<Entry>) -> Result<(), String> {
+    pub fn save(self, old: Cache, mut new: Vec<Entry>) -> Result<(), String> {
         if !self.writable {
             return Ok(());
         }
@@ -284,13 +284,21 @@ impl HashFile {
         tmp.push(format!(".tmp{}", std::process::id()));
         let tmp = PathBuf::from(tmp);
         let shown = self.path.display();
-        let write = || -> std::io::Result<()> {
-            let mut f = File::create(&tmp)?;
+        let lock = self.lock;
+        let written = File::create(&tmp).and_then(|mut f| {
             f.write_all(&bytes)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)
-        };
-        write().map_err(|e| {
+            f.sync_all()
+        });
+        let renamed = written.and_then(|()| match std::fs::rename(&tmp, &self.path) {
+            // Windows cannot rename over a file that is open (the lock handle): close it,
+            // then try once more.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                drop(lock);
+                std::fs::rename(&tmp, &self.path)
+            }
+            other => other,
+        });
+        renamed.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             format!("cannot write hash file '{shown}': {e}")
         })

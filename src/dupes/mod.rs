@@ -384,7 +384,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         status = 1;
     }
     o.groups.sort_by(|x, y| y.wasted().cmp(&x.wasted()).then_with(|| x.paths[0].cmp(&y.paths[0])));
-    if let Some(h) = &hash_handle {
+    if let Some(h) = hash_handle {
         if let Err(msg) = h.save(cache, find::cache_entries(&found, &o.cands)) {
             eprintln!("{cmd}: {msg}");
             status = 1;
