@@ -291,6 +291,7 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
                     seen_before: &seen_before,
                     claim_dirs: false,
                     fd_budget,
+                    check_moved: false,
                 };
                 scan::scan_as::<R, _>(&walk, sink, &c, &meta, token);
             }

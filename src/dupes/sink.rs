@@ -170,7 +170,8 @@ impl Sink for FilesSink {
                 Kind::Symlink | Kind::Other => {}
             },
             Seen::Error(e) => local.errors.push((name.to_vec(), e)),
-            Seen::Excluded | Seen::OtherFs(_) | Seen::Repeat(_) | Seen::Before => {}
+            // A loop (a bind mount of an ancestor) is never entered: its files are already seen.
+            Seen::Excluded | Seen::OtherFs(_) | Seen::Repeat(_) | Seen::Loop(_) | Seen::Before => {}
         }
     }
 
