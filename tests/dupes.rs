@@ -421,6 +421,49 @@ fn damaged_hashfiles_never_change_the_answer() {
     assert_eq!(fs::read(&cache).unwrap(), b"precious notes\n");
 }
 
+/// Regression: `--hashfile` naming a device node was read as an empty cache and then
+/// renamed over, turning the node into a regular file (seen on /dev/null while the
+/// suite ran). Only a regular file may be a hash file; anything else is refused before
+/// it is opened, and stays what it was. A FIFO needs no root; a character device does.
+#[test]
+fn hashfile_that_is_not_a_regular_file_is_refused_and_left_alone() {
+    use std::os::unix::fs::FileTypeExt;
+    let scratch = Scratch::new("dupes-nonregular");
+    let root = scratch.subdir("t");
+    build(&root, 0x5eed_0007);
+    let fifo = scratch.dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut nodes = vec![(fifo, "fifo")];
+    let null_twin = scratch.dir.join("null");
+    if Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&null_twin)
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        nodes.push((null_twin, "char device"));
+    } else {
+        skip("mknod of a character device needs root: only the FIFO case ran");
+    }
+    for (node, what) in &nodes {
+        // `timeout`: the old code blocked forever reading a FIFO it held open for writing.
+        let out = Command::new("timeout")
+            .arg("20")
+            .arg(dfdu_path())
+            .args(["dupes".as_ref(), "--hashfile".as_ref(), node.as_os_str(), root.as_os_str()])
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{what}: accepted as a hash file: {err}");
+        assert_ne!(out.status.code(), Some(124), "{what}: hung");
+        assert!(err.contains("not a regular file"), "{what}: {err}");
+        let ft = fs::symlink_metadata(node).unwrap().file_type();
+        assert!(ft.is_fifo() || ft.is_char_device(), "{what}: replaced by {ft:?}");
+    }
+}
+
 /// A run waits for another that holds the hash file's lock (here util-linux `flock`).
 #[test]
 fn hashfile_is_locked_against_a_concurrent_run() {

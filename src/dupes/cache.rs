@@ -212,6 +212,12 @@ fn same_file(a: &File, path: &Path) -> bool {
 /// for the lock). `Err` only when the file cannot be opened or locked at all.
 pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cache), String> {
     let shown = path.display();
+    // Only a regular file (or none yet) is a hash file: a device, FIFO or socket given by
+    // mistake (`--hashfile /dev/null`) must never be read, locked or renamed over.
+    let not_regular = || format!("hash file '{shown}' is not a regular file");
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(not_regular());
+    }
     for _ in 0..16 {
         let mut file = std::fs::OpenOptions::new()
             .read(true)
@@ -220,6 +226,10 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cach
             .truncate(false)
             .open(path)
             .map_err(|e| format!("cannot open hash file '{shown}': {e}"))?;
+        // Checked again on the handle: the name may have been swapped meanwhile.
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(not_regular());
+        }
         let lock = |wait| {
             platform::lock_file(&file, wait)
                 .map_err(|e| format!("cannot lock hash file '{shown}': {}", platform::errno_text(e)))
