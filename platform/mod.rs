@@ -20,6 +20,12 @@
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).
 //!
+//! * `dupes` and `dedupe`: `open_file`, `check_file`, `FileCheck`, `layout`, `Layout`,
+//!   `Extent`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`,
+//!   `dedupe`, `DedupeStatus`, `MAX_DEDUPE_DESTS`, `lock_file`, `free_bytes`, `swap_files`:
+//!   `dupes_linux.rs` on Linux (FIEMAP, FIDEDUPERANGE, flock, statfs), `dupes_std.rs`
+//!   (std::fs; no extents, no dedupe) everywhere else.
+//!
 //! `portable` is also compiled on every platform as the std::fs oracle
 //! (`DFDU_READER=portable`, and the reference the native readers are tested against).
 //! `macos_attrs` (the `getattrlistbulk` buffer parser) is plain safe Rust, built on macOS
@@ -35,9 +41,13 @@
 mod backend;
 pub use backend::*;
 
+#[cfg_attr(target_os = "linux", path = "dupes_linux.rs")]
+#[cfg_attr(not(target_os = "linux"), path = "dupes_std.rs")]
+mod dupes;
 /// Extent maps (FIEMAP) for sharing-aware sizes; the other backends have stubs.
 #[cfg(target_os = "linux")]
 mod linux_fiemap;
+pub use dupes::*;
 
 /// What Linux and macOS share: the terminal, signals and local time.
 #[cfg(any(target_os = "linux", target_os = "macos"))]

@@ -40,6 +40,11 @@
 //!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
 //!   roots), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
 //!   total, exclusive, set shared and disk once per directory, folded bottom-up).
+//! * `dupes/` — `dfdu dupes` and `dfdu dedupe`: `mod.rs` (options, help, output), `sink.rs`
+//!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
+//!   inode one file, sample, BLAKE3; protocol at its top), `cache.rs` (the `--hashfile`
+//!   format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/dupes_linux.rs` (FIEMAP,
+//!   FIDEDUPERANGE, flock, statfs) and `platform/dupes_std.rs` (std::fs elsewhere).
 //! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
 //!   I/O), `draw.rs` (into a `Screen`), `run.rs` (the loop that runs scans, rescans and
@@ -48,10 +53,10 @@
 //!
 //! # Layering rule
 //!
-//! `meta` < `text` < `platform` < `walk`, `term` < `du`, `tree` < `report`, `browse` <
-//! `main`. A file may use `crate::X` only for an X of a lower layer or of its own folder;
-//! layers of the same rank (`walk`/`term`, `du`/`tree`, `report`/`browse`) do not import
-//! each other, and nothing imports upward. Unit tests may use a higher layer as an oracle.
+//! `meta` < `text` < `platform` < `walk`, `term` < `du`, `tree`, `dupes` < `report`,
+//! `browse` < `main`. A file may use `crate::X` only for an X of a lower layer or of its
+//! own folder; layers of the same rank (`walk`/`term`, `du`/`tree`/`dupes`,
+//! `report`/`browse`) do not import each other, and nothing imports upward. Unit tests may use a higher layer as an oracle.
 //! `tests/tidy.rs` enforces this (and fails on a folder that is in no layer).
 //!
 //! # Invariants (what is absent)
@@ -72,6 +77,7 @@
 
 mod browse;
 mod du;
+mod dupes;
 mod meta;
 mod report;
 mod term;
@@ -135,9 +141,10 @@ fn main() {
                     args.remove(0);
                     std::process::exit(run_browse(&prog, args));
                 }
-                "dupes" => {
-                    eprintln!("{prog}: '{first}' is not available in this build yet; 'dfdu -- {first}' names a file");
-                    std::process::exit(2);
+                "dupes" | "dedupe" => {
+                    let mode = if first == "dupes" { dupes::Mode::Dupes } else { dupes::Mode::Dedupe };
+                    args.remove(0);
+                    std::process::exit(run_dupes(&prog, mode, args));
                 }
                 _ => {}
             }
@@ -252,6 +259,24 @@ fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
     browse::run(&a, fs, threads, fd_budget)
 }
 
+fn run_dupes(prog: &str, mode: dupes::Mode, args: Vec<OsString>) -> i32 {
+    let a = match dupes::parse(prog, mode, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let name = if mode == dupes::Mode::Dedupe { "dedupe" } else { "dupes" };
+    let Ok((threads, fd_budget)) = resources(a.threads).map_err(|v| {
+        eprintln!("{prog} {name}: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
+    }) else {
+        return 2;
+    };
+    if reader::portable_requested() {
+        dupes::run::<reader::Portable>(&a, threads, fd_budget)
+    } else {
+        dupes::run::<reader::Native>(&a, threads, fd_budget)
+    }
+}
+
 fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
     let opts = match cli::parse(prog, args, &env_bytes) {
         cli::Parsed::Run(o) => o,
@@ -282,6 +307,10 @@ Usage:
                                   and import (see '{prog} scan --help')
   {prog} browse [options] [DIR]   browse, sort and delete, during and after the
                                   scan (see '{prog} browse --help')
+  {prog} dupes [options] PATH...  files with identical content (fdupes/jdupes
+                                  output, or JSON; see '{prog} dupes --help')
+  {prog} dedupe [options] PATH... make duplicates share their extents (Linux,
+                                  btrfs/XFS; see '{prog} dedupe --help')
   {prog} help                     this overview
 
 Under the name 'du' (installed or symlinked), dfdu is du and nothing else.

@@ -209,6 +209,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("term", 3),
     ("du", 4),
     ("tree", 4),
+    ("dupes", 4),
     ("report", 5),
     ("browse", 5),
 ];

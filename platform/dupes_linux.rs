@@ -1,0 +1,345 @@
+//! Linux side of `dfdu dupes` and `dfdu dedupe`: opening files for reading (no-follow,
+//! non-blocking open, `O_NOATIME` where the kernel allows it), `statx` of an open file with
+//! its immutable/append-only attributes, the extent map (`FS_IOC_FIEMAP`), the comparing
+//! `FIDEDUPERANGE` ioctl, `flock`, and free space after `syncfs`.
+//!
+//! Contract (the same names in `dupes_std.rs` for every other OS): `open_file`,
+//! `check_file`, `layout`, `Layout`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`, `dedupe`, `lock_file`,
+//! `free_bytes`, `swap_files`, `FileCheck`, `Extent`, `DedupeStatus`. No printing, no
+//! policy. Both ioctls are called through one `RawIoctl` whose buffer is a `Vec<u64>`:
+//! 8-byte aligned and sized by us, so the kernel never writes past it.
+
+use crate::meta::{Errno, Kind};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
+use std::ffi::CStr;
+use std::fs::File;
+
+/// What dupes re-checks about a file before trusting what it read or deduplicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileCheck {
+    pub kind: Kind,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    /// Immutable or append-only: the kernel refuses to change its extents.
+    pub pinned: bool,
+}
+
+/// One extent of a file as FIEMAP reports it (bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub logical: u64,
+    pub physical: u64,
+    pub length: u64,
+    pub shared: bool,
+}
+
+/// What the kernel said about one destination of a `FIDEDUPERANGE` call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DedupeStatus {
+    /// The ranges were equal; this many bytes now share extents.
+    Same(u64),
+    /// The kernel compared and found different bytes: nothing was changed.
+    Differs,
+    Error(Errno),
+}
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+fn kind_of(mode: u32) -> Kind {
+    match mode & 0o170000 {
+        0o040000 => Kind::Dir,
+        0o100000 => Kind::File,
+        0o120000 => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+fn ns(sec: i64, nsec: u32) -> i64 {
+    sec.saturating_mul(1_000_000_000).saturating_add(i64::from(nsec))
+}
+
+/// Opens the regular file at `path` for reading without following a symlink and without
+/// blocking on a FIFO that took a file's place; `O_NOATIME` when permitted (the file's
+/// owner or CAP_FOWNER), plain otherwise.
+pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
+    let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd: OwnedFd = match rustix::fs::openat(CWD, path, base | OFlags::NOATIME, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::PERM) => rustix::fs::openat(CWD, path, base, Mode::empty()).map_err(errno)?,
+        Err(e) => return Err(errno(e)),
+    };
+    let file = File::from(fd);
+    let check = check_file(&file)?;
+    Ok((file, check))
+}
+
+/// `statx` of an open file: identity, size, times in ns, and whether it is pinned.
+pub fn check_file(file: &File) -> Result<FileCheck, Errno> {
+    let mask = StatxFlags::TYPE | StatxFlags::INO | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::CTIME;
+    let st = rustix::fs::statx(file.as_fd(), c"", AtFlags::EMPTY_PATH, mask).map_err(errno)?;
+    let pinned = st.stx_attributes.intersects(StatxAttributes::IMMUTABLE | StatxAttributes::APPEND);
+    Ok(FileCheck {
+        kind: kind_of(u32::from(st.stx_mode)),
+        dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        ino: st.stx_ino,
+        size: st.stx_size,
+        mtime_ns: ns(st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
+        ctime_ns: ns(st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
+        pinned,
+    })
+}
+
+/// One ioctl call on a caller-owned, 8-byte aligned buffer.
+struct RawIoctl<'a> {
+    opcode: rustix::ioctl::Opcode,
+    buf: &'a mut [u64],
+}
+
+// SAFETY: `as_ptr` points at `buf`, which the caller sized for the header plus every array
+// element the request announces (FIEMAP's `fm_extent_count`, FIDEDUPERANGE's `dest_count`),
+// so the kernel reads and writes only inside it; the output is just the return value.
+unsafe impl rustix::ioctl::Ioctl for RawIoctl<'_> {
+    type Output = ();
+    const IS_MUTATING: bool = true;
+    fn opcode(&self) -> rustix::ioctl::Opcode {
+        self.opcode
+    }
+    fn as_ptr(&mut self) -> *mut core::ffi::c_void {
+        self.buf.as_mut_ptr().cast()
+    }
+    unsafe fn output_from_ptr(
+        _out: rustix::ioctl::IoctlOutput,
+        _ptr: *mut core::ffi::c_void,
+    ) -> rustix::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn ioctl(file: &File, opcode: u32, buf: &mut [u64]) -> Result<(), Errno> {
+    // SAFETY: see `RawIoctl`: `buf` holds the whole argument of `opcode`, laid out by the
+    // callers below as the kernel's `struct fiemap` / `struct file_dedupe_range` (u64 words,
+    // u32/u16 fields packed into them in native byte order).
+    unsafe { rustix::ioctl::ioctl(file.as_fd(), RawIoctl { opcode: opcode as _, buf }) }.map_err(errno)
+}
+
+const FIEMAP_FLAG_SYNC: u32 = 1;
+const FIEMAP_EXTENT_LAST: u32 = 0x1;
+const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
+const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
+const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
+const FIEMAP_EXTENT_DATA_TAIL: u32 = 0x400;
+const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
+/// Extents asked for per FIEMAP call (56 bytes each).
+const FIEMAP_BATCH: usize = 64;
+/// A file with more extents than this is treated as "layout unknown" (never skipped as
+/// already shared; the kernel's compare decides).
+const FIEMAP_MAX_EXTENTS: usize = 65_536;
+
+fn lo32(w: u64) -> u32 {
+    if cfg!(target_endian = "little") {
+        w as u32
+    } else {
+        (w >> 32) as u32
+    }
+}
+
+fn hi32(w: u64) -> u32 {
+    if cfg!(target_endian = "little") {
+        (w >> 32) as u32
+    } else {
+        w as u32
+    }
+}
+
+fn pack32(lo: u32, hi: u32) -> u64 {
+    if cfg!(target_endian = "little") {
+        u64::from(lo) | (u64::from(hi) << 32)
+    } else {
+        (u64::from(lo) << 32) | u64::from(hi)
+    }
+}
+
+/// Where a file's data is, as far as sharing goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Its extents (not empty).
+    Extents(Vec<Extent>),
+    /// Stored inline in metadata (btrfs small files) or as a tail: cannot be shared.
+    Inline,
+    /// FIEMAP unsupported, no extents, unknown or delayed extents, or too many of them.
+    Unknown,
+}
+
+/// The file's layout (flushed first, so delayed allocations have addresses).
+pub fn layout(file: &File) -> Layout {
+    match extents(file) {
+        Err(true) => Layout::Inline,
+        Ok(e) if !e.is_empty() => Layout::Extents(e),
+        _ => Layout::Unknown,
+    }
+}
+
+/// `Err(true)` for inline data, `Err(false)` when the map cannot be compared.
+fn extents(file: &File) -> Result<Vec<Extent>, bool> {
+    // struct fiemap: fm_start, fm_length (u64), fm_flags, fm_mapped_extents,
+    // fm_extent_count, fm_reserved (u32) = 4 words; then 7 words per fiemap_extent.
+    let mut out = Vec::new();
+    let mut start = 0u64;
+    let mut flags = FIEMAP_FLAG_SYNC;
+    let mut buf = vec![0u64; 4 + 7 * FIEMAP_BATCH];
+    loop {
+        buf.fill(0);
+        buf[0] = start;
+        buf[1] = u64::MAX - start;
+        buf[2] = pack32(flags, 0);
+        buf[3] = pack32(FIEMAP_BATCH as u32, 0);
+        ioctl(file, linux_raw_sys::ioctl::FS_IOC_FIEMAP, &mut buf).map_err(|_| false)?;
+        flags = 0;
+        let mapped = (hi32(buf[2]) as usize).min(FIEMAP_BATCH);
+        if mapped == 0 {
+            return Ok(out);
+        }
+        for i in 0..mapped {
+            let e = &buf[4 + 7 * i..4 + 7 * (i + 1)];
+            let fe_flags = lo32(e[5]);
+            if fe_flags & (FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_DATA_TAIL) != 0 {
+                return Err(true);
+            }
+            if fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC) != 0 {
+                return Err(false);
+            }
+            out.push(Extent {
+                logical: e[0],
+                physical: e[1],
+                length: e[2],
+                shared: fe_flags & FIEMAP_EXTENT_SHARED != 0,
+            });
+            if fe_flags & FIEMAP_EXTENT_LAST != 0 {
+                return Ok(out);
+            }
+            start = e[0].saturating_add(e[2]);
+        }
+        if out.len() > FIEMAP_MAX_EXTENTS {
+            return Err(false);
+        }
+    }
+}
+
+/// Whether the block device behind device number `dev` is rotational (a spinning disk:
+/// `/sys/dev/block/MAJ:MIN/queue/rotational`, or its parent's for a partition).
+pub fn rotational(dev: u64) -> bool {
+    let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    ["queue/rotational", "../queue/rotational"]
+        .iter()
+        .find_map(|tail| std::fs::read(format!("/sys/dev/block/{maj}:{min}/{tail}")).ok())
+        .is_some_and(|v| v.first() == Some(&b'1'))
+}
+
+/// Disk address of the file's first byte (FIEMAP, no sync), to read in physical order.
+pub fn physical_start(file: &File) -> Option<u64> {
+    let mut buf = vec![0u64; 4 + 7];
+    buf[1] = u64::MAX;
+    buf[3] = pack32(1, 0);
+    ioctl(file, linux_raw_sys::ioctl::FS_IOC_FIEMAP, &mut buf).ok()?;
+    (hi32(buf[2]) >= 1).then_some(buf[4 + 1])
+}
+
+/// Whether the file system holding `file` can share extents: `Some(false)` for the
+/// common ones known not to (ext2/3/4, tmpfs, FAT, exFAT, NTFS, F2FS, ramfs), `None`
+/// when only a `FIDEDUPERANGE` call can tell (btrfs and XFS say yes; XFS only with
+/// `reflink=1`).
+pub fn can_share_extents(file: &File) -> Option<bool> {
+    let fs = rustix::fs::fstatfs(file).ok()?;
+    let magic = fs.f_type as u32;
+    const NO: [u32; 8] = [0xEF53, 0x0102_1994, 0x4d44, 0x2011_BAB0, 0x5346_544e, 0xF2F5_2010, 0x8584_58f6, 0x7366_6673];
+    if NO.contains(&magic) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `FIDEDUPERANGE` exists here.
+pub fn dedupe_supported() -> bool {
+    true
+}
+
+/// One `FIDEDUPERANGE` call: the kernel compares `[src_off, src_off + len)` of `src` with the
+/// same range of each destination and shares extents only where they are equal. At most
+/// `MAX_DEDUPE_DESTS` destinations. `Err` when the call itself failed (EOPNOTSUPP, EINVAL,
+/// EXDEV ...); otherwise one status per destination, in order.
+pub fn dedupe(src: &File, src_off: u64, len: u64, dests: &[(&File, u64)]) -> Result<Vec<DedupeStatus>, Errno> {
+    assert!(dests.len() <= MAX_DEDUPE_DESTS, "the caller batches destinations");
+    // struct file_dedupe_range: src_offset, src_length (u64), dest_count (u16), reserved1
+    // (u16), reserved2 (u32) = 3 words; then 4 words per file_dedupe_range_info: dest_fd
+    // (s64), dest_offset, bytes_deduped (u64), status (s32), reserved (u32).
+    let mut buf = vec![0u64; 3 + 4 * dests.len()];
+    buf[0] = src_off;
+    buf[1] = len;
+    buf[2] = pack32(dests.len() as u32, 0);
+    for (i, (f, off)) in dests.iter().enumerate() {
+        use std::os::fd::AsRawFd;
+        buf[3 + 4 * i] = f.as_raw_fd() as i64 as u64;
+        buf[3 + 4 * i + 1] = *off;
+    }
+    ioctl(src, linux_raw_sys::ioctl::FIDEDUPERANGE, &mut buf)?;
+    Ok((0..dests.len())
+        .map(|i| {
+            let status = lo32(buf[3 + 4 * i + 3]) as i32;
+            match status {
+                0 => DedupeStatus::Same(buf[3 + 4 * i + 2]),
+                1 => DedupeStatus::Differs,
+                s if s < 0 => DedupeStatus::Error(Errno(-s)),
+                s => DedupeStatus::Error(Errno(s)),
+            }
+        })
+        .collect())
+}
+
+/// Destinations per `FIDEDUPERANGE` call: the argument must fit in one 4 KiB page.
+pub const MAX_DEDUPE_DESTS: usize = 120;
+
+/// An exclusive `flock` on `file`: `Ok(false)` when `wait` is false and another process
+/// holds it.
+pub fn lock_file(file: &File, wait: bool) -> Result<bool, Errno> {
+    use rustix::fs::FlockOperation;
+    let op = if wait { FlockOperation::LockExclusive } else { FlockOperation::NonBlockingLockExclusive };
+    match rustix::fs::flock(file, op) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) if !wait => Ok(false),
+        Err(e) => Err(errno(e)),
+    }
+}
+
+/// Bytes available to unprivileged users on `file`'s file system, after `syncfs` so that
+/// freed extents are accounted.
+pub fn free_bytes(file: &File) -> Option<u64> {
+    let _ = rustix::fs::syncfs(file);
+    let fs = rustix::fs::fstatfs(file).ok()?;
+    Some((fs.f_bavail as u64).saturating_mul(fs.f_bsize as u64))
+}
+
+/// (device, inode) of every active swap file (`/proc/swaps`): never deduplicated.
+pub fn swap_files() -> Vec<(u64, u64)> {
+    let Ok(text) = std::fs::read("/proc/swaps") else { return Vec::new() };
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n').skip(1) {
+        let Some(path) = line.split(|&b| b == b' ' || b == b'\t').next().filter(|p| !p.is_empty()) else {
+            continue;
+        };
+        let Ok(c) = std::ffi::CString::new(path) else { continue };
+        if let Ok(st) = rustix::fs::statat(CWD, &c, AtFlags::empty()) {
+            if st.st_mode & 0o170000 == 0o100000 {
+                #[allow(clippy::unnecessary_cast)] // the field types differ between architectures
+                out.push((st.st_dev as u64, st.st_ino as u64));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,378 @@
+//! `--hashfile FILE`: what earlier runs read, so a rerun on an unchanged tree reads no
+//! file data.
+//!
+//! # Format (version 1, little-endian)
+//!
+//! ```text
+//! 0   magic "DFDUHASH"            8 bytes
+//! 8   version (1)                 u32
+//! 12  record bytes (64)           u32
+//! 16  sections                    u32
+//! 20  reserved (0)                u32
+//! 24  records in all              u64
+//! 32  per section (one device, ascending): dev u64, records u64, then its records
+//!     sorted by inode, each 64 bytes:
+//!       ino u64, size u64, mtime ns i64, ctime ns i64, sample u64,
+//!       full hash 24 bytes (all zero: not known)
+//! end BLAKE3 of every byte before it, 32 bytes
+//! ```
+//!
+//! Entries are keyed by (device, inode) and trusted only while size, mtime and ctime (in
+//! nanoseconds; ctime cannot be set back by `touch`) are what they were; no paths are
+//! stored. Anything that does not parse exactly — wrong magic, version, lengths, order or
+//! checksum — is reported and ignored, never partly used. A file that does not start
+//! with the magic (give or take two damaged bytes) is not ours: it is left alone and the run goes on without a cache.
+//!
+//! # Concurrency
+//!
+//! The run holds an exclusive `flock` on the hash file from reading it until the new
+//! one is in place. The new file is written next to it and renamed over it, so a reader
+//! never sees half a file; a run that waited for the lock checks that the path still
+//! names the file it locked, and starts over on the new one if not.
+
+use super::find::{Digest, DIGEST_BYTES};
+use crate::platform;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"DFDUHASH";
+const VERSION: u32 = 1;
+const HEADER_BYTES: usize = 32;
+const SECTION_BYTES: usize = 16;
+pub const RECORD_BYTES: usize = 64;
+const SUM_BYTES: usize = 32;
+
+/// What is known about one file's contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub sample: u64,
+    pub full: Option<Digest>,
+}
+
+/// The entries of a hash file, sorted by (dev, ino).
+#[derive(Default)]
+pub struct Cache {
+    entries: Vec<Entry>,
+}
+
+impl Cache {
+    /// The entry for (dev, ino) if it is still valid for this size and these times.
+    pub fn lookup(&self, dev: u64, ino: u64, size: u64, mtime_ns: i64, ctime_ns: i64) -> Option<Entry> {
+        let i = self.entries.binary_search_by_key(&(dev, ino), |e| (e.dev, e.ino)).ok()?;
+        let e = self.entries[i];
+        (e.size == size && e.mtime_ns == mtime_ns && e.ctime_ns == ctime_ns).then_some(e)
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Parses a whole hash file. `Err` says what is wrong with it.
+pub fn parse(bytes: &[u8]) -> Result<Cache, &'static str> {
+    if bytes.len() < HEADER_BYTES + SUM_BYTES {
+        return Err("truncated");
+    }
+    if &bytes[..8] != MAGIC {
+        return Err("not a dfdu hash file");
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - SUM_BYTES);
+    if blake3::hash(body).as_bytes() != sum {
+        return Err("checksum mismatch (damaged or truncated)");
+    }
+    if u32_at(body, 8) != VERSION {
+        return Err("unknown version");
+    }
+    if u32_at(body, 12) as usize != RECORD_BYTES || u32_at(body, 20) != 0 {
+        return Err("unknown layout");
+    }
+    let sections = u32_at(body, 16) as u64;
+    let total = u64_at(body, 24);
+    let room = (body.len() - HEADER_BYTES) as u64;
+    if total > room / RECORD_BYTES as u64 || sections > room / SECTION_BYTES as u64 {
+        return Err("counts larger than the file");
+    }
+    let mut entries = Vec::with_capacity(total as usize);
+    let mut at = HEADER_BYTES;
+    let mut last_dev = None;
+    for _ in 0..sections {
+        if body.len() - at < SECTION_BYTES {
+            return Err("truncated section");
+        }
+        let dev = u64_at(body, at);
+        let n = u64_at(body, at + 8);
+        at += SECTION_BYTES;
+        if last_dev.is_some_and(|d| d >= dev) {
+            return Err("sections out of order");
+        }
+        last_dev = Some(dev);
+        if n > ((body.len() - at) / RECORD_BYTES) as u64 {
+            return Err("truncated records");
+        }
+        let mut last_ino = None;
+        for _ in 0..n {
+            let r = &body[at..at + RECORD_BYTES];
+            at += RECORD_BYTES;
+            let ino = u64_at(r, 0);
+            if last_ino.is_some_and(|i| i >= ino) {
+                return Err("records out of order");
+            }
+            last_ino = Some(ino);
+            let full: Digest = r[40..40 + DIGEST_BYTES].try_into().expect("digest bytes");
+            entries.push(Entry {
+                dev,
+                ino,
+                size: u64_at(r, 8),
+                mtime_ns: u64_at(r, 16) as i64,
+                ctime_ns: u64_at(r, 24) as i64,
+                sample: u64_at(r, 32),
+                full: (full != [0u8; DIGEST_BYTES]).then_some(full),
+            });
+        }
+    }
+    if at != body.len() || entries.len() as u64 != total {
+        return Err("length does not match the counts");
+    }
+    Ok(Cache { entries })
+}
+
+/// Serialises `entries` (sorted by (dev, ino), no duplicates).
+pub fn serialize(entries: &[Entry]) -> Vec<u8> {
+    let mut sections: Vec<(u64, usize)> = Vec::new();
+    for e in entries {
+        match sections.last_mut() {
+            Some((d, n)) if *d == e.dev => *n += 1,
+            _ => sections.push((e.dev, 1)),
+        }
+    }
+    let mut out =
+        Vec::with_capacity(HEADER_BYTES + sections.len() * SECTION_BYTES + entries.len() * RECORD_BYTES + SUM_BYTES);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(RECORD_BYTES as u32).to_le_bytes());
+    out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    let mut at = 0;
+    for (dev, n) in sections {
+        out.extend_from_slice(&dev.to_le_bytes());
+        out.extend_from_slice(&(n as u64).to_le_bytes());
+        for e in &entries[at..at + n] {
+            out.extend_from_slice(&e.ino.to_le_bytes());
+            out.extend_from_slice(&e.size.to_le_bytes());
+            out.extend_from_slice(&e.mtime_ns.to_le_bytes());
+            out.extend_from_slice(&e.ctime_ns.to_le_bytes());
+            out.extend_from_slice(&e.sample.to_le_bytes());
+            out.extend_from_slice(&e.full.unwrap_or([0; DIGEST_BYTES]));
+        }
+        at += n;
+    }
+    let sum = blake3::hash(&out);
+    out.extend_from_slice(sum.as_bytes());
+    out
+}
+
+/// A hash file, perhaps damaged: its first bytes are (nearly) the magic. Anything else
+/// is someone else's file, which dfdu neither trusts nor overwrites.
+fn looks_ours(bytes: &[u8]) -> bool {
+    if bytes.len() < MAGIC.len() {
+        return MAGIC.starts_with(bytes);
+    }
+    bytes.iter().zip(MAGIC).filter(|(a, b)| a == b).count() >= MAGIC.len() - 2
+}
+
+/// An open, locked hash file.
+pub struct HashFile {
+    path: PathBuf,
+    lock: File,
+    /// False when the file at `path` is not ours: it is neither read nor replaced.
+    writable: bool,
+}
+
+fn same_file(a: &File, path: &Path) -> bool {
+    let Ok(b) = File::open(path) else { return false };
+    match (platform::check_file(a), platform::check_file(&b)) {
+        (Ok(x), Ok(y)) => x.ino == 0 || (x.dev, x.ino) == (y.dev, y.ino),
+        _ => false,
+    }
+}
+
+/// Opens and locks the hash file at `path` (creating it empty if missing) and reads it.
+/// `note` receives one line for anything the user should know (a damaged file, waiting
+/// for the lock). `Err` only when the file cannot be opened or locked at all.
+pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cache), String> {
+    let shown = path.display();
+    // Only a regular file (or none yet) is a hash file: a device, FIFO or socket given by
+    // mistake (`--hashfile /dev/null`) must never be read, locked or renamed over.
+    let not_regular = || format!("hash file '{shown}' is not a regular file");
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Err(not_regular());
+    }
+    for _ in 0..16 {
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| format!("cannot open hash file '{shown}': {e}"))?;
+        // Checked again on the handle: the name may have been swapped meanwhile.
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(not_regular());
+        }
+        let lock = |wait| {
+            platform::lock_file(&file, wait)
+                .map_err(|e| format!("cannot lock hash file '{shown}': {}", platform::errno_text(e)))
+        };
+        if !lock(false)? {
+            note(format!("waiting for another run that uses hash file '{shown}'"));
+            lock(true)?;
+        }
+        if !same_file(&file, path) {
+            continue; // replaced while we waited: lock the new one
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|e| format!("cannot read hash file '{shown}': {e}"))?;
+        let (cache, writable) = if bytes.is_empty() {
+            (Cache::default(), true)
+        } else if !looks_ours(&bytes) {
+            note(format!("'{shown}' is not a dfdu hash file: leaving it alone and running without a cache"));
+            (Cache::default(), false)
+        } else {
+            match parse(&bytes) {
+                Ok(c) => (c, true),
+                Err(why) => {
+                    note(format!("hash file '{shown}' is unusable ({why}): ignoring it and writing a new one"));
+                    (Cache::default(), true)
+                }
+            }
+        };
+        return Ok((HashFile { path: path.to_path_buf(), lock: file, writable }, cache));
+    }
+    Err(format!("hash file '{shown}' keeps being replaced by another run"))
+}
+
+impl HashFile {
+    /// Writes `old`'s entries overridden by `new` (this run's) to a temporary file next
+    /// to the hash file and renames it into place.
+    pub fn save(self, old: Cache, mut new: Vec<Entry>) -> Result<(), String> {
+        if !self.writable {
+            return Ok(());
+        }
+        new.sort_unstable_by_key(|e| (e.dev, e.ino));
+        new.dedup_by_key(|e| (e.dev, e.ino));
+        let mut merged = Vec::with_capacity(old.entries.len() + new.len());
+        let (mut a, mut b) = (old.entries.into_iter().peekable(), new.into_iter().peekable());
+        loop {
+            let take_new = match (a.peek(), b.peek()) {
+                (None, None) => break,
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some(x), Some(y)) => {
+                    if (x.dev, x.ino) == (y.dev, y.ino) {
+                        a.next();
+                        true
+                    } else {
+                        (y.dev, y.ino) < (x.dev, x.ino)
+                    }
+                }
+            };
+            merged.push(if take_new { b.next() } else { a.next() }.expect("peeked"));
+        }
+        let bytes = serialize(&merged);
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(format!(".tmp{}", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        let shown = self.path.display();
+        let lock = self.lock;
+        let written = File::create(&tmp).and_then(|mut f| {
+            f.write_all(&bytes)?;
+            f.sync_all()
+        });
+        let renamed = written.and_then(|()| match std::fs::rename(&tmp, &self.path) {
+            // Windows cannot rename over a file that is open (the lock handle): close it,
+            // then try once more.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                drop(lock);
+                std::fs::rename(&tmp, &self.path)
+            }
+            other => other,
+        });
+        renamed.map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write hash file '{shown}': {e}")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_entries() -> Vec<Entry> {
+        (0..50u64)
+            .map(|i| Entry {
+                dev: i / 20,
+                ino: 1000 + i,
+                size: i * 4097,
+                mtime_ns: 1_700_000_000_000_000_000 + i as i64,
+                ctime_ns: -5 + i as i64,
+                sample: i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                full: (i % 3 != 0).then_some([i as u8; DIGEST_BYTES]),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_trip_and_64_bytes_per_file() {
+        let e = sample_entries();
+        let bytes = serialize(&e);
+        assert_eq!(bytes.len(), HEADER_BYTES + 3 * SECTION_BYTES + 50 * RECORD_BYTES + SUM_BYTES);
+        let c = parse(&bytes).unwrap();
+        assert_eq!(c.entries, e);
+        let x = e[7];
+        assert_eq!(c.lookup(x.dev, x.ino, x.size, x.mtime_ns, x.ctime_ns), Some(x));
+        assert_eq!(c.lookup(x.dev, x.ino, x.size, x.mtime_ns, x.ctime_ns + 1), None);
+        assert_eq!(c.lookup(x.dev, x.ino, x.size + 1, x.mtime_ns, x.ctime_ns), None);
+    }
+
+    /// Every truncation and every single-bit flip, plus random overwrites, is rejected
+    /// (never a panic, never a partly trusted cache).
+    #[test]
+    fn damaged_files_are_rejected() {
+        let bytes = serialize(&sample_entries());
+        for len in 0..bytes.len() {
+            assert!(parse(&bytes[..len]).is_err(), "truncated to {len}");
+        }
+        for bit in 0..bytes.len() * 8 {
+            let mut b = bytes.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            assert!(parse(&b).is_err(), "bit {bit}");
+        }
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut b = bytes.clone();
+            let at = (x % b.len() as u64) as usize;
+            let n = ((x >> 32) % 16) as usize;
+            for k in at..(at + n).min(b.len()) {
+                b[k] = (x >> (k % 56)) as u8;
+            }
+            if b != bytes {
+                assert!(parse(&b).is_err());
+            }
+        }
+    }
+}

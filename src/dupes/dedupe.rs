@@ -1,0 +1,335 @@
+//! `dfdu dedupe`: each group's other files come to share the extents of its first path,
+//! through `FIDEDUPERANGE` only — the kernel locks both files, compares the bytes and
+//! shares nothing that differs. `FICLONE` and `copy_file_range` are never used: they do
+//! not compare.
+//!
+//! # Per group
+//!
+//! 1. Members are split by device (sharing never crosses a file system); in each part
+//!    the first path is the source.
+//! 2. Skipped before any call: destinations whose extent layout already is the source's
+//!    (FIEMAP, found by `find::layouts`), files that changed since they were hashed (size,
+//!    mtime, ctime, identity), immutable and append-only files, active swap files.
+//! 3. Destinations go in batches of at most `MAX_DEDUPE_DESTS`. Each call covers at most
+//!    1 GiB (the VFS cap); the loop advances by the least `bytes_deduped` any destination
+//!    got (btrfs works in 16 MiB pieces) and stops when a call makes no progress. Before
+//!    every call, the source and each destination are checked again.
+//! 4. The first call on a file system that cannot share extents (EOPNOTSUPP, or a known
+//!    type such as ext4 before any call) stops the whole run with one message.
+//!
+//! Free space is measured per file system with `statfs` after `syncfs`, before the first
+//! call and after the last.
+
+use super::find::{same, Group, INLINE};
+use super::sink::Found;
+use crate::meta::Errno;
+use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fs::File;
+
+/// Bytes one call asks for at most (the VFS caps a call at 1 GiB).
+const CALL_BYTES: u64 = 1 << 30;
+const EOPNOTSUPP: i32 = 95;
+
+/// What a run did.
+#[derive(Default)]
+pub struct Report {
+    pub groups: u64,
+    pub files: u64,
+    pub bytes_submitted: u64,
+    pub bytes_deduped: u64,
+    pub refused_files: u64,
+    pub skipped_shared: u64,
+    pub skipped_inline: u64,
+    pub skipped_changed: u64,
+    pub skipped_pinned: u64,
+    pub skipped_swap: u64,
+    pub skipped_other_fs: u64,
+    pub errors: u64,
+    pub ioctl_calls: u64,
+    pub free_before: u64,
+    pub free_after: u64,
+    pub free_known: bool,
+    /// The file system that cannot share extents, when that stopped the run.
+    pub unsupported: Option<String>,
+    pub failed: bool,
+    /// One line per failure (path: error), at most `MAX_MESSAGES`.
+    pub messages: Vec<String>,
+}
+
+impl Report {
+    pub fn text(&self, cmd: &str, dry_run: bool) -> String {
+        if let Some(msg) = &self.unsupported {
+            return format!("{cmd}: {msg}\n");
+        }
+        let mut s = String::new();
+        for m in &self.messages {
+            s.push_str(&format!("{cmd}: cannot deduplicate {m}\n"));
+        }
+        s.push_str(&if dry_run {
+            format!(
+                "{cmd}: dry run: would submit {} files in {} groups, {} bytes; nothing was changed\n",
+                self.files, self.groups, self.bytes_submitted
+            )
+        } else {
+            format!(
+                "{cmd}: {} files in {} groups: {} bytes submitted, {} bytes deduplicated by the kernel, \
+                 {} files refused (data differs); {} ioctl calls\n",
+                self.files, self.groups, self.bytes_submitted, self.bytes_deduped, self.refused_files, self.ioctl_calls
+            )
+        });
+        s.push_str(&format!(
+            "{cmd}: skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or append-only, \
+             {} swap files, {} on another file system than their group's first file; {} errors\n",
+            self.skipped_shared,
+            self.skipped_inline,
+            self.skipped_changed,
+            self.skipped_pinned,
+            self.skipped_swap,
+            self.skipped_other_fs,
+            self.errors
+        ));
+        if self.free_known && !dry_run {
+            let change = self.free_after as i128 - self.free_before as i128;
+            s.push_str(&format!(
+                "{cmd}: free space {change:+} bytes (before {}, after {}, after syncfs)\n",
+                self.free_before, self.free_after
+            ));
+        }
+        s
+    }
+
+    pub fn json(&self, dry_run: bool) -> String {
+        format!(
+            "{{\"dry_run\":{dry_run},\"groups\":{},\"files\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\
+             \"refused_files\":{},\"skipped_shared\":{},\"skipped_inline\":{},\"skipped_changed\":{},\"skipped_pinned\":{},\
+             \"skipped_swap\":{},\"skipped_other_fs\":{},\"errors\":{},\"ioctl_calls\":{},\
+             \"free_before\":{},\"free_after\":{},\"unsupported\":{}}}",
+            self.groups,
+            self.files,
+            self.bytes_submitted,
+            self.bytes_deduped,
+            self.refused_files,
+            self.skipped_shared,
+            self.skipped_inline,
+            self.skipped_changed,
+            self.skipped_pinned,
+            self.skipped_swap,
+            self.skipped_other_fs,
+            self.errors,
+            self.ioctl_calls,
+            if self.free_known { self.free_before.to_string() } else { "null".into() },
+            if self.free_known { self.free_after.to_string() } else { "null".into() },
+            self.unsupported.is_some()
+        )
+    }
+}
+
+/// One open member: index in the group and its file.
+struct Open {
+    m: usize,
+    file: File,
+}
+
+fn open_member(g: &Group, m: usize) -> Result<(File, platform::FileCheck), Errno> {
+    let c = CString::new(g.paths[m].clone()).map_err(|_| Errno(22))?;
+    platform::open_file(&c)
+}
+
+impl Report {
+    /// Counts one failure and keeps its message (printed after the run).
+    fn fail(&mut self, path: &[u8], e: Errno) {
+        self.errors += 1;
+        if self.messages.len() < MAX_MESSAGES {
+            self.messages.push(format!("{}: {}", crate::text::quote::quotef(path), platform::errno_text(e)));
+        }
+    }
+}
+
+/// Failure messages kept per run; the count covers the rest.
+const MAX_MESSAGES: usize = 1000;
+
+/// Deduplicates `groups` (or, with `dry_run`, counts what would be submitted).
+pub fn run(found: &Found, groups: &[Group], dry_run: bool) -> Report {
+    let mut r = Report::default();
+    let swaps = platform::swap_files();
+    // One open file per device, for free space before and after.
+    let mut fs_files: HashMap<u64, File> = HashMap::new();
+    for g in groups {
+        if g.all_shared() {
+            r.skipped_shared += g.members.len() as u64 - 1;
+            continue;
+        }
+        let mut devs: Vec<u64> = g.members.iter().map(|&i| found.files[i as usize].dev).collect();
+        devs.sort_unstable();
+        devs.dedup();
+        let mut part_counted = false;
+        for dev in devs {
+            let on_dev: Vec<usize> =
+                (0..g.members.len()).filter(|&m| found.files[g.members[m] as usize].dev == dev).collect();
+            let part: Vec<usize> = on_dev.iter().copied().filter(|&m| g.layout_of[m] != INLINE).collect();
+            r.skipped_inline += (on_dev.len() - part.len()) as u64;
+            if part.len() < 2 {
+                if g.members.len() > 1 && dev != found.files[g.members[0] as usize].dev {
+                    r.skipped_other_fs += 1;
+                }
+                continue;
+            }
+            if !part_counted {
+                r.groups += 1;
+                part_counted = true;
+            }
+            if let Err(stop) = dedupe_part(found, g, &part, dry_run, &swaps, &mut fs_files, &mut r) {
+                r.unsupported = Some(stop);
+                r.failed = true;
+                return r;
+            }
+        }
+    }
+    if r.free_known && !dry_run {
+        r.free_after = fs_files.values().filter_map(platform::free_bytes).sum();
+    }
+    if r.errors > 0 {
+        r.failed = true;
+    }
+    r
+}
+
+/// One device's members of a group; `Err` when the file system cannot share extents.
+fn dedupe_part(
+    found: &Found,
+    g: &Group,
+    part: &[usize],
+    dry_run: bool,
+    swaps: &[(u64, u64)],
+    fs_files: &mut HashMap<u64, File>,
+    r: &mut Report,
+) -> Result<(), String> {
+    let src_m = part[0];
+    let src_rec = found.files[g.members[src_m] as usize];
+    let shown = |m: usize| crate::text::quote::quotef(&g.paths[m]);
+    let (src, check) = match open_member(g, src_m) {
+        Ok(pair) => pair,
+        Err(e) => {
+            r.fail(&g.paths[src_m], e);
+            return Ok(());
+        }
+    };
+    if !same(&check, &src_rec) {
+        r.skipped_changed += part.len() as u64;
+        return Ok(());
+    }
+    if check.pinned || swaps.contains(&(check.dev, check.ino)) {
+        r.skipped_pinned += u64::from(check.pinned);
+        r.skipped_swap += u64::from(!check.pinned);
+        return Ok(());
+    }
+    if let Entry::Vacant(slot) = fs_files.entry(src_rec.dev) {
+        if platform::can_share_extents(&src) == Some(false) {
+            return Err(format!(
+                "the file system of {} cannot share extents (ext4, tmpfs and the like; XFS needs reflink=1): \
+                 nothing was changed",
+                shown(src_m)
+            ));
+        }
+        if let Some(free) = platform::free_bytes(&src) {
+            r.free_before += free;
+            r.free_known = true;
+        }
+        if let Ok(f) = src.try_clone() {
+            slot.insert(f);
+        }
+    }
+    let mut dests: Vec<Open> = Vec::new();
+    for &m in &part[1..] {
+        let rec = found.files[g.members[m] as usize];
+        if g.layout_of[m] == g.layout_of[src_m] {
+            r.skipped_shared += 1;
+            continue;
+        }
+        match open_member(g, m) {
+            Ok((file, c)) if !same(&c, &rec) => {
+                let _ = file;
+                r.skipped_changed += 1;
+            }
+            Ok((_, c)) if c.pinned => r.skipped_pinned += 1,
+            Ok((_, c)) if swaps.contains(&(c.dev, c.ino)) => r.skipped_swap += 1,
+            Ok((file, _)) => dests.push(Open { m, file }),
+            Err(e) => r.fail(&g.paths[m], e),
+        }
+    }
+    r.files += dests.len() as u64;
+    if dry_run {
+        r.bytes_submitted = r.bytes_submitted.saturating_add(src_rec.size.saturating_mul(dests.len() as u64));
+        return Ok(());
+    }
+    for batch in dests.chunks(MAX_DEDUPE_DESTS) {
+        let mut active: Vec<&Open> = batch.iter().collect();
+        let mut off = 0u64;
+        while off < src_rec.size && !active.is_empty() {
+            // Re-check right before the call: anything that changed since it was hashed
+            // is left alone (the kernel would compare anyway; this keeps the report true).
+            if !platform::check_file(&src).is_ok_and(|c| same(&c, &src_rec)) {
+                r.skipped_changed += active.len() as u64;
+                return Ok(());
+            }
+            active.retain(|d| {
+                let ok = platform::check_file(&d.file).is_ok_and(|c| same(&c, &found.files[g.members[d.m] as usize]));
+                if !ok {
+                    r.skipped_changed += 1;
+                }
+                ok
+            });
+            if active.is_empty() {
+                break;
+            }
+            let len = (src_rec.size - off).min(CALL_BYTES);
+            let pairs: Vec<(&File, u64)> = active.iter().map(|d| (&d.file, off)).collect();
+            r.ioctl_calls += 1;
+            r.bytes_submitted = r.bytes_submitted.saturating_add(len * pairs.len() as u64);
+            let statuses = match platform::dedupe(&src, off, len, &pairs) {
+                Ok(s) => s,
+                Err(e) if (e.0 == EOPNOTSUPP || e.0 == 22) && r.bytes_deduped == 0 => {
+                    return Err(format!(
+                        "the file system of {} cannot share extents ({}; XFS needs reflink=1): nothing was changed",
+                        shown(src_m),
+                        platform::errno_text(e)
+                    ));
+                }
+                Err(e) => {
+                    for d in &active {
+                        r.fail(&g.paths[d.m], e);
+                    }
+                    break;
+                }
+            };
+            let mut least = u64::MAX;
+            let mut keep = Vec::new();
+            for (d, st) in active.iter().zip(statuses) {
+                match st {
+                    DedupeStatus::Same(n) => {
+                        r.bytes_deduped += n;
+                        least = least.min(n);
+                        keep.push(*d);
+                    }
+                    DedupeStatus::Differs => r.refused_files += 1,
+                    DedupeStatus::Error(e) if e.0 == EOPNOTSUPP && r.bytes_deduped == 0 => {
+                        return Err(format!(
+                            "the file system of {} cannot share extents (XFS needs reflink=1): nothing was changed",
+                            shown(src_m)
+                        ));
+                    }
+                    DedupeStatus::Error(e) => r.fail(&g.paths[d.m], e),
+                }
+            }
+            active = keep;
+            if least == 0 || least == u64::MAX {
+                break;
+            }
+            off += least;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,538 @@
+//! From the scan's files to groups of identical files, reading as little as possible.
+//!
+//! # Stages
+//!
+//! 1. **Size**: files are sorted by (size, dev, ino); a size shared by fewer than two
+//!    inodes ends the story for its files (nothing is read).
+//! 2. **One inode, one file**: names of one inode (hard links) collapse to one candidate,
+//!    the name whose path sorts first; the others are counted as `extra_links`.
+//! 3. **Sample**: each candidate's first 4 KiB and last 4 KiB are hashed (files up to
+//!    `WHOLE_BYTES` are read whole instead, which also gives their full hash). Candidates
+//!    whose (size, sample) is unique are done.
+//! 4. **Full**: the remaining candidates are hashed whole with BLAKE3 in 1 MiB reads.
+//!    Equal (size, full hash) is a group. The full hash is 24 bytes of BLAKE3's output
+//!    (192 bits: finding any two files with one hash takes ~2^96 work), so a user who owns
+//!    some files cannot make dfdu call two different files duplicates.
+//!
+//! Stages 3 and 4 run on a fixed pool of `threads` workers pulling jobs (in size order)
+//! from one atomic counter. Each read is checked against the scan: a file whose size,
+//! mtime, ctime or identity differ (before or after the read) is dropped as changed.
+//! A valid hash-file entry (`cache.rs`) stands in for either stage's read.
+
+use super::cache::{Cache, Entry};
+use super::sink::{FileRec, Found};
+use crate::meta::{Errno, Kind};
+use crate::platform;
+use std::ffi::CString;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+pub const DIGEST_BYTES: usize = 24;
+pub type Digest = [u8; DIGEST_BYTES];
+
+/// Files up to this size are read whole at the sample stage.
+pub const WHOLE_BYTES: u64 = 64 * 1024;
+/// Bytes hashed at each end of a larger file for its sample.
+const SAMPLE_BYTES: u64 = 4096;
+/// One read while hashing a whole file.
+const READ_BYTES: usize = 1 << 20;
+
+/// A file still in the running, with what is known of its contents.
+#[derive(Clone, Copy, Debug)]
+pub struct Cand {
+    pub rec: u32,
+    pub sample: Option<u64>,
+    pub full: Option<Digest>,
+    pub dead: bool,
+}
+
+/// A group of identical files.
+pub struct Group {
+    pub size: u64,
+    /// Indices into `Found::files`, in path order.
+    pub members: Vec<u32>,
+    pub paths: Vec<Vec<u8>>,
+    /// For each member, the index of the first member with the same extent layout (itself
+    /// when none): members with equal values already share all their extents. `INLINE`
+    /// for data kept inline in metadata, which cannot be shared.
+    pub layout_of: Vec<usize>,
+}
+
+/// `Group::layout_of` of a member whose data is inline.
+pub const INLINE: usize = usize::MAX;
+
+impl Group {
+    /// Distinct extent layouts that could share: the copies that take space of their own.
+    pub fn layouts(&self) -> usize {
+        self.layout_of.iter().enumerate().filter(|(i, l)| *i == **l).count()
+    }
+    /// Every member already shares one set of extents.
+    pub fn all_shared(&self) -> bool {
+        self.layouts() == 1 && !self.layout_of.contains(&INLINE)
+    }
+    pub fn wasted(&self) -> u64 {
+        self.size.saturating_mul(self.members.len() as u64 - 1)
+    }
+    pub fn reclaimable(&self) -> u64 {
+        self.size.saturating_mul((self.layouts() as u64).saturating_sub(1))
+    }
+}
+
+/// Counters for the summary and the progress line.
+#[derive(Default)]
+pub struct Stats {
+    pub files_read: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub jobs_done: AtomicU64,
+    pub jobs_total: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub candidates: AtomicU64,
+    pub extra_links: AtomicU64,
+    pub changed: AtomicU64,
+}
+
+/// Why a file was dropped while being read.
+enum Drop_ {
+    Changed,
+    Error(Errno),
+}
+
+/// Everything `find` learned.
+pub struct Outcome {
+    pub groups: Vec<Group>,
+    /// Candidates with what was learned (for the hash file).
+    pub cands: Vec<Cand>,
+    pub errors: Vec<(Vec<u8>, Errno)>,
+}
+
+fn cpath(p: &[u8]) -> Option<CString> {
+    CString::new(p).ok()
+}
+
+/// Opens `f` (at `path`) and checks it is still the file the scan saw.
+fn open_checked(path: &[u8], f: &FileRec) -> Result<std::fs::File, Drop_> {
+    let c = cpath(path).ok_or(Drop_::Error(Errno(22)))?;
+    let (file, check) = platform::open_file(&c).map_err(Drop_::Error)?;
+    if !same(&check, f) {
+        return Err(Drop_::Changed);
+    }
+    Ok(file)
+}
+
+/// The open file still has the size, times and identity the scan recorded.
+pub fn same(check: &platform::FileCheck, f: &FileRec) -> bool {
+    if check.kind != Kind::File || check.size != f.size || check.mtime_ns != f.mtime_ns {
+        return false;
+    }
+    // Identity and ctime only where the OS's metadata carries them (not std on Windows).
+    check.ino == 0 || (check.dev == f.dev && check.ino == f.ino && check.ctime_ns == f.ctime_ns)
+}
+
+fn digest(h: &blake3::Hasher) -> Digest {
+    let mut out = [0u8; DIGEST_BYTES];
+    h.finalize_xof().fill(&mut out);
+    out
+}
+
+fn sample_of(full: &Digest) -> u64 {
+    u64::from_le_bytes(full[..8].try_into().expect("8 bytes"))
+}
+
+fn read_full(file: &mut std::fs::File, buf: &mut [u8], want: usize) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < want {
+        match file.read(&mut buf[got..want]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+fn io_err(e: std::io::Error) -> Drop_ {
+    Drop_::Error(Errno(e.raw_os_error().unwrap_or(5)))
+}
+
+/// Stage 3 for one file: (sample, full hash when the file was read whole).
+fn sample_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<(u64, Option<Digest>), Drop_> {
+    let mut file = open_checked(path, f)?;
+    let result = if f.size <= WHOLE_BYTES {
+        let want = f.size as usize;
+        buf.resize(buf.len().max(want + 1), 0);
+        // One byte more than expected: a file that grew is caught here.
+        let got = read_full(&mut file, buf, want + 1).map_err(io_err)?;
+        stats.bytes_read.fetch_add(got as u64, Ordering::Relaxed);
+        if got != want {
+            return Err(Drop_::Changed);
+        }
+        let mut h = blake3::Hasher::new();
+        h.update(&buf[..want]);
+        let full = digest(&h);
+        (sample_of(&full), Some(full))
+    } else {
+        let n = SAMPLE_BYTES as usize;
+        buf.resize(buf.len().max(2 * n), 0);
+        let (head, tail) = buf[..2 * n].split_at_mut(n);
+        let got = read_full(&mut file, head, n).map_err(io_err)?;
+        file.seek(SeekFrom::Start(f.size - SAMPLE_BYTES)).map_err(io_err)?;
+        let got2 = read_full(&mut file, tail, n).map_err(io_err)?;
+        stats.bytes_read.fetch_add((got + got2) as u64, Ordering::Relaxed);
+        if got != n || got2 != n {
+            return Err(Drop_::Changed);
+        }
+        let mut h = blake3::Hasher::new();
+        h.update(head);
+        h.update(tail);
+        (sample_of(&digest(&h)), None)
+    };
+    stats.files_read.fetch_add(1, Ordering::Relaxed);
+    recheck(&file, f)?;
+    Ok(result)
+}
+
+/// After a read: the file did not change while it was read.
+fn recheck(file: &std::fs::File, f: &FileRec) -> Result<(), Drop_> {
+    match platform::check_file(file) {
+        Ok(c) if same(&c, f) => Ok(()),
+        Ok(_) => Err(Drop_::Changed),
+        Err(e) => Err(Drop_::Error(e)),
+    }
+}
+
+/// Stage 4 for one file: BLAKE3 of all of it.
+fn hash_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<Digest, Drop_> {
+    let mut file = open_checked(path, f)?;
+    buf.resize(buf.len().max(READ_BYTES), 0);
+    let mut h = blake3::Hasher::new();
+    let mut total = 0u64;
+    loop {
+        let n = match file.read(&mut buf[..READ_BYTES]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        total += n as u64;
+        stats.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        if total > f.size {
+            return Err(Drop_::Changed);
+        }
+        h.update(&buf[..n]);
+    }
+    stats.files_read.fetch_add(1, Ordering::Relaxed);
+    if total != f.size {
+        return Err(Drop_::Changed);
+    }
+    recheck(&file, f)?;
+    Ok(digest(&h))
+}
+
+/// Runs `job(buffer, i)` for every `i` in `0..n` on `threads` workers; results in order.
+pub fn pool<T: Send>(threads: usize, n: usize, stats: &Stats, job: impl Fn(&mut Vec<u8>, usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, T)>> = Mutex::new(Vec::with_capacity(n));
+    stats.jobs_total.fetch_add(n as u64, Ordering::Relaxed);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, n.max(1)) {
+            s.spawn(|| {
+                let mut buf = Vec::new();
+                let mut mine = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    mine.push((i, job(&mut buf, i)));
+                    stats.jobs_done.fetch_add(1, Ordering::Relaxed);
+                }
+                results.lock().unwrap().extend(mine);
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_unstable_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, t)| t).collect()
+}
+
+/// Runs `job(buffer, rec)` for the files `recs`; results in the order of `recs`. Files on
+/// a rotational device are read by one reader per device in physical order (FIEMAP's
+/// first extent), so the disk's head sweeps instead of seeking between threads; the rest
+/// go to the whole pool, at the same time.
+fn read_pool<T: Send>(
+    found: &Found,
+    recs: &[u32],
+    threads: usize,
+    stats: &Stats,
+    job: &(dyn Fn(&mut Vec<u8>, u32) -> T + Sync),
+) -> Vec<T> {
+    let mut devs: Vec<u64> = recs.iter().map(|&r| found.files[r as usize].dev).collect();
+    devs.sort_unstable();
+    devs.dedup();
+    let spinning: Vec<u64> = devs.into_iter().filter(|&d| platform::rotational(d)).collect();
+    if spinning.is_empty() {
+        return pool(threads, recs.len(), stats, |buf, n| job(buf, recs[n]));
+    }
+    // Where each file on a spinning disk starts (metadata only, on the whole pool).
+    let on_spinning: Vec<usize> =
+        (0..recs.len()).filter(|&n| spinning.contains(&found.files[recs[n] as usize].dev)).collect();
+    let starts = pool(threads, on_spinning.len(), stats, |_, i| {
+        let mut p = Vec::new();
+        found.file_path(&found.files[recs[on_spinning[i]] as usize], &mut p);
+        let c = cpath(&p)?;
+        platform::open_file(&c).ok().and_then(|(f, _)| platform::physical_start(&f))
+    });
+    let mut lanes: Vec<Vec<usize>> = vec![Vec::new(); spinning.len() + 1];
+    let mut ordered: Vec<(u64, u64, usize)> = on_spinning
+        .iter()
+        .zip(starts)
+        .map(|(&n, s)| (found.files[recs[n] as usize].dev, s.unwrap_or(u64::MAX), n))
+        .collect();
+    ordered.sort_unstable();
+    for (dev, _, n) in ordered {
+        lanes[spinning.iter().position(|&d| d == dev).expect("a spinning device")].push(n);
+    }
+    let rest = lanes.len() - 1;
+    lanes[rest] = (0..recs.len()).filter(|n| !spinning.contains(&found.files[recs[*n] as usize].dev)).collect();
+    let mut out: Vec<Option<T>> = (0..recs.len()).map(|_| None).collect();
+    let results: Vec<Vec<T>> = std::thread::scope(|s| {
+        let handles: Vec<_> = lanes
+            .iter()
+            .enumerate()
+            .map(|(i, lane)| {
+                let n_threads = if i == rest { threads } else { 1 };
+                s.spawn(move || pool(n_threads, lane.len(), stats, |buf, k| job(buf, recs[lane[k]])))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a reader lane does not panic")).collect()
+    });
+    for (lane, res) in lanes.iter().zip(results) {
+        for (&n, r) in lane.iter().zip(res) {
+            out[n] = Some(r);
+        }
+    }
+    out.into_iter().map(|r| r.expect("every file has a result")).collect()
+}
+
+/// Runs the stages over `found`'s files.
+pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &AtomicBool) -> Outcome {
+    let files = &found.files;
+    let mut order: Vec<u32> = (0..files.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        let f = &files[i as usize];
+        (f.size, f.dev, f.ino)
+    });
+    let path_of = |i: u32| {
+        let mut p = Vec::new();
+        found.file_path(&files[i as usize], &mut p);
+        p
+    };
+    // Stages 1 and 2: runs of one size, one candidate per inode.
+    let mut cands: Vec<Cand> = Vec::new();
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let size = files[order[i] as usize].size;
+        let mut j = i;
+        while j < order.len() && files[order[j] as usize].size == size {
+            j += 1;
+        }
+        let start = cands.len();
+        let mut k = i;
+        while k < j {
+            let key = |x: u32| (files[x as usize].dev, files[x as usize].ino);
+            let mut m = k + 1;
+            while m < j && key(order[m]) == key(order[k]) {
+                m += 1;
+            }
+            let rep = if m - k == 1 {
+                order[k]
+            } else {
+                stats.extra_links.fetch_add((m - k - 1) as u64, Ordering::Relaxed);
+                *order[k..m].iter().min_by_key(|&&x| path_of(x)).expect("a run is not empty")
+            };
+            cands.push(Cand { rec: rep, sample: None, full: None, dead: false });
+            k = m;
+        }
+        if cands.len() - start >= 2 {
+            runs.push(start..cands.len());
+        } else {
+            cands.truncate(start);
+        }
+        i = j;
+    }
+    drop(order);
+    stats.candidates.store(cands.len() as u64, Ordering::Relaxed);
+    for c in cands.iter_mut() {
+        let f = &files[c.rec as usize];
+        if let Some(e) = cache.lookup(f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns) {
+            c.sample = Some(e.sample);
+            c.full = e.full;
+            stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let mut errors = Vec::new();
+    // Stage 3.
+    let todo: Vec<usize> = (0..cands.len()).filter(|&k| cands[k].sample.is_none()).collect();
+    let stats_ref = stats;
+    let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
+    let results = read_pool(found, &recs, threads, stats_ref, &|buf, rec| {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Drop_::Error(Errno(4)));
+        }
+        sample_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
+    });
+    for (k, r) in todo.iter().zip(results) {
+        apply(&mut cands[*k], r.map(|(s, full)| (Some(s), full)), found, &mut errors, stats_ref);
+    }
+    // Stage 4: members of a (size, sample) run of two or more that lack a full hash.
+    let mut todo = Vec::new();
+    for run in &runs {
+        let slice = &mut cands[run.clone()];
+        slice.sort_unstable_by_key(|c| (c.dead, c.sample));
+        let mut a = 0;
+        while a < slice.len() && !slice[a].dead {
+            let mut b = a + 1;
+            while b < slice.len() && !slice[b].dead && slice[b].sample == slice[a].sample {
+                b += 1;
+            }
+            if b - a >= 2 {
+                todo.extend((a..b).filter(|&x| slice[x].full.is_none()).map(|x| run.start + x));
+            }
+            a = b;
+        }
+    }
+    let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
+    let results = read_pool(found, &recs, threads, stats_ref, &|buf, rec| {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Drop_::Error(Errno(4)));
+        }
+        hash_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
+    });
+    for (k, r) in todo.iter().zip(results) {
+        let sample = cands[*k].sample;
+        apply(&mut cands[*k], r.map(|d| (sample, Some(d))), found, &mut errors, stats_ref);
+    }
+    // Groups: equal (size, full hash).
+    let mut groups = Vec::new();
+    for run in &runs {
+        let slice = &mut cands[run.clone()];
+        slice.sort_unstable_by_key(|c| (c.dead || c.full.is_none(), c.full));
+        let mut a = 0;
+        while a < slice.len() && !slice[a].dead && slice[a].full.is_some() {
+            let mut b = a + 1;
+            while b < slice.len() && !slice[b].dead && slice[b].full == slice[a].full {
+                b += 1;
+            }
+            if b - a >= 2 {
+                let mut members: Vec<(Vec<u8>, u32)> = slice[a..b].iter().map(|c| (path_of(c.rec), c.rec)).collect();
+                members.sort();
+                let n = members.len();
+                groups.push(Group {
+                    size: files[slice[a].rec as usize].size,
+                    members: members.iter().map(|m| m.1).collect(),
+                    paths: members.into_iter().map(|m| m.0).collect(),
+                    layout_of: (0..n).collect(),
+                });
+            }
+            a = b;
+        }
+    }
+    Outcome { groups, cands, errors }
+}
+
+fn apply(
+    c: &mut Cand,
+    r: Result<(Option<u64>, Option<Digest>), Drop_>,
+    found: &Found,
+    errors: &mut Vec<(Vec<u8>, Errno)>,
+    stats: &Stats,
+) {
+    match r {
+        Ok((s, full)) => {
+            c.sample = s;
+            c.full = full;
+        }
+        Err(Drop_::Changed) => {
+            c.dead = true;
+            stats.changed.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(Drop_::Error(e)) => {
+            c.dead = true;
+            let mut p = Vec::new();
+            found.file_path(&found.files[c.rec as usize], &mut p);
+            errors.push((p, e));
+        }
+    }
+}
+
+/// Fills each group's `layout_of` from the members' extent maps (Linux FIEMAP; elsewhere
+/// every member keeps its own layout). Members whose maps are equal and not empty share
+/// all their extents already.
+pub fn layouts(found: &Found, groups: &mut [Group], threads: usize, stats: &Stats) {
+    // File systems known not to share extents (ext4, tmpfs ...) are asked nothing more:
+    // one open per device decides.
+    let mut no_sharing: Vec<u64> = Vec::new();
+    let mut asked: Vec<u64> = Vec::new();
+    for g in groups.iter() {
+        let dev = found.files[g.members[0] as usize].dev;
+        if asked.contains(&dev) {
+            continue;
+        }
+        asked.push(dev);
+        let opened = cpath(&g.paths[0]).and_then(|c| platform::open_file(&c).ok());
+        if opened.is_some_and(|(f, _)| platform::can_share_extents(&f) == Some(false)) {
+            no_sharing.push(dev);
+        }
+    }
+    let jobs: Vec<(usize, usize)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, gr)| (0..gr.members.len()).map(move |m| (g, m)))
+        .filter(|&(g, m)| !no_sharing.contains(&found.files[groups[g].members[m] as usize].dev))
+        .collect();
+    let maps = pool(threads, jobs.len(), stats, |_, n| {
+        let (g, m) = jobs[n];
+        let Some(c) = cpath(&groups[g].paths[m]) else { return platform::Layout::Unknown };
+        match platform::open_file(&c) {
+            Ok((file, _)) => platform::layout(&file),
+            Err(_) => platform::Layout::Unknown,
+        }
+    });
+    let mut per_group: Vec<Vec<platform::Layout>> =
+        groups.iter().map(|g| vec![platform::Layout::Unknown; g.members.len()]).collect();
+    for (&(g, m), layout) in jobs.iter().zip(maps) {
+        per_group[g][m] = layout;
+    }
+    for (g, mine) in groups.iter_mut().zip(per_group) {
+        for m in 0..mine.len() {
+            g.layout_of[m] = match &mine[m] {
+                platform::Layout::Extents(_) => (0..m).find(|&p| mine[p] == mine[m]).unwrap_or(m),
+                platform::Layout::Inline => INLINE,
+                platform::Layout::Unknown => m,
+            };
+        }
+    }
+}
+
+/// The hash-file entries for what this run learned.
+pub fn cache_entries(found: &Found, cands: &[Cand]) -> Vec<Entry> {
+    cands
+        .iter()
+        .filter(|c| !c.dead)
+        .filter_map(|c| {
+            let f = &found.files[c.rec as usize];
+            Some(Entry {
+                dev: f.dev,
+                ino: f.ino,
+                size: f.size,
+                mtime_ns: f.mtime_ns,
+                ctime_ns: f.ctime_ns,
+                sample: c.sample?,
+                full: c.full,
+            })
+        })
+        .collect()
+}

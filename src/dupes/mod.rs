@@ -1,0 +1,540 @@
+//! `dfdu dupes` and `dfdu dedupe`: files with identical content, and (Linux) giving their
+//! space back with the comparing `FIDEDUPERANGE` ioctl.
+//!
+//! # Flow
+//!
+//! `parse` (options, help) → the scan (`scan.rs`'s pool into `sink::FilesSink`: regular
+//! files only, 56 bytes each plus the name) → `find` (size, one inode one file, a 4 KiB
+//! sample at each end, whole-file BLAKE3; `cache` stands in for reads) → extent layouts
+//! (FIEMAP, to see copies that already share) → output (this file) → `dedupe`.
+//!
+//! Layering: this folder uses `scan`, `exclude`, `units`, `quote`, `meta` and the
+//! platform functions named in `platform/dupes_linux.rs`; nothing outside it imports it
+//! except `main.rs`'s dispatch.
+
+mod cache;
+mod dedupe;
+mod find;
+mod sink;
+
+use crate::meta::{os_bytes, Kind};
+use crate::platform;
+use crate::text::exclude::Exclude;
+use crate::text::quote::quotef;
+use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
+use crate::walk::reader::Reader;
+use crate::walk::scan::{self, Walk};
+use find::{Group, Stats};
+use sink::{FileRec, FilesSink, Found, NO_DIR};
+use std::collections::HashSet;
+use std::ffi::{CString, OsString};
+use std::io::{self, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+/// Version of the `--json` document; bump on any incompatible change.
+pub const JSON_VERSION: u32 = 1;
+
+/// Which command runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Dupes,
+    Dedupe,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Dupes => "dupes",
+            Mode::Dedupe => "dedupe",
+        }
+    }
+}
+
+/// What the user typed.
+pub struct Args {
+    pub mode: Mode,
+    pub prog: String,
+    pub paths: Vec<OsString>,
+    pub min_size: u64,
+    pub max_size: u64,
+    pub one_fs: bool,
+    pub exclude: Exclude,
+    pub threads: Option<usize>,
+    pub hashfile: Option<OsString>,
+    pub sizes: bool,
+    pub nul: bool,
+    pub json: bool,
+    pub quiet: bool,
+    pub dry_run: bool,
+}
+
+const DUPES_HELP: &str = "\
+Usage: dfdu dupes [OPTION]... PATH...
+List files with identical content under each PATH (directories are scanned,
+files taken as they are), as fdupes and jdupes print them: each group's paths
+one per line, a blank line after each group.
+
+Groups come in order of bytes wasted (size times copies beyond the first),
+largest first. Within a group, paths are in byte order, so the output is the
+same whatever the thread count; the first path is the one 'dfdu dedupe' keeps
+(the others come to share its extents).
+
+Several names of one inode (hard links) are one file, never duplicates of each
+other; its name that sorts first stands for it. Symbolic links are never
+followed. Empty files are not duplicates (see --min-size).
+
+How: files are grouped by size, then a 4 KiB block at each end (small files
+whole) is hashed, then whole files, with BLAKE3 (24 bytes of it: two different
+files cannot be made to look alike), on a fixed pool of threads.
+
+  -S, --size            print 'N bytes each:' before each group
+  -0, --null            end each path with NUL and each group with one more NUL
+      --json            print a JSON document (format version 1): groups with
+                        size, paths and whether they already share extents,
+                        and the summary
+      --min-size=N      ignore files smaller than N bytes (default 1; K, M, G
+                        are powers of 1024, KB, MB, GB of 1000)
+      --max-size=N      ignore files larger than N bytes
+  -x, --one-file-system do not enter other file systems
+      --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
+  -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+  -j, --threads=N       scan and read with N threads
+      --hashfile=FILE   remember what was read in FILE (dfdu's own format,
+                        64 bytes per file, keyed by device and inode, trusted
+                        while size, mtime and ctime are unchanged): a rerun on
+                        an unchanged tree reads no file data
+  -q, --quiet           no progress line and no summary on standard error
+      --help            show this help
+
+Files whose extents are all shared already (reflinks, an earlier dedupe) are
+reported with the others but not counted as reclaimable ('[shared]' in the
+summary, \"already_shared\" in JSON).
+
+Exit status: 0 when everything could be read, 1 when something could not,
+2 for bad usage.
+";
+
+const DEDUPE_HELP: &str = "\
+Usage: dfdu dedupe [OPTION]... PATH...
+Find duplicate files as 'dfdu dupes' does (same options, same hash file), then
+make each group share the extents of its first path with the FIDEDUPERANGE
+ioctl (Linux; btrfs, XFS with reflink=1, and other file systems that can share
+extents). The kernel compares the bytes itself and shares nothing that
+differs; nothing is copied, removed or renamed, timestamps stay as they were.
+
+Skipped: files that changed since they were hashed (size, mtime, ctime checked
+right before each call), immutable and append-only files, active swap files,
+files on another file system than their group's first path, and files whose
+extents already are the first path's.
+
+      --dry-run         say what would be submitted, change nothing
+  plus every option of 'dfdu dupes' (see 'dfdu dupes --help'); the groups are
+  printed only with --json, -S or -0, or without -q
+
+Report (standard error): bytes submitted, bytes the kernel deduplicated, what
+it refused ('data differs'), and the change in free space (after syncfs).
+
+Exit status: 0 on success, 1 when something could not be read or
+deduplicated or the file system cannot share extents, 2 for bad usage.
+";
+
+fn number(v: &OsString) -> Option<u64> {
+    parse_with_suffix(&os_bytes(v), THRESHOLD_SUFFIXES).ok()
+}
+
+/// Parses `dfdu dupes` / `dfdu dedupe` arguments; `Err(code)` to exit right away.
+pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
+    use lexopt::Arg::*;
+    let cmd = mode.name();
+    let mut a = Args {
+        mode,
+        prog: prog.to_string(),
+        paths: Vec::new(),
+        min_size: 1,
+        max_size: u64::MAX,
+        one_fs: false,
+        exclude: Exclude::default(),
+        threads: None,
+        hashfile: None,
+        sizes: false,
+        nul: false,
+        json: false,
+        quiet: false,
+        dry_run: false,
+    };
+    let bad = |msg: String| -> i32 {
+        eprintln!("{prog} {cmd}: {msg}\nTry '{prog} {cmd} --help' for more information.");
+        2
+    };
+    let mut p = lexopt::Parser::from_args(args);
+    loop {
+        let arg = match p.next() {
+            Ok(Some(arg)) => arg,
+            Ok(None) => break,
+            Err(e) => return Err(bad(e.to_string())),
+        };
+        let value = |p: &mut lexopt::Parser| p.value().map_err(|e| bad(e.to_string()));
+        match arg {
+            Short('S') | Long("size") => a.sizes = true,
+            Short('0') | Long("null") => a.nul = true,
+            Long("json") => a.json = true,
+            Short('q') | Long("quiet") => a.quiet = true,
+            Long("dry-run") if mode == Mode::Dedupe => a.dry_run = true,
+            Long("min-size") | Long("max-size") => {
+                let max = matches!(arg, Long("max-size"));
+                let v = value(&mut p)?;
+                let Some(n) = number(&v) else {
+                    return Err(bad(format!("invalid size '{}'", v.to_string_lossy())));
+                };
+                if max {
+                    a.max_size = n;
+                } else {
+                    a.min_size = n.max(1);
+                }
+            }
+            Short('x') | Long("one-file-system") => a.one_fs = true,
+            Long("exclude") => a.exclude.add(&os_bytes(&value(&mut p)?)),
+            Short('X') | Long("exclude-from") => {
+                let f = value(&mut p)?;
+                match std::fs::read(&f) {
+                    Ok(text) => a.exclude.add_lines(&text),
+                    Err(e) => return Err(bad(format!("{}: {e}", quotef(&os_bytes(&f))))),
+                }
+            }
+            Short('j') | Long("threads") => {
+                let v = value(&mut p)?;
+                match v.to_str().and_then(|s| s.parse().ok()) {
+                    Some(n) if (1..=1024).contains(&n) => a.threads = Some(n),
+                    _ => return Err(bad(format!("invalid number of threads '{}'", v.to_string_lossy()))),
+                }
+            }
+            Long("hashfile") => a.hashfile = Some(value(&mut p)?),
+            Long("help") => {
+                print!("{}", if mode == Mode::Dupes { DUPES_HELP } else { DEDUPE_HELP });
+                return Err(0);
+            }
+            Value(v) => a.paths.push(v),
+            other => return Err(bad(other.unexpected().to_string())),
+        }
+    }
+    if a.paths.is_empty() {
+        return Err(bad("missing PATH".into()));
+    }
+    if [a.sizes, a.nul, a.json].iter().filter(|&&x| x).count() > 1 && a.json {
+        return Err(bad("--json cannot be combined with -S or -0".into()));
+    }
+    if a.min_size > a.max_size {
+        return Err(bad("--min-size is larger than --max-size".into()));
+    }
+    Ok(a)
+}
+
+/// The progress line's phases.
+const PHASE_SCAN: u8 = 0;
+const PHASE_READ: u8 = 1;
+const PHASE_DONE: u8 = 2;
+
+/// Redraws one progress line on standard error every 200 ms until the phase is done.
+fn progress(phase: &AtomicU8, sink: &FilesSink, stats: &Stats, start: Instant) {
+    let mut err = io::stderr();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let line = match phase.load(Ordering::Relaxed) {
+            PHASE_SCAN => format!("scanning: {} files", sink.files_seen.load(Ordering::Relaxed)),
+            PHASE_READ => format!(
+                "reading: {}/{} files, {} read",
+                stats.jobs_done.load(Ordering::Relaxed),
+                stats.jobs_total.load(Ordering::Relaxed),
+                format_size(stats.bytes_read.load(Ordering::Relaxed), Scale::human(true))
+            ),
+            _ => break,
+        };
+        let _ = write!(err, "\r\x1b[K{line} ({:.1} s)", start.elapsed().as_secs_f64());
+    }
+    let _ = write!(err, "\r\x1b[K");
+}
+
+/// Scans every PATH into `sink`; problems with the arguments themselves go to `notes`.
+fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: usize, notes: &mut Vec<String>) -> bool {
+    let mut ok = true;
+    let seen_before = HashSet::new();
+    // Token 0: the pseudo-directory of file arguments (their name is their path).
+    let _ = sink.found.lock().unwrap().add_dir(NO_DIR, b"");
+    for p in &a.paths {
+        let bytes = os_bytes(p);
+        let Ok(c) = CString::new(bytes.clone()) else {
+            notes.push(format!("cannot access {}: invalid argument", quotef(&bytes)));
+            ok = false;
+            continue;
+        };
+        let meta = match R::stat_path(&c, false) {
+            Ok(m) => m,
+            Err(e) => {
+                notes.push(format!("cannot access {}: {}", quotef(&bytes), platform::errno_text(e)));
+                ok = false;
+                continue;
+            }
+        };
+        match meta.kind {
+            Kind::Dir => {
+                let Ok(token) = sink.found.lock().unwrap().add_dir(NO_DIR, &bytes) else {
+                    notes.push("too many directories".into());
+                    return false;
+                };
+                let walk = Walk {
+                    threads,
+                    follow_all: false,
+                    follow_root: false,
+                    one_fs_dev: a.one_fs.then_some(meta.dev),
+                    exclude: (!a.exclude.is_empty()).then_some(&a.exclude),
+                    seen_before: &seen_before,
+                    claim_dirs: false,
+                    fd_budget,
+                    check_moved: false,
+                    shared: false,
+                };
+                scan::scan_as::<R, _>(&walk, sink, &c, &meta, token);
+            }
+            Kind::File => {
+                if meta.size >= a.min_size && meta.size <= a.max_size {
+                    let mut found = sink.found.lock().unwrap();
+                    let name_off = found.names.len() as u64;
+                    found.names.extend_from_slice(&bytes);
+                    found.files.push(FileRec {
+                        size: meta.size,
+                        dev: meta.dev,
+                        ino: meta.ino,
+                        mtime_ns: sink::ns(meta.mtime),
+                        ctime_ns: sink::ns(meta.ctime),
+                        name_off,
+                        name_len: bytes.len() as u32,
+                        dir: 0,
+                    });
+                }
+            }
+            Kind::Symlink => notes.push(format!("{} is a symbolic link: not followed", quotef(&bytes))),
+            Kind::Other => {}
+        }
+    }
+    ok
+}
+
+/// Runs `dfdu dupes` or `dfdu dedupe`; returns the exit status.
+pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
+    let cmd = format!("{} {}", a.prog, a.mode.name());
+    let start = Instant::now();
+    if a.mode == Mode::Dedupe && !platform::dedupe_supported() {
+        eprintln!(
+            "{cmd}: not supported on this system (its clone calls do not compare bytes); \
+             'dfdu dupes' lists the duplicates"
+        );
+        return 1;
+    }
+    let mut status = 0;
+    let hashfile = match &a.hashfile {
+        Some(path) => match cache::open(std::path::Path::new(path), &mut |line| eprintln!("{cmd}: {line}")) {
+            Ok(pair) => Some(pair),
+            Err(msg) => {
+                eprintln!("{cmd}: {msg}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let (hash_handle, cache) = match hashfile {
+        Some((h, c)) => (Some(h), c),
+        None => (None, cache::Cache::default()),
+    };
+    let sink = FilesSink::new(Found::default(), a.min_size, a.max_size);
+    let stats = Stats::default();
+    let phase = AtomicU8::new(PHASE_SCAN);
+    let stop = AtomicBool::new(false);
+    let show_progress = !a.quiet && io::stderr().is_terminal();
+    let mut notes = Vec::new();
+    let mut outcome = None;
+    let mut found = Found::default();
+    std::thread::scope(|s| {
+        if show_progress {
+            let (phase, sink, stats) = (&phase, &sink, &stats);
+            s.spawn(move || progress(phase, sink, stats, start));
+        }
+        if !scan_all::<R>(a, &sink, threads, fd_budget, &mut notes) {
+            status = 1;
+        }
+        found = std::mem::take(&mut *sink.found.lock().unwrap());
+        phase.store(PHASE_READ, Ordering::Relaxed);
+        let mut o = find::find(&found, &cache, threads, &stats, &stop);
+        find::layouts(&found, &mut o.groups, threads, &stats);
+        phase.store(PHASE_DONE, Ordering::Relaxed);
+        outcome = Some(o);
+    });
+    for n in &notes {
+        eprintln!("{cmd}: {n}");
+    }
+    if sink.overflow.load(Ordering::Relaxed) {
+        eprintln!("{cmd}: more than 4 billion directories: the rest were not scanned");
+        status = 1;
+    }
+    for (dir, name, e) in &found.errors {
+        eprintln!("{cmd}: cannot read {}: {}", quotef(&found.error_path(*dir, name)), platform::errno_text(*e));
+        status = 1;
+    }
+    let mut o = outcome.expect("find ran");
+    for (path, e) in &o.errors {
+        eprintln!("{cmd}: cannot read {}: {}", quotef(path), platform::errno_text(*e));
+        status = 1;
+    }
+    o.groups.sort_by(|x, y| y.wasted().cmp(&x.wasted()).then_with(|| x.paths[0].cmp(&y.paths[0])));
+    if let Some(h) = hash_handle {
+        if let Err(msg) = h.save(cache, find::cache_entries(&found, &o.cands)) {
+            eprintln!("{cmd}: {msg}");
+            status = 1;
+        }
+    }
+    let report = if a.mode == Mode::Dedupe { Some(dedupe::run(&found, &o.groups, a.dry_run)) } else { None };
+    if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
+        if let Err(e) = print_groups(a, &o.groups, &stats, start, report.as_ref()) {
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                eprintln!("{cmd}: write error: {e}");
+                return 1;
+            }
+            return status;
+        }
+    }
+    if !a.quiet && !a.json {
+        eprintln!("{cmd}: {}", summary_line(&o.groups, &stats, start));
+    }
+    if let Some(r) = report {
+        if !a.json {
+            eprint!("{}", r.text(&cmd, a.dry_run));
+        }
+        if r.failed {
+            status = 1;
+        }
+    }
+    status
+}
+
+/// (cache hits, extra hard-link names).
+fn plain(stats: &Stats) -> (u64, u64) {
+    (stats.cache_hits.load(Ordering::Relaxed), stats.extra_links.load(Ordering::Relaxed))
+}
+
+fn human(n: u64) -> String {
+    format_size(n, Scale::human(true))
+}
+
+fn summary_line(groups: &[Group], stats: &Stats, start: Instant) -> String {
+    let dup_files: u64 = groups.iter().map(|g| g.members.len() as u64 - 1).sum();
+    let wasted: u64 = groups.iter().map(Group::wasted).sum();
+    let reclaimable: u64 = groups.iter().map(Group::reclaimable).sum();
+    let shared = groups.iter().filter(|g| g.all_shared()).count();
+    let (hits, links) = plain(stats);
+    let mut s = format!(
+        "{} groups, {dup_files} duplicate files, {wasted} bytes ({}) in duplicates, {reclaimable} bytes ({}) reclaimable",
+        groups.len(),
+        human(wasted),
+        human(reclaimable)
+    );
+    if shared > 0 {
+        s.push_str(&format!(" [shared: {shared} groups already share their extents]"));
+    }
+    s.push_str(&format!(
+        "; read {} files, {} bytes; {hits} from the hash file",
+        stats.files_read.load(Ordering::Relaxed),
+        stats.bytes_read.load(Ordering::Relaxed)
+    ));
+    if links > 0 {
+        s.push_str(&format!("; {links} extra hard-link names not listed"));
+    }
+    let changed = stats.changed.load(Ordering::Relaxed);
+    if changed > 0 {
+        s.push_str(&format!("; {changed} files changed while read (skipped)"));
+    }
+    s.push_str(&format!("; {:.2} s", start.elapsed().as_secs_f64()));
+    s
+}
+
+fn json_str(out: &mut String, bytes: &[u8]) {
+    out.push('"');
+    for c in String::from_utf8_lossy(bytes).chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn print_groups(
+    a: &Args,
+    groups: &[Group],
+    stats: &Stats,
+    start: Instant,
+    report: Option<&dedupe::Report>,
+) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    if a.json {
+        let mut s = format!("{{\"version\":{JSON_VERSION},\"command\":\"{}\",\"groups\":[", a.mode.name());
+        for (i, g) in groups.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!(
+                "\n{{\"size\":{},\"already_shared\":{},\"reclaimable\":{},\"paths\":[",
+                g.size,
+                g.all_shared(),
+                g.reclaimable()
+            ));
+            for (k, p) in g.paths.iter().enumerate() {
+                if k > 0 {
+                    s.push(',');
+                }
+                json_str(&mut s, p);
+            }
+            s.push_str("]}");
+            if s.len() > 1 << 16 {
+                out.write_all(s.as_bytes())?;
+                s.clear();
+            }
+        }
+        let dup_files: u64 = groups.iter().map(|g| g.members.len() as u64 - 1).sum();
+        let (hits, links) = plain(stats);
+        s.push_str(&format!(
+            "],\n\"summary\":{{\"groups\":{},\"duplicate_files\":{dup_files},\"bytes_wasted\":{},\
+             \"bytes_reclaimable\":{},\"groups_already_shared\":{},\"files_read\":{},\"bytes_read\":{},\
+             \"cache_hits\":{hits},\"extra_links\":{links},\"changed\":{},\"seconds\":{:.3}}}",
+            groups.len(),
+            groups.iter().map(Group::wasted).sum::<u64>(),
+            groups.iter().map(Group::reclaimable).sum::<u64>(),
+            groups.iter().filter(|g| g.all_shared()).count(),
+            stats.files_read.load(Ordering::Relaxed),
+            stats.bytes_read.load(Ordering::Relaxed),
+            stats.changed.load(Ordering::Relaxed),
+            start.elapsed().as_secs_f64()
+        ));
+        if let Some(r) = report {
+            s.push_str(",\n\"dedupe\":");
+            s.push_str(&r.json(a.dry_run));
+        }
+        s.push_str("}\n");
+        out.write_all(s.as_bytes())?;
+        return out.flush();
+    }
+    let (end, sep): (&[u8], &[u8]) = if a.nul { (b"\0", b"\0") } else { (b"\n", b"\n") };
+    for g in groups {
+        if a.sizes {
+            writeln!(out, "{} bytes each:", g.size)?;
+        }
+        for p in &g.paths {
+            out.write_all(p)?;
+            out.write_all(end)?;
+        }
+        out.write_all(sep)?;
+    }
+    out.flush()
+}

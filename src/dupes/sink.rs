@@ -1,0 +1,212 @@
+//! The scan's sink for `dupes`: keeps regular files only, each as one fixed 56-byte
+//! `FileRec` (size, identity, times, where) plus its name in one shared byte buffer, and
+//! each directory as (parent, name). No per-file allocation; paths are built only for the
+//! files that end up in a group.
+
+use crate::meta::{Errno, Kind, Timespec};
+use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// No parent: a root directory, or the pseudo-directory of file arguments.
+pub const NO_DIR: u32 = u32::MAX;
+
+/// One regular file the scan found within the size limits.
+#[derive(Clone, Copy, Debug)]
+pub struct FileRec {
+    pub size: u64,
+    pub dev: u64,
+    pub ino: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    /// Offset of the name in `Found::names`.
+    pub name_off: u64,
+    pub name_len: u32,
+    pub dir: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<FileRec>() == 56);
+
+/// A directory: its parent's token and its name (for a root: the path as given).
+#[derive(Clone, Copy, Debug)]
+pub struct DirRec {
+    pub parent: u32,
+    pub name_off: u64,
+    pub name_len: u32,
+}
+
+/// Everything the scans kept.
+#[derive(Default)]
+pub struct Found {
+    pub files: Vec<FileRec>,
+    pub dirs: Vec<DirRec>,
+    pub names: Vec<u8>,
+    /// (directory token, entry name or empty for the directory itself, error).
+    pub errors: Vec<(u32, Vec<u8>, Errno)>,
+}
+
+impl Found {
+    /// Adds a directory (a root when `parent == NO_DIR`); returns its token.
+    pub fn add_dir(&mut self, parent: u32, name: &[u8]) -> Result<u32, ()> {
+        let token = u32::try_from(self.dirs.len()).ok().filter(|&t| t != NO_DIR).ok_or(())?;
+        self.dirs.push(DirRec { parent, name_off: self.names.len() as u64, name_len: name.len() as u32 });
+        self.names.extend_from_slice(name);
+        Ok(token)
+    }
+
+    fn name(&self, off: u64, len: u32) -> &[u8] {
+        &self.names[off as usize..off as usize + len as usize]
+    }
+
+    /// The path of directory `dir` into `out` (replacing its contents).
+    pub fn dir_path(&self, dir: u32, out: &mut Vec<u8>) {
+        out.clear();
+        let mut chain = Vec::new();
+        let mut d = dir;
+        while d != NO_DIR {
+            chain.push(d);
+            d = self.dirs[d as usize].parent;
+        }
+        for d in chain.iter().rev() {
+            let rec = self.dirs[*d as usize];
+            let name = self.name(rec.name_off, rec.name_len);
+            if !out.is_empty() && !out.ends_with(b"/") {
+                out.push(b'/');
+            }
+            out.extend_from_slice(name);
+        }
+    }
+
+    /// The path of file `f` into `out`.
+    pub fn file_path(&self, f: &FileRec, out: &mut Vec<u8>) {
+        self.dir_path(f.dir, out);
+        if !out.is_empty() && !out.ends_with(b"/") {
+            out.push(b'/');
+        }
+        out.extend_from_slice(self.name(f.name_off, f.name_len));
+    }
+
+    /// The path of an error's entry.
+    pub fn error_path(&self, dir: u32, name: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.dir_path(dir, &mut out);
+        if !name.is_empty() {
+            if !out.is_empty() && !out.ends_with(b"/") {
+                out.push(b'/');
+            }
+            out.extend_from_slice(name);
+        }
+        out
+    }
+}
+
+pub fn ns(t: Timespec) -> i64 {
+    t.sec.saturating_mul(1_000_000_000).saturating_add(i64::from(t.nsec))
+}
+
+/// What one worker collected since its last commit.
+#[derive(Default)]
+pub struct Local {
+    files: Vec<FileRec>,
+    names: Vec<u8>,
+    /// (name offset in `names`, length, dev, ino).
+    subdirs: Vec<(usize, usize, u64, u64)>,
+    errors: Vec<(Vec<u8>, Errno)>,
+}
+
+/// The sink: files between `min_size` and `max_size` (inclusive), directories to enter.
+pub struct FilesSink {
+    pub found: Mutex<Found>,
+    pub min_size: u64,
+    pub max_size: u64,
+    /// Regular files seen (for progress).
+    pub files_seen: AtomicU64,
+    /// Set when the token space ran out (more than 4 billion directories).
+    pub overflow: std::sync::atomic::AtomicBool,
+}
+
+impl FilesSink {
+    pub fn new(found: Found, min_size: u64, max_size: u64) -> FilesSink {
+        FilesSink {
+            found: Mutex::new(found),
+            min_size,
+            max_size,
+            files_seen: AtomicU64::new(0),
+            overflow: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+impl Sink for FilesSink {
+    type Local = Local;
+    const CONTIGUOUS: bool = false;
+
+    fn entry(&self, local: &mut Local, _pos: Pos, name: &[u8], seen: Seen) {
+        match seen {
+            Seen::Ok(meta) => match meta.kind {
+                Kind::Dir => {
+                    local.subdirs.push((local.names.len(), name.len(), meta.dev, meta.ino));
+                    local.names.extend_from_slice(name);
+                }
+                Kind::File => {
+                    self.files_seen.fetch_add(1, Ordering::Relaxed);
+                    if meta.size < self.min_size || meta.size > self.max_size {
+                        return;
+                    }
+                    local.files.push(FileRec {
+                        size: meta.size,
+                        dev: meta.dev,
+                        ino: meta.ino,
+                        mtime_ns: ns(meta.mtime),
+                        ctime_ns: ns(meta.ctime),
+                        name_off: local.names.len() as u64,
+                        name_len: name.len() as u32,
+                        dir: 0,
+                    });
+                    local.names.extend_from_slice(name);
+                }
+                // Symlinks are never followed; devices, FIFOs and sockets hold no data.
+                Kind::Symlink | Kind::Other => {}
+            },
+            Seen::Error(e) => local.errors.push((name.to_vec(), e)),
+            // A loop (a bind mount of an ancestor) is never entered: its files are already seen.
+            Seen::Excluded | Seen::OtherFs(_) | Seen::Repeat(_) | Seen::Loop(_) | Seen::Before => {}
+        }
+    }
+
+    fn commit(&self, local: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
+        let mut found = self.found.lock().unwrap();
+        let base = found.names.len() as u64;
+        found.names.extend_from_slice(&local.names);
+        for mut f in local.files.drain(..) {
+            f.name_off += base;
+            f.dir = dir;
+            found.files.push(f);
+        }
+        for (off, len, dev, ino) in local.subdirs.drain(..) {
+            let name = &local.names[off..off + len];
+            let Ok(token) =
+                u32::try_from(found.dirs.len()).map_err(|_| ()).and_then(|t| if t == NO_DIR { Err(()) } else { Ok(t) })
+            else {
+                self.overflow.store(true, Ordering::Relaxed);
+                continue;
+            };
+            found.dirs.push(DirRec { parent: dir, name_off: base + off as u64, name_len: len as u32 });
+            if let Ok(name) = CString::new(name) {
+                children.push(Child { name, dir: token, dev, ino });
+            }
+        }
+        for (name, e) in local.errors.drain(..) {
+            found.errors.push((dir, name, e));
+        }
+        if let Some(Listed { error: Some((e, _)), .. }) = listed {
+            found.errors.push((dir, Vec::new(), e));
+        }
+        local.names.clear();
+    }
+
+    fn unreadable(&self, dir: u32, err: Errno) {
+        self.found.lock().unwrap().errors.push((dir, Vec::new(), err));
+    }
+}

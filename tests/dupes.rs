@@ -1,0 +1,746 @@
+//! `dfdu dupes` and `dfdu dedupe` on trees built at test time.
+//!
+//! * The generator writes a tree from a seed and returns the manifest of its true groups
+//!   (what was written twice or more), which the output must match exactly: every group,
+//!   nothing else, including the near-duplicates (same size, same first and last 4 KiB,
+//!   one byte different in the middle) that must stay apart, sparse and dense copies,
+//!   hard links (one file, shown by the name that sorts first), symlinks (not followed)
+//!   and empty files (skipped).
+//! * jdupes on the same tree must find the same groups, hard links aside (both sides are
+//!   compared as sets of inodes). Without jdupes the test is ignored with a SKIP line,
+//!   and fails when `DFDU_REQUIRE_ALL=1`.
+//! * `--hashfile`: a rerun reads no file data (strace counts the bytes every `read`
+//!   returned) and gives the same groups; damaged hash files never crash and never change
+//!   the answer.
+//! * `dedupe` as root on loop-mounted btrfs and XFS (`reflink=1`) images under
+//!   `/mnt/dupes-*`: bytes, mode, owner and mtime of every file unchanged, free space
+//!   grown by the reclaimable bytes, a rerun issues no ioctl, a file changed between the
+//!   two runs (size and mtime restored with `touch -r`) is neither damaged nor
+//!   deduplicated; on ext4 one message and exit 1. Without root or the mkfs tools: SKIP.
+//!
+//! Test data is written with plain `write` calls (never `cp`, which may reflink).
+
+mod common;
+
+use common::{dfdu_path, is_root, notice, Scratch};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            v.extend_from_slice(&self.next().to_le_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+type Groups = BTreeSet<BTreeSet<Vec<u8>>>;
+
+fn pbytes(p: &Path) -> Vec<u8> {
+    p.as_os_str().as_bytes().to_vec()
+}
+
+fn write(path: &Path, data: &[u8]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, data).unwrap();
+}
+
+/// Builds the test tree under `root`; returns the true groups (paths as dfdu prints them,
+/// one name per inode: the one that sorts first).
+fn build(root: &Path, seed: u64) -> Groups {
+    let mut rng = Rng(seed | 1);
+    let mut groups: Vec<Vec<PathBuf>> = Vec::new();
+    let dirs = ["a", "a/b", "a/b/c", "d", "e/f"];
+    let mut n = 0;
+    let mut name = |rng: &mut Rng| {
+        n += 1;
+        root.join(dirs[rng.below(dirs.len() as u64) as usize]).join(format!("f{n}"))
+    };
+    let sizes: [usize; 10] = [1, 2, 4095, 4096, 4097, 8193, 65536, 65537, 100_000, (1 << 20) + 1];
+    for &size in &sizes {
+        let base = rng.bytes(size);
+        let copies = 2 + rng.below(3) as usize;
+        let mut g = Vec::new();
+        for _ in 0..copies {
+            let p = name(&mut rng);
+            write(&p, &base);
+            g.push(p);
+        }
+        groups.push(g);
+        // A near-duplicate pair: same size, same ends, one byte different in the middle.
+        let mut near = base.clone();
+        near[size / 2] ^= 0x40;
+        let p = name(&mut rng);
+        write(&p, &near);
+        if size >= 2 {
+            let mut near2 = base.clone();
+            near2[size / 2] ^= 0x01;
+            write(&name(&mut rng), &near2);
+        }
+        // A unique file of a size near it.
+        write(&name(&mut rng), &rng.bytes(size + 3));
+    }
+    // Sparse and dense files with equal content (a hole, then a few bytes).
+    let size = (1 << 20) + 1;
+    let mut dense = vec![0u8; size];
+    dense[size - 5..].copy_from_slice(b"tail!");
+    let sparse_path = root.join("d/sparse");
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = fs::File::create(&sparse_path).unwrap();
+        f.seek(SeekFrom::Start((size - 5) as u64)).unwrap();
+        f.write_all(b"tail!").unwrap();
+    }
+    let dense_path = root.join("e/dense");
+    write(&dense_path, &dense);
+    groups.push(vec![sparse_path, dense_path]);
+    // Hard links: a second name for a member of the 4096-byte group (one file: the group
+    // does not grow), and a pair of names of a unique file (no group).
+    let g4096 = groups.iter_mut().find(|g| fs::metadata(&g[0]).unwrap().len() == 4096).unwrap();
+    let link = root.join("a/0-link-to-4096");
+    fs::hard_link(&g4096[1], &link).unwrap();
+    let (a, b) = (pbytes(&g4096[1]), pbytes(&link));
+    g4096[1] = if a < b { g4096[1].clone() } else { link.clone() };
+    let lone = root.join("d/lone");
+    write(&lone, &rng.bytes(5000));
+    fs::hard_link(&lone, root.join("e/lone-link")).unwrap();
+    // Symlinks to group members and to a directory: never followed.
+    symlink(&groups[0][0], root.join("a/sym-to-file")).unwrap();
+    symlink(root.join("a"), root.join("d/sym-to-dir")).unwrap();
+    // Empty files are not duplicates.
+    for e in ["a/empty1", "d/empty2", "e/empty3"] {
+        write(&root.join(e), b"");
+    }
+    groups.into_iter().map(|g| g.iter().map(|p| pbytes(p)).collect()).collect()
+}
+
+fn dfdu(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(dfdu_path()).args(args).env("LC_ALL", "C").output().expect("run dfdu")
+}
+
+/// Groups from fdupes-style output (paths one per line, a blank line after each group).
+fn parse_groups(out: &[u8], sizes: bool) -> Groups {
+    let mut all = Groups::new();
+    let mut cur = BTreeSet::new();
+    for line in out.split(|&b| b == b'\n') {
+        if line.is_empty() {
+            if !cur.is_empty() {
+                all.insert(std::mem::take(&mut cur));
+            }
+        } else if sizes && line.ends_with(b" bytes each:") {
+            continue;
+        } else {
+            cur.insert(line.to_vec());
+        }
+    }
+    assert!(cur.is_empty(), "output ends inside a group");
+    all
+}
+
+fn show(g: &Groups) -> String {
+    g.iter()
+        .map(|s| s.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>().join("\n"))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+fn json_num(s: &str, key: &str) -> Option<u64> {
+    let at = s.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let digits: String = s[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+#[test]
+fn dupes_reports_exactly_the_true_groups() {
+    let scratch = Scratch::new("dupes-groups");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0001);
+    let out = dfdu(&["dupes".as_ref(), root.as_os_str()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = parse_groups(&out.stdout, false);
+    assert_eq!(got, want, "\n--- got ---\n{}\n--- want ---\n{}", show(&got), show(&want));
+    // Same groups with -S (and the size line is right), with -0, and with 1 thread.
+    let s = dfdu(&["dupes".as_ref(), "-S".as_ref(), root.as_os_str()]);
+    assert_eq!(parse_groups(&s.stdout, true), want);
+    let text = String::from_utf8_lossy(&s.stdout).into_owned();
+    for block in text.split("\n\n").filter(|b| !b.is_empty()) {
+        let mut lines = block.lines();
+        let head = lines.next().unwrap();
+        let n: u64 = head.strip_suffix(" bytes each:").expect("size line first").parse().unwrap();
+        for p in lines {
+            assert_eq!(fs::metadata(p).unwrap().len(), n, "{p}");
+        }
+    }
+    let z = dfdu(&["dupes".as_ref(), "-0".as_ref(), "-j1".as_ref(), root.as_os_str()]);
+    let mut zg = Groups::new();
+    for g in z.stdout.split(|&b| b == 0).collect::<Vec<_>>().split(|p| p.is_empty()) {
+        if !g.is_empty() {
+            zg.insert(g.iter().map(|p| p.to_vec()).collect());
+        }
+    }
+    assert_eq!(zg, want);
+    // Order: bytes wasted, largest first; paths in byte order inside a group.
+    let mut last = u64::MAX;
+    for block in text.split("\n\n").filter(|b| !b.is_empty()) {
+        let lines: Vec<&str> = block.lines().collect();
+        let size: u64 = lines[0].strip_suffix(" bytes each:").unwrap().parse().unwrap();
+        let wasted = size * (lines.len() as u64 - 2);
+        assert!(wasted <= last, "groups not in order of bytes wasted");
+        last = wasted;
+        assert!(lines[1..].windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()), "paths not sorted");
+    }
+    // JSON: versioned, with the summary.
+    let j = dfdu(&["dupes".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = String::from_utf8(j.stdout).unwrap();
+    assert_eq!(json_num(&js, "version"), Some(1));
+    let summary = &js[js.find("\"summary\"").expect("a summary")..];
+    assert_eq!(json_num(summary, "groups"), Some(want.len() as u64));
+    let dup_files: usize = want.iter().map(|g| g.len() - 1).sum();
+    assert_eq!(json_num(summary, "duplicate_files"), Some(dup_files as u64));
+}
+
+/// `--min-size` and `--max-size` bound the sizes considered.
+#[test]
+fn dupes_size_limits() {
+    let scratch = Scratch::new("dupes-limits");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0002);
+    let out = dfdu(&["dupes".as_ref(), "--min-size=4096".as_ref(), "--max-size=100000".as_ref(), root.as_os_str()]);
+    let got = parse_groups(&out.stdout, false);
+    let want: Groups = want
+        .into_iter()
+        .filter(|g| {
+            let n = fs::metadata(std::ffi::OsStr::from_bytes(g.first().unwrap())).unwrap().len();
+            (4096..=100_000).contains(&n)
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// `--exclude` drops what it matches; `-x` does not enter another file system (a tmpfs
+/// mounted inside the tree holding one more copy of a group's file).
+#[test]
+fn dupes_exclude_and_one_file_system() {
+    let mut scratch = Scratch::new("dupes-exclude");
+    let root = scratch.subdir("t");
+    let all = build(&root, 0x5eed_0006);
+    let under_d = |p: &Vec<u8>| p.starts_with(&pbytes(&root.join("d/")));
+    let want: Groups = all
+        .iter()
+        .map(|g| g.iter().filter(|p| !under_d(p)).cloned().collect::<BTreeSet<_>>())
+        .filter(|g| g.len() >= 2)
+        .collect();
+    let pattern = format!("{}/d", root.display());
+    let out = dfdu(&["dupes".as_ref(), "--exclude".as_ref(), pattern.as_ref(), root.as_os_str()]);
+    assert_eq!(parse_groups(&out.stdout, false), want);
+    if !is_root() {
+        return skip("dupes_exclude_and_one_file_system: -x needs root for a tmpfs mount");
+    }
+    let mnt = scratch.subdir("t/mnt");
+    if let Err(e) = scratch.mount_tmpfs(&mnt) {
+        return skip(&format!("dupes_exclude_and_one_file_system: tmpfs mount failed: {e}"));
+    }
+    let first = all.iter().next().unwrap().iter().next().unwrap().clone();
+    let extra = mnt.join("copy");
+    fs::write(&extra, fs::read(std::ffi::OsStr::from_bytes(&first)).unwrap()).unwrap();
+    let with = parse_groups(&dfdu(&["dupes".as_ref(), root.as_os_str()]).stdout, false);
+    assert!(with.iter().any(|g| g.contains(&pbytes(&extra))), "without -x the tmpfs copy is found");
+    let x = parse_groups(&dfdu(&["dupes".as_ref(), "-x".as_ref(), root.as_os_str()]).stdout, false);
+    assert_eq!(x, all, "-x leaves the tmpfs alone");
+}
+
+/// The groups as sets of inodes, from paths (hard links aside).
+fn by_inode(g: &Groups) -> BTreeSet<BTreeSet<(u64, u64)>> {
+    g.iter()
+        .map(|s| {
+            s.iter()
+                .map(|p| {
+                    let m = fs::symlink_metadata(std::ffi::OsStr::from_bytes(p)).unwrap();
+                    (m.dev(), m.ino())
+                })
+                .collect::<BTreeSet<_>>()
+        })
+        .filter(|s| s.len() >= 2)
+        .collect()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+fn required() -> bool {
+    std::env::var_os("DFDU_REQUIRE_ALL").is_some_and(|v| v == "1")
+}
+
+fn skip(what: &str) {
+    assert!(!required(), "SKIP not allowed (DFDU_REQUIRE_ALL=1): {what}");
+    notice(&format!("SKIP: {what}"));
+}
+
+#[test]
+fn dupes_agrees_with_jdupes() {
+    if !have("jdupes") {
+        return skip("jdupes is not installed: dupes_agrees_with_jdupes");
+    }
+    let scratch = Scratch::new("dupes-jdupes");
+    let root = scratch.subdir("t");
+    build(&root, 0x5eed_0003);
+    // More random files: a few sizes, a few contents, so that chance makes groups.
+    let mut rng = Rng(77);
+    let pool: Vec<Vec<u8>> = (0..6).map(|i| rng.bytes([300, 5000, 70_000][i % 3])).collect();
+    for i in 0..120 {
+        let data = &pool[rng.below(pool.len() as u64) as usize];
+        write(&root.join(format!("r{}/x{i}", i % 7)), data);
+    }
+    let j = Command::new("jdupes").arg("-r").arg("-q").arg(&root).output().expect("run jdupes");
+    assert!(j.status.success() || j.status.code() == Some(1), "jdupes failed");
+    let d = dfdu(&["dupes".as_ref(), root.as_os_str()]);
+    let (jg, dg) = (by_inode(&parse_groups(&j.stdout, false)), by_inode(&parse_groups(&d.stdout, false)));
+    assert_eq!(dg, jg, "dfdu and jdupes disagree");
+    assert!(dg.len() >= 10, "the tree should hold many groups");
+}
+
+/// Bytes returned by every `read`-family call in an strace log (with `-f`, a call another
+/// thread interrupted ends on a `<... read resumed>` line).
+fn bytes_read(log: &str) -> u64 {
+    log.lines()
+        .filter(|l| {
+            ["read(", "read64(", "readv(", "read resumed>", "read64 resumed>", "readv resumed>"]
+                .iter()
+                .any(|k| l.contains(k))
+        })
+        .filter_map(|l| l.rsplit_once("= ").and_then(|(_, n)| n.split_whitespace().next()?.parse::<i64>().ok()))
+        .filter(|&n| n > 0)
+        .map(|n| n as u64)
+        .sum()
+}
+
+#[test]
+fn hashfile_rerun_reads_no_file_data() {
+    let scratch = Scratch::new("dupes-cache");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0004);
+    let cache = scratch.dir.join("hashes");
+    let h = cache.as_os_str();
+    let first = dfdu(&["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    assert!(first.status.success());
+    let js = String::from_utf8(first.stdout).unwrap();
+    assert!(json_num(&js, "bytes_read").unwrap() > 4 << 20, "the first run reads the candidates");
+    let cache_len = fs::metadata(&cache).unwrap().len();
+    let candidates = json_num(&js, "files_read").unwrap();
+    assert!(cache_len <= 32 + 64 + 16 * 4 + 64 * candidates, "about 64 bytes per file: {cache_len}");
+    let again = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    assert_eq!(parse_groups(&again.stdout, false), want);
+    let j2 = dfdu(&["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    let js2 = String::from_utf8(j2.stdout).unwrap();
+    assert_eq!(json_num(&js2, "bytes_read"), Some(0), "{js2}");
+    assert_eq!(json_num(&js2, "files_read"), Some(0));
+    if !have("strace") {
+        return skip("strace is not installed: the rerun's reads are only self-reported");
+    }
+    let log = scratch.dir.join("strace.log");
+    let st = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=read,pread64,readv,preadv", "-o"])
+        .arg(&log)
+        .arg(dfdu_path())
+        .args(["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()])
+        .output()
+        .unwrap();
+    assert_eq!(parse_groups(&st.stdout, false), want);
+    let read = bytes_read(&fs::read_to_string(&log).unwrap());
+    // The hash file itself plus a few small system files (CPU count, limits).
+    assert!(read < cache_len + 64 * 1024, "the rerun read {read} bytes (hash file {cache_len})");
+}
+
+#[test]
+fn damaged_hashfiles_never_change_the_answer() {
+    let scratch = Scratch::new("dupes-fuzz");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0005);
+    let cache = scratch.dir.join("hashes");
+    let h = cache.as_os_str();
+    let base = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    assert_eq!(parse_groups(&base.stdout, false), want);
+    let good = fs::read(&cache).unwrap();
+    let mut rng = Rng(0xfa22);
+    let mut variants: Vec<Vec<u8>> = vec![Vec::new(), b"DFDUHA".to_vec(), good[..good.len() / 2].to_vec()];
+    variants.push(good[..good.len() - 1].to_vec());
+    let mut longer = good.clone();
+    longer.extend_from_slice(b"tail");
+    variants.push(longer);
+    for _ in 0..24 {
+        let mut v = good.clone();
+        let flips = 1 + rng.below(4);
+        for _ in 0..flips {
+            let at = rng.below(v.len() as u64) as usize;
+            v[at] ^= 1 << rng.below(8);
+        }
+        variants.push(v);
+    }
+    let mut junk = b"DFDUHASH".to_vec();
+    junk.extend(rng.bytes(500));
+    variants.push(junk);
+    for (i, v) in variants.iter().enumerate() {
+        fs::write(&cache, v).unwrap();
+        let out = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+        assert!(out.status.code() == Some(0), "variant {i}: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert_eq!(parse_groups(&out.stdout, false), want, "variant {i}");
+        // A damaged file is rebuilt: the next run trusts the new one.
+        if !v.is_empty() && v != &good {
+            assert!(String::from_utf8_lossy(&out.stderr).contains("hash file"), "variant {i}: no message");
+        }
+        let magic_bytes = v.iter().zip(b"DFDUHASH").filter(|(a, b)| a == b).count();
+        if v.len() >= 8 && magic_bytes >= 6 {
+            assert!(cache_is_valid(&cache), "variant {i}: not rebuilt");
+        }
+    }
+    // A file that is not a dfdu hash file is left alone.
+    fs::write(&cache, b"precious notes\n").unwrap();
+    let out = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    assert_eq!(parse_groups(&out.stdout, false), want);
+    assert_eq!(fs::read(&cache).unwrap(), b"precious notes\n");
+}
+
+/// Regression: `--hashfile` naming a device node was read as an empty cache and then
+/// renamed over, turning the node into a regular file (seen on /dev/null while the
+/// suite ran). Only a regular file may be a hash file; anything else is refused before
+/// it is opened, and stays what it was. A FIFO needs no root; a character device does.
+#[test]
+fn hashfile_that_is_not_a_regular_file_is_refused_and_left_alone() {
+    use std::os::unix::fs::FileTypeExt;
+    let scratch = Scratch::new("dupes-nonregular");
+    let root = scratch.subdir("t");
+    build(&root, 0x5eed_0007);
+    let fifo = scratch.dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut nodes = vec![(fifo, "fifo")];
+    let null_twin = scratch.dir.join("null");
+    if Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&null_twin)
+        .args(["c", "1", "3"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        nodes.push((null_twin, "char device"));
+    } else {
+        skip("mknod of a character device needs root: only the FIFO case ran");
+    }
+    for (node, what) in &nodes {
+        // `timeout`: the old code blocked forever reading a FIFO it held open for writing.
+        let out = Command::new("timeout")
+            .arg("20")
+            .arg(dfdu_path())
+            .args(["dupes".as_ref(), "--hashfile".as_ref(), node.as_os_str(), root.as_os_str()])
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{what}: accepted as a hash file: {err}");
+        assert_ne!(out.status.code(), Some(124), "{what}: hung");
+        assert!(err.contains("not a regular file"), "{what}: {err}");
+        let ft = fs::symlink_metadata(node).unwrap().file_type();
+        assert!(ft.is_fifo() || ft.is_char_device(), "{what}: replaced by {ft:?}");
+    }
+}
+
+/// A run waits for another that holds the hash file's lock (here util-linux `flock`).
+#[test]
+fn hashfile_is_locked_against_a_concurrent_run() {
+    if !have("flock") {
+        return skip("hashfile_is_locked_against_a_concurrent_run: flock is not installed");
+    }
+    let scratch = Scratch::new("dupes-lock");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0007);
+    let cache = scratch.dir.join("hashes");
+    fs::write(&cache, b"").unwrap();
+    // The holder keeps the lock until its standard input closes.
+    let mut holder = Command::new("flock")
+        .arg(&cache)
+        .args(["sh", "-c", "read x"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while Command::new("flock").arg("-n").arg(&cache).arg("true").status().unwrap().success() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut run = Command::new(dfdu_path())
+        .args(["dupes".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // dfdu says it waits (and keeps waiting: the holder is still there) ...
+    let mut err = std::io::BufReader::new(run.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for another run"), "{line}");
+    assert!(run.try_wait().unwrap().is_none(), "dfdu did not wait for the lock");
+    // ... and goes on once the other run is done.
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(parse_groups(&out.stdout, false), want);
+    assert!(cache_is_valid(&cache));
+}
+
+fn cache_is_valid(path: &Path) -> bool {
+    let out = dfdu(&[
+        "dupes".as_ref(),
+        "--json".as_ref(),
+        "--hashfile".as_ref(),
+        path.as_os_str(),
+        "/nonexistent-dir".as_ref(),
+    ]);
+    !String::from_utf8_lossy(&out.stderr).contains("hash file")
+}
+
+// ------------------------------------------------------------------------------------------
+// dedupe on loop-mounted file systems.
+
+/// A file system image mounted on `/mnt/dupes-<label>-<pid>`; unmounted and removed on drop.
+struct LoopFs {
+    image: PathBuf,
+    pub mnt: PathBuf,
+    mounted: bool,
+}
+
+impl LoopFs {
+    fn new(kind: &str) -> Result<LoopFs, String> {
+        let pid = std::process::id();
+        let image = std::env::temp_dir().join(format!("dupes-{kind}-{pid}.img"));
+        let mnt = PathBuf::from(format!("/mnt/dupes-{kind}-{pid}"));
+        let mut fsys = LoopFs { image, mnt, mounted: false };
+        let run = |c: &mut Command| -> Result<(), String> {
+            let o = c.output().map_err(|e| e.to_string())?;
+            if o.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+            }
+        };
+        run(Command::new("truncate").arg("-s").arg("512M").arg(&fsys.image))?;
+        match kind {
+            "btrfs" => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
+            "xfs" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
+            "xfs-noreflink" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=0"]).arg(&fsys.image))?,
+            _ => run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&fsys.image))?,
+        }
+        fs::create_dir_all(&fsys.mnt).map_err(|e| e.to_string())?;
+        run(Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt))?;
+        fsys.mounted = true;
+        Ok(fsys)
+    }
+}
+
+impl Drop for LoopFs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let ok = Command::new("umount").arg(&self.mnt).status().is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+            }
+        }
+        let _ = fs::remove_dir(&self.mnt);
+        let _ = fs::remove_file(&self.image);
+    }
+}
+
+fn need_root_and(tool: &str, what: &str) -> bool {
+    if !is_root() {
+        skip(&format!("{what}: needs root (loop mounts)"));
+        return false;
+    }
+    if !have(tool) {
+        skip(&format!("{what}: {tool} is not installed"));
+        return false;
+    }
+    true
+}
+
+/// What must not change about a file: its bytes, mode, owner and mtime.
+#[derive(Debug, PartialEq, Eq)]
+struct Kept {
+    data: Vec<u8>,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    mtime: (i64, i64),
+}
+
+fn kept(p: &Path) -> Kept {
+    let m = fs::symlink_metadata(p).unwrap();
+    Kept { data: fs::read(p).unwrap(), mode: m.mode(), uid: m.uid(), gid: m.gid(), mtime: (m.mtime(), m.mtime_nsec()) }
+}
+
+fn check_dedupe(kind: &str) {
+    let fsys = match LoopFs::new(kind) {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("dedupe on {kind}: cannot make or mount the image: {e}")),
+    };
+    let root = fsys.mnt.join("t");
+    // Groups of files large enough not to be inline, some with unaligned tails.
+    let mut rng = Rng(0xd0d0);
+    let mut reclaimable = 0u64;
+    let mut changed = None;
+    for (gi, &size) in [200_000usize, 1 << 20, 3 * (1 << 20) + 7, 65_536, 4 * (1 << 20)].iter().enumerate() {
+        let data = rng.bytes(size);
+        let copies = 2 + gi % 3;
+        for c in 0..copies {
+            write(&root.join(format!("g{gi}/c{c}")), &data);
+        }
+        if gi == 2 {
+            // This group gets a member that changes between the two runs.
+            write(&root.join("g2/changing"), &data);
+            changed = Some(root.join("g2/changing"));
+        }
+        reclaimable += (size * (copies - 1)) as u64;
+        write(&root.join(format!("u{gi}")), &rng.bytes(size));
+    }
+    let changed = changed.unwrap();
+    let _ = Command::new("chmod").arg("640").arg(root.join("g1/c1")).status();
+    let _ = Command::new("chown").arg("12345:54321").arg(root.join("g3/c0")).status();
+    let cache = fsys.mnt.join("hashes");
+    let h = cache.as_os_str();
+    let d = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    assert!(d.status.success());
+    assert!(parse_groups(&d.stdout, false).iter().any(|g| g.contains(&pbytes(&changed))));
+    // Change one byte in the middle; restore size and mtime from a sibling copy's twin.
+    let stamp = fsys.mnt.join("stamp");
+    fs::write(&stamp, b"").unwrap();
+    assert!(Command::new("touch").arg("-r").arg(&changed).arg(&stamp).status().unwrap().success());
+    let mut bytes = fs::read(&changed).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    fs::write(&changed, &bytes).unwrap();
+    assert!(Command::new("touch").arg("-r").arg(&stamp).arg(&changed).status().unwrap().success());
+    let mut before = BTreeMap::new();
+    for entry in walk(&root) {
+        before.insert(entry.clone(), kept(&entry));
+    }
+    let run = dfdu(&["dedupe".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    let js = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "{js}\n{}", String::from_utf8_lossy(&run.stderr));
+    for entry in walk(&root) {
+        assert_eq!(kept(&entry), before[&entry], "{} changed", entry.display());
+    }
+    assert_eq!(fs::read(&changed).unwrap(), bytes, "the changed file is intact");
+    assert_eq!(json_num(&js, "refused_files"), Some(0), "{js}");
+    let deduped = json_num(&js, "bytes_deduplicated").unwrap();
+    assert_eq!(deduped, reclaimable, "the changed file was not submitted: {js}");
+    let grown = json_num(&js, "free_after").unwrap() as i64 - json_num(&js, "free_before").unwrap() as i64;
+    notice(&format!("dedupe on {kind}: reclaimable {reclaimable} bytes, free space grew by {grown}"));
+    if kind == "xfs" {
+        let diff = (grown - reclaimable as i64).unsigned_abs();
+        assert!(diff * 100 <= reclaimable, "XFS: free space grew by {grown}, reclaimable {reclaimable}");
+    } else {
+        assert!(
+            grown as f64 >= 0.99 * reclaimable as f64,
+            "btrfs: free space grew by {grown}, reclaimable {reclaimable}"
+        );
+    }
+    // A rerun finds the same groups, all already sharing: no ioctl, nothing submitted.
+    let again = dfdu(&["dedupe".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
+    let js2 = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(again.status.success());
+    assert_eq!(json_num(&js2, "ioctl_calls"), Some(0), "{js2}");
+    assert_eq!(json_num(&js2, "bytes_submitted"), Some(0), "{js2}");
+    assert_eq!(json_num(&js2, "bytes_reclaimable"), Some(0), "{js2}");
+    assert_eq!(json_num(&js2, "bytes_read"), Some(0), "the rerun uses the hash file: {js2}");
+}
+
+fn walk(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn dedupe_on_btrfs() {
+    if need_root_and("mkfs.btrfs", "dedupe_on_btrfs") {
+        check_dedupe("btrfs");
+    }
+}
+
+#[test]
+fn dedupe_on_xfs_with_reflink() {
+    if need_root_and("mkfs.xfs", "dedupe_on_xfs_with_reflink") {
+        check_dedupe("xfs");
+    }
+}
+
+#[test]
+fn dedupe_on_ext4_says_so_once() {
+    if need_root_and("mkfs.ext4", "dedupe_on_ext4_says_so_once") {
+        check_cannot_share("ext4", true);
+    }
+}
+
+/// XFS without reflink is only found out by the first FIDEDUPERANGE call (a dry run
+/// cannot tell it from XFS with reflink).
+#[test]
+fn dedupe_on_xfs_without_reflink_says_so_once() {
+    if need_root_and("mkfs.xfs", "dedupe_on_xfs_without_reflink_says_so_once") {
+        check_cannot_share("xfs-noreflink", false);
+    }
+}
+
+fn check_cannot_share(kind: &str, dry_run_knows: bool) {
+    let fsys = match LoopFs::new(kind) {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("{kind} image: {e}")),
+    };
+    let mut rng = Rng(5);
+    let data = rng.bytes(100_000);
+    for i in 0..5 {
+        write(&fsys.mnt.join(format!("t/{i}")), &data);
+    }
+    let root = fsys.mnt.join("t");
+    let before: Vec<Kept> = walk(&root).iter().map(|p| kept(p)).collect();
+    let runs: &[&[&str]] =
+        if dry_run_knows { &[&["dedupe", "-q"], &["dedupe", "-q", "--dry-run"]] } else { &[&["dedupe", "-q"]] };
+    for args in runs {
+        let mut full: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
+        full.push(root.as_os_str());
+        let out = dfdu(&full);
+        assert_eq!(out.status.code(), Some(1), "{kind} {args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "one message: {err}");
+        assert!(err.contains("cannot share extents"), "{err}");
+    }
+    let after: Vec<Kept> = walk(&root).iter().map(|p| kept(p)).collect();
+    assert_eq!(before, after);
+}
