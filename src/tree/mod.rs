@@ -3,6 +3,7 @@
 //! sink that fills it (`sink`), and ncdu's JSON export and import (`ncdu`).
 
 pub mod arena;
+pub mod diff;
 pub mod ncdu;
 pub mod path;
 pub mod roots;
