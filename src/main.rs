@@ -34,8 +34,11 @@
 //! * `tree/` — the whole tree in memory: `arena.rs` (`Arena`: every entry in 8 bytes plus
 //!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu.rs` (export and import),
 //!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
-//!   roots), `path.rs` (`dir_path`, `child_path`).
+//!   roots), `path.rs` (`dir_path`, `child_path`), `diff.rs` (two trees in one arena
+//!   matched by path, and which changed directories a report lists).
 //! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export.
+//! * `diff.rs` — `dfdu diff OLD NEW`: load both sides, report what grew, shrank, came
+//!   and went.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
 //!   I/O), `draw.rs` (into a `Screen`), `run.rs` (the loop that runs scans, rescans and
 //!   deletes beside it), `delete.rs` (removal that stays inside the selection).
@@ -43,9 +46,9 @@
 //!
 //! # Layering rule
 //!
-//! `meta` < `text` < `platform` < `walk`, `term` < `du`, `tree` < `report`, `browse` <
+//! `meta` < `text` < `platform` < `walk`, `term` < `du`, `tree` < `report`, `diff`, `browse` <
 //! `main`. A file may use `crate::X` only for an X of a lower layer or of its own folder;
-//! layers of the same rank (`walk`/`term`, `du`/`tree`, `report`/`browse`) do not import
+//! layers of the same rank (`walk`/`term`, `du`/`tree`, `report`/`diff`/`browse`) do not import
 //! each other, and nothing imports upward. Unit tests may use a higher layer as an oracle.
 //! `tests/tidy.rs` enforces this (and fails on a folder that is in no layer).
 //!
@@ -66,6 +69,7 @@
 #![deny(unsafe_code)]
 
 mod browse;
+mod diff;
 mod du;
 mod meta;
 mod report;
@@ -128,6 +132,10 @@ fn main() {
                 "floor" => {
                     args.remove(0);
                     std::process::exit(run_floor(&prog, args));
+                }
+                "diff" => {
+                    args.remove(0);
+                    std::process::exit(run_diff(&prog, args));
                 }
                 "browse" => {
                     args.remove(0);
@@ -192,6 +200,19 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
     0
 }
 
+fn run_diff(prog: &str, args: Vec<OsString>) -> i32 {
+    let a = match diff::parse(prog, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let (threads, fd_budget) = resources(a.walk.threads);
+    if reader::portable_requested() {
+        diff::run::<reader::Portable>(&a, threads, fd_budget)
+    } else {
+        diff::run::<reader::Native>(&a, threads, fd_budget)
+    }
+}
+
 fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
     let a = match browse::parse(prog, args) {
         Ok(a) => a,
@@ -230,6 +251,8 @@ Usage:
                                   and import (see '{prog} scan --help')
   {prog} browse [options] [DIR]   browse, sort and delete, during and after the
                                   scan (see '{prog} browse --help')
+  {prog} diff [options] OLD NEW  what grew and shrank between two exports or
+                                  directories (see '{prog} diff --help')
   {prog} help                     this overview
 
 Under the name 'du' (installed or symlinked), dfdu is du and nothing else.",

@@ -3,7 +3,7 @@
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
 use crate::meta::os_bytes;
-use crate::text::quote::quotef;
+use crate::text::quote::{json_str, quotef};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
 use crate::tree::path::{child_path, dir_path};
@@ -227,19 +227,6 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool) -> Summary {
     s.top_dirs = dirs_heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect();
     s.top_files = files_heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect();
     s
-}
-
-fn json_str(out: &mut String, bytes: &[u8]) {
-    out.push('"');
-    for c in String::from_utf8_lossy(bytes).chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 fn size_text(n: u64, args: &ScanArgs) -> String {
