@@ -6,6 +6,7 @@ use crate::meta::os_bytes;
 use crate::text::quote::{json_str, quotef};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
+use crate::tree::diff::Measure;
 use crate::tree::path::{child_path, dir_path};
 use crate::tree::roots::{import_file, stat_root, OptName, WalkArgs};
 use crate::tree::sink::ArenaSink;
@@ -30,6 +31,7 @@ pub struct ScanArgs {
     pub walk: WalkArgs,
     pub json: bool,
     pub output: Option<OsString>,
+    pub treemap: Option<OsString>,
     pub top: usize,
     pub quiet: bool,
     pub dirs: Vec<OsString>,
@@ -53,6 +55,9 @@ apparent size, counts of entries, and its largest directories and files.
       --top=N           list the N largest directories and files (default 10)
       --json            print the report as JSON (format version 1)
   -o FILE               also write an ncdu-compatible JSON export (- for stdout)
+      --treemap=FILE    also draw the tree as an SVG treemap in FILE (sized by
+                        disk usage, or by apparent size with --apparent-size;
+                        coloured by top-level directory; hover shows path and size)
   -f FILE               report on an export (ncdu 1.x/2.x, gdu, dfdu) instead of
                         scanning; - reads standard input
   -q, --quiet           no progress line on a terminal
@@ -73,6 +78,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         walk: WalkArgs::default(),
         json: false,
         output: None,
+        treemap: None,
         top: 10,
         quiet: false,
         dirs: Vec::new(),
@@ -103,6 +109,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
             }
             Long("json") => a.json = true,
             Short('o') | Long("output") => a.output = Some(value(&mut p)?),
+            Long("treemap") => a.treemap = Some(value(&mut p)?),
             Short('q') | Long("quiet") => a.quiet = true,
             Long("help") => {
                 print!("{HELP}");
@@ -117,6 +124,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
     }
     if a.walk.input.is_some() && !a.dirs.is_empty() {
         return Err(bad("-f reads an export; it takes no directories".into()));
+    }
+    if a.treemap.is_some() && a.dirs.len() > 1 {
+        return Err(bad("a treemap shows one directory; give one DIR with --treemap".into()));
     }
     if a.output.is_some() && a.dirs.len() > 1 {
         return Err(bad("an export holds one directory; give one DIR with -o".into()));
@@ -419,6 +429,15 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
                 eprintln!("{} scan: cannot write {}: {e}", args.prog, quotef(&os_bytes(out)));
                 return 1;
             }
+        }
+    }
+    if let (Some(file), Some(&root)) = (&args.treemap, roots.first()) {
+        let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
+        let written = std::fs::File::create(file)
+            .and_then(|f| crate::tree::treemap::write_svg(&arena, root, m, &mut io::BufWriter::new(f)));
+        if let Err(e) = written {
+            eprintln!("{} scan: cannot write {}: {e}", args.prog, quotef(&os_bytes(file)));
+            return 1;
         }
     }
     if !to_stdout {

@@ -8,3 +8,4 @@ pub mod ncdu;
 pub mod path;
 pub mod roots;
 pub mod sink;
+pub mod treemap;
