@@ -59,6 +59,8 @@ pub struct BrowseArgs {
     pub read_only: bool,
     pub ascii: bool,
     pub no_color: bool,
+    /// An export to compare with (`--diff`).
+    pub diff: Option<OsString>,
     pub dir: OsString,
 }
 
@@ -77,6 +79,9 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
                          scanning; - reads standard input; nothing can be deleted
       --apparent-size    start by showing apparent sizes instead of disk usage
       --si               units of 1000 instead of 1024
+      --diff=OLD         compare with the export OLD (ncdu 1.x/2.x, gdu, dfdu):
+                         a change column (+ grown, \u{2212} shrunk, new), what was
+                         removed from the shown directory, and D to sort by change
       --read-only        no deleting
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
@@ -97,6 +102,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         read_only: false,
         ascii: false,
         no_color: false,
+        diff: None,
         dir: OsString::new(),
     };
     let mut dirs = Vec::new();
@@ -117,6 +123,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("read-only") => a.read_only = true,
             Long("ascii") => a.ascii = true,
             Long("no-color") | Long("no-colour") => a.no_color = true,
+            Long("diff") => a.diff = Some(p.value().map_err(|e| bad(e.to_string()))?),
             Long("help") => {
                 print!("{HELP}");
                 return Err(0);
@@ -130,6 +137,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
     }
     if a.walk.input.is_some() && !dirs.is_empty() {
         return Err(bad("-f reads an export; it takes no directory".into()));
+    }
+    if a.diff.as_deref().is_some_and(|d| d == "-") && a.walk.input.as_deref().is_some_and(|f| f == "-") {
+        return Err(bad("only one of --diff and -f can read standard input".into()));
     }
     if dirs.len() > 1 {
         return Err(bad("browse takes one directory".into()));

@@ -38,8 +38,6 @@ pub enum Event {
     /// A matched directory pair (old dir index, new dir index), its sizes on each side,
     /// and whether a report lists it.
     Dirs { old_dir: u32, new_dir: u32, old_size: u64, new_size: u64, listed: bool },
-    /// A matched non-directory: entry `new_id` (child of `new_dir`) was `old_id`.
-    Same { old_id: u32, new_dir: u32, new_id: u32 },
     /// Entry `id`, a child of directory `dir` on the old side, is gone.
     Removed { dir: u32, id: u32, size: u64 },
     /// Entry `id`, a child of directory `dir` on the new side, is new.
@@ -110,8 +108,8 @@ impl Listing {
 }
 
 /// Walks the trees under `old_root` and `new_root` (directory indices in `a`), calling
-/// `f` for every matched directory pair (parents before children), every matched
-/// non-directory, and every entry only one side has (not its descendants).
+/// `f` for every matched directory pair (parents before children) and every entry only
+/// one side has (not its descendants).
 pub fn walk(a: &Arena, old_root: u32, new_root: u32, m: Measure, f: &mut dyn FnMut(Event)) {
     let mut stack = vec![(old_root, new_root)];
     let (mut lo, mut ln) = (Listing::default(), Listing::default());
@@ -154,9 +152,7 @@ pub fn walk(a: &Arena, old_root: u32, new_root: u32, m: Measure, f: &mut dyn FnM
                         let (os, ns) = (a.dir_of(oid), a.dir_of(nid));
                         explains(dir_size(a, ns, m) as i128 - dir_size(a, os, m) as i128);
                         stack.push((os, ns));
-                    } else if odir == ndir {
-                        events.push(Event::Same { old_id: oid, new_dir: nd, new_id: nid });
-                    } else {
+                    } else if odir != ndir {
                         removed(a, od, oid, m, &mut explains, &mut events);
                         added(a, nd, nid, m, &mut explains, &mut events);
                     }
