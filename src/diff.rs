@@ -319,7 +319,7 @@ fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, arg
         if rows.is_empty() {
             continue;
         }
-        writeln!(out, "{title} ({count} entries):")?;
+        writeln!(out, "{title} ({count} {}):", if count == 1 { "entry" } else { "entries" })?;
         for &(size, dir, id) in rows.iter() {
             let path = diff::rel_child_path(a, dir, id);
             let slash = if a.kind(id) == arena::KIND_DIR { "/" } else { "" };

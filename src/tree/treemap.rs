@@ -59,6 +59,9 @@ const OWN: u32 = u32::MAX - 1;
 /// A directory waiting to be opened, largest rectangle first.
 struct Open {
     area: f64,
+    /// Order of pushing: ties in area go first-come, whatever the directory indices
+    /// (a scan numbers directories in thread order).
+    seq: u64,
     dir: u32,
     rect: Rect,
     hue: Option<u32>,
@@ -77,7 +80,7 @@ impl PartialOrd for Open {
 }
 impl Ord for Open {
     fn cmp(&self, o: &Self) -> Ordering {
-        self.area.total_cmp(&o.area).then(o.dir.cmp(&self.dir))
+        self.area.total_cmp(&o.area).then(o.seq.cmp(&self.seq))
     }
 }
 
@@ -207,7 +210,8 @@ pub fn write_svg(a: &Arena, root: u32, m: Measure, w: &mut dyn Write) -> io::Res
     let size_line = |size: u64| format!("{} ({size} bytes)", format_size(size, scale));
     if total > 0 {
         let mut queue = BinaryHeap::new();
-        queue.push(Open { area: WIDTH * HEIGHT, dir: root, rect: canvas, hue: None, depth: 0 });
+        let mut seq = 0u64;
+        queue.push(Open { area: WIDTH * HEIGHT, seq: 0, dir: root, rect: canvas, hue: None, depth: 0 });
         while let Some(open) = queue.pop() {
             let dir_total = {
                 let t = a.dir_totals(open.dir);
@@ -249,7 +253,8 @@ pub fn write_svg(a: &Arena, root: u32, m: Measure, w: &mut dyn Write) -> io::Res
                 let open_it = is_dir && n_rects < MAX_RECTS && r.w * r.h >= 2.0 * MIN_AREA;
                 if open_it {
                     let dir = a.dir_of(item.id);
-                    queue.push(Open { area: r.w * r.h, dir, rect: r, hue, depth: open.depth + 1 });
+                    seq += 1;
+                    queue.push(Open { area: r.w * r.h, seq, dir, rect: r, hue, depth: open.depth + 1 });
                 } else {
                     label_into(&mut labels, &label, r);
                 }
