@@ -35,8 +35,9 @@
 //!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu.rs` (export and import),
 //!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
 //!   roots), `path.rs` (`dir_path`, `child_path`), `diff.rs` (two trees in one arena
-//!   matched by path, and which changed directories a report lists).
-//! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export.
+//!   matched by path, and which changed directories a report lists), `treemap.rs` (the
+//!   SVG treemap of `scan --treemap`).
+//! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export, treemap.
 //! * `diff.rs` — `dfdu diff OLD NEW`: load both sides, report what grew, shrank, came
 //!   and went.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no

@@ -531,7 +531,8 @@ fn a_change_column_and_sort_against_an_older_export() {
     let tree = scratch.subdir("tree");
     sample(&tree);
     let old = scratch.dir.join("old.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_dfdu")).args(["scan", "-q", "-o"]).arg(&old).arg(&tree).output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_dfdu")).args(["scan", "-q", "-o"]).arg(&old).arg(&tree).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // beta grows, alpha shrinks, gamma goes, fresh comes.
     write(&tree.join("beta/more.bin"), 500_000);

@@ -66,7 +66,8 @@ fn trees(root: &Path, big_bytes: usize) -> (std::path::PathBuf, std::path::PathB
 
 /// The report's lists as lines `list<TAB>path<TAB>bytes`, read by python3's json module.
 fn lists(json: &[u8]) -> Vec<String> {
-    let script = "import json,sys\nd=json.load(sys.stdin)\nassert d['format']=='dfdu-diff-report' and d['version']==1\n\
+    let script =
+        "import json,sys\nd=json.load(sys.stdin)\nassert d['format']=='dfdu-diff-report' and d['version']==1\n\
         for k in ('grew','shrank'):\n  for e in d[k]: print(k, e['path'], e['change_bytes'], sep='\\t')\n\
         for k in ('added','removed'):\n  for e in d[k]: print(k, e['path'], e['bytes'], sep='\\t')\n\
         print('total', '.', d['change_bytes'], sep='\\t')";

@@ -1,6 +1,7 @@
 //! The whole tree in memory, shared by `dfdu scan` and `dfdu browse`: the `Arena`
 //! (every entry in 8 bytes plus its name, readable while a scan writes it), the scanner's
-//! sink that fills it (`sink`), and ncdu's JSON export and import (`ncdu`).
+//! sink that fills it (`sink`), ncdu's JSON export and import (`ncdu`),
+//! two trees matched by path (`diff`) and the SVG treemap (`treemap`).
 
 pub mod arena;
 pub mod diff;

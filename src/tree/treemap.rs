@@ -202,7 +202,11 @@ pub fn write_svg(a: &Arena, root: u32, m: Measure, w: &mut dyn Write) -> io::Res
     let mut labels = String::new();
     let total = {
         let t = a.dir_totals(root);
-        if m == Measure::Disk { t.0 } else { t.1 }
+        if m == Measure::Disk {
+            t.0
+        } else {
+            t.1
+        }
     };
     let mut n_rects = 0usize;
     let canvas = Rect { x: 0.0, y: 0.0, w: WIDTH, h: HEIGHT };
@@ -215,7 +219,11 @@ pub fn write_svg(a: &Arena, root: u32, m: Measure, w: &mut dyn Write) -> io::Res
         while let Some(open) = queue.pop() {
             let dir_total = {
                 let t = a.dir_totals(open.dir);
-                if m == Measure::Disk { t.0 } else { t.1 }
+                if m == Measure::Disk {
+                    t.0
+                } else {
+                    t.1
+                }
             };
             if dir_total == 0 {
                 continue;
