@@ -252,7 +252,7 @@ Usage:
                                   and import (see '{prog} scan --help')
   {prog} browse [options] [DIR]   browse, sort and delete, during and after the
                                   scan (see '{prog} browse --help')
-  {prog} diff [options] OLD NEW  what grew and shrank between two exports or
+  {prog} diff [options] OLD NEW   what grew and shrank between two exports or
                                   directories (see '{prog} diff --help')
   {prog} help                     this overview
 
