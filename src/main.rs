@@ -39,13 +39,17 @@
 //!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu.rs` (export and import),
 //!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
 //!   roots), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
-//!   total, exclusive, set shared and disk once per directory, folded bottom-up).
+//!   total, exclusive, set shared and disk once per directory, folded bottom-up), `diff.rs` (two trees in one arena
+//!   matched by path, and which changed directories a report lists), `treemap.rs` (the
+//!   SVG treemap of `scan --treemap`).
 //! * `dupes/` — `dfdu dupes` and `dfdu dedupe`: `mod.rs` (options, help, output), `sink.rs`
 //!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
 //!   inode one file, sample, BLAKE3; protocol at its top), `cache.rs` (the `--hashfile`
 //!   format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/dupes_linux.rs` (FIEMAP,
 //!   FIDEDUPERANGE, flock, statfs) and `platform/dupes_std.rs` (std::fs elsewhere).
-//! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export.
+//! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export, treemap.
+//! * `diff.rs` — `dfdu diff OLD NEW`: load both sides, report what grew, shrank, came
+//!   and went.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
 //!   I/O), `draw.rs` (into a `Screen`), `run.rs` (the loop that runs scans, rescans and
 //!   deletes beside it), `delete.rs` (removal that stays inside the selection).
@@ -54,9 +58,10 @@
 //! # Layering rule
 //!
 //! `meta` < `text` < `platform` < `walk`, `term` < `du`, `tree`, `dupes` < `report`,
-//! `browse` < `main`. A file may use `crate::X` only for an X of a lower layer or of its
-//! own folder; layers of the same rank (`walk`/`term`, `du`/`tree`/`dupes`,
-//! `report`/`browse`) do not import each other, and nothing imports upward. Unit tests may use a higher layer as an oracle.
+//! `diff`, `browse` < `main`. A file may use `crate::X` only for an X of a lower layer or
+//! of its own folder; layers of the same rank (`walk`/`term`, `du`/`tree`/`dupes`,
+//! `report`/`diff`/`browse`) do not import each other, and nothing imports upward. Unit
+//! tests may use a higher layer as an oracle.
 //! `tests/tidy.rs` enforces this (and fails on a folder that is in no layer).
 //!
 //! # Invariants (what is absent)
@@ -76,6 +81,7 @@
 #![deny(unsafe_code)]
 
 mod browse;
+mod diff;
 mod du;
 mod dupes;
 mod meta;
@@ -136,6 +142,10 @@ fn main() {
                 "floor" => {
                     args.remove(0);
                     std::process::exit(run_floor(&prog, args));
+                }
+                "diff" => {
+                    args.remove(0);
+                    std::process::exit(run_diff(&prog, args));
                 }
                 "browse" => {
                     args.remove(0);
@@ -241,6 +251,23 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
     0
 }
 
+fn run_diff(prog: &str, args: Vec<OsString>) -> i32 {
+    let a = match diff::parse(prog, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
+        eprintln!("{prog} diff: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
+    }) else {
+        return 2;
+    };
+    if reader::portable_requested() {
+        diff::run::<reader::Portable>(&a, threads, fd_budget)
+    } else {
+        diff::run::<reader::Native>(&a, threads, fd_budget)
+    }
+}
+
 fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
     let a = match browse::parse(prog, args) {
         Ok(a) => a,
@@ -311,6 +338,8 @@ Usage:
                                   output, or JSON; see '{prog} dupes --help')
   {prog} dedupe [options] PATH... make duplicates share their extents (Linux,
                                   btrfs/XFS; see '{prog} dedupe --help')
+  {prog} diff [options] OLD NEW   what grew and shrank between two exports or
+                                  directories (see '{prog} diff --help')
   {prog} help                     this overview
 
 Under the name 'du' (installed or symlinked), dfdu is du and nothing else.

@@ -3,9 +3,10 @@
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
 use crate::meta::os_bytes;
-use crate::text::quote::quoteaf;
+use crate::text::quote::{json_str, quoteaf, quotef};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
+use crate::tree::diff::Measure;
 use crate::tree::path::{child_path, dir_path};
 use crate::tree::roots::{import_file, io_text, stat_root, OptName, WalkArgs};
 use crate::tree::shared::Share;
@@ -31,6 +32,7 @@ pub struct ScanArgs {
     pub walk: WalkArgs,
     pub json: bool,
     pub output: Option<OsString>,
+    pub treemap: Option<OsString>,
     pub top: usize,
     /// Read extent maps where the file system can share extents (`--shared`, default).
     pub shared: bool,
@@ -67,6 +69,9 @@ apparent size, counts of entries, and its largest directories and files.
       --no-shared       do not read extent maps (the default)
   -o FILE               also write an ncdu-compatible JSON export (- for stdout,
                         instead of the report; not with --json)
+      --treemap=FILE    also draw the tree as an SVG treemap in FILE (sized by
+                        disk usage, or by apparent size with --apparent-size;
+                        coloured by top-level directory; hover shows path and size)
   -f FILE               report on an export (ncdu 1.x/2.x, gdu, dfdu) instead of
                         scanning; - reads standard input
   -q, --quiet           no progress line on a terminal
@@ -95,6 +100,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         walk: WalkArgs::default(),
         json: false,
         output: None,
+        treemap: None,
         top: 10,
         // Off by default: on btrfs and XFS the extent maps cost 2.5-4x the plain scan's
         // CPU time (README "Shared extents"), above the 1.5x the issue allows for "on".
@@ -135,6 +141,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
                 a.shared = true;
             }
             Short('o') | Long("output") => a.output = Some(value(&mut p)?),
+            Long("treemap") => a.treemap = Some(value(&mut p)?),
             Short('q') | Long("quiet") => a.quiet = true,
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), HELP)),
             Long("version") => {
@@ -152,6 +159,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
     }
     if a.json && a.output.as_deref().is_some_and(|o| o == "-") {
         return Err(bad("--json and -o - both write to standard output; give -o a file name".into()));
+    }
+    if a.treemap.is_some() && a.dirs.len() > 1 {
+        return Err(bad("a treemap shows one directory; give one DIR with --treemap".into()));
     }
     if a.output.is_some() && a.dirs.len() > 1 {
         return Err(bad("an export holds one directory; give one DIR with -o".into()));
@@ -271,23 +281,6 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
     s.top_dirs = dirs_heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect();
     s.top_files = files_heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect();
     s
-}
-
-fn json_str(out: &mut String, bytes: &[u8]) {
-    out.push('"');
-    for c in String::from_utf8_lossy(bytes).chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            // Control characters must be escaped; U+2028 and U+2029 are escaped too, so the
-            // report can be pasted into JavaScript source as well.
-            c if (c as u32) < 0x20 || c == '\x7f' || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// A size as the report shows it; a saturated total reads "Infinity", as in du.
@@ -531,6 +524,15 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
                 }
                 return 1;
             }
+        }
+    }
+    if let (Some(file), Some(&root)) = (&args.treemap, roots.first()) {
+        let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
+        let written = std::fs::File::create(file)
+            .and_then(|f| crate::tree::treemap::write_svg(&arena, root, m, &mut io::BufWriter::new(f)));
+        if let Err(e) = written {
+            eprintln!("{} scan: cannot write {}: {e}", args.prog, quotef(&os_bytes(file)));
+            return 1;
         }
     }
     // Nothing was scanned (every root was missing): the messages said it all.

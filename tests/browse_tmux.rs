@@ -548,3 +548,43 @@ fn read_only_from_the_command_line_refuses_delete() {
     assert_eq!(listing(&tree), before, "nothing deleted");
     drop(term);
 }
+
+#[test]
+fn a_change_column_and_sort_against_an_older_export() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("tmux-diff");
+    let tree = scratch.subdir("tree");
+    sample(&tree);
+    let old = scratch.dir.join("old.json");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_dfdu")).args(["scan", "-q", "-o"]).arg(&old).arg(&tree).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // beta grows, alpha shrinks, gamma goes, fresh comes.
+    write(&tree.join("beta/more.bin"), 500_000);
+    write(&tree.join("alpha/one.bin"), 100_000);
+    std::fs::remove_dir_all(tree.join("gamma")).unwrap();
+    write(&tree.join("fresh/f"), 50_000);
+    let args = format!("--read-only --diff '{}' '{}'", old.display(), tree.display());
+    let term = Term::start(&scratch.dir, "", &args, 100, 20);
+    let s = term.wait_for("removed here: 1,");
+    let row = |s: &str, name: &str| s.lines().find(|l| l.trim_end().ends_with(name)).unwrap_or("").to_string();
+    assert!(row(&s, "/beta").contains(" +"), "beta grew:\n{s}");
+    assert!(row(&s, "/alpha").contains(" \u{2212}"), "alpha shrank:\n{s}");
+    assert!(row(&s, "/fresh").contains(" new "), "fresh is new:\n{s}");
+    assert!(row(&s, "delta.txt").contains(" = "), "delta.txt did not change:\n{s}");
+    // Sort by change: growth first (a new entry by its whole size), shrinkage last.
+    term.keys(&["D"]);
+    term.wait("change order", |s| s.find("/beta") < s.find("/fresh") && s.find("delta.txt") < s.find("/alpha"));
+    let names = term.names();
+    assert_eq!(names.first().map(String::as_str), Some("/beta"), "{names:?}");
+    assert_eq!(names.last().map(String::as_str), Some("/alpha"), "{names:?}");
+    // Inside a new directory everything is new.
+    term.select("/fresh");
+    term.keys(&["Enter"]);
+    let s = term.wait_for("(new since the compared tree)");
+    assert!(row(&s, "f").contains(" new "), "{s}");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+}

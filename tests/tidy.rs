@@ -212,6 +212,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("dupes", 4),
     ("report", 5),
     ("browse", 5),
+    ("diff", 5),
 ];
 
 /// The layer a source file belongs to, from its path relative to the package root;

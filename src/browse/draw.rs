@@ -67,6 +67,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("left, h, <, Bksp", "go to the parent directory"),
     ("s  n  C  M", "sort by size, name, items, mtime"),
     ("x", "sort by exclusive bytes (--shared)"),
+    ("D", "sort by change (with --diff)"),
     ("", "(the same key again reverses)"),
     ("t", "directories first, on / off"),
     ("a", "apparent size / disk usage"),
@@ -190,13 +191,21 @@ impl Browser<'_> {
         let w = scr.width;
         let hc = self.frame_chars().h;
         let scanning = self.a.dir_flags(self.cwd) & arena::D_DONE == 0;
-        let note = if scanning { " (scanning)" } else { "" };
+        let mut note = if scanning { " (scanning)".to_string() } else { String::new() };
+        if let Some((n, size)) = self.removed_here() {
+            let minus = if self.look.ascii { '-' } else { '\u{2212}' };
+            if self.compare.as_ref().is_some_and(|c| c.old_dir.is_none()) {
+                note.push_str(" (new since the compared tree)");
+            } else if n > 0 {
+                note.push_str(&format!(" (removed here: {n}, {minus}{})", size_text(size, self.look.si)));
+            }
+        }
         let path = escape(&dir_path(self.a, self.cwd));
         let room = w - 6 - note.len();
         let path = if width(&path) > room { fit(&path, room) } else { path };
         let mut x = scr.put(1, 0, &format!("{hc}{hc}{hc} "), Style::PLAIN);
         x = scr.put(1, x, &path, Style::BOLD);
-        x = scr.put(1, x, note, self.tint(Style::PLAIN, Color::Yellow));
+        x = scr.put(1, x, &note, self.tint(Style::PLAIN, Color::Yellow));
         x = scr.put(1, x, " ", Style::PLAIN);
         scr.fill(1, x, w - x, hc, Style::PLAIN);
     }
@@ -301,6 +310,16 @@ impl Browser<'_> {
         x = scr.put(row, x, &format!(" {} ", size_text(size, self.look.si)), base);
         x = scr.put(row, x, &self.graph_text(size, total, max), paint(self.tint(Style::PLAIN, Color::Green)));
         let is_dir = is_dir_entry(self.a, id);
+        if self.compare.is_some() {
+            let (text, color) = match self.items[k].change {
+                None => ("new".to_string(), Color::Yellow),
+                Some(0) => ("=".to_string(), Color::Default),
+                Some(c) if c > 0 => (format!("+{}", size_text(c as u64, self.look.si)), Color::Red),
+                Some(c) => (format!("\u{2212}{}", size_text(c.unsigned_abs() as u64, self.look.si)), Color::Green),
+            };
+            let text = if self.look.ascii { text.replace('\u{2212}', "-") } else { text };
+            x = scr.put(row, x, &format!("{text:>10} "), paint(self.tint(Style::PLAIN, color)));
+        }
         if self.show_count {
             let count = if is_dir { compact_count(self.a.dir_totals(self.a.dir_of(id)).2) } else { String::new() };
             x = scr.put(row, x, &format!("{count:>7} "), base);

@@ -61,6 +61,8 @@ pub struct BrowseArgs {
     pub no_color: bool,
     /// Read extent maps for sharing-aware figures (`--shared`).
     pub shared: bool,
+    /// An export to compare with (`--diff`).
+    pub diff: Option<OsString>,
     pub dir: OsString,
 }
 
@@ -80,6 +82,9 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
                          scanning; - reads standard input; nothing can be deleted
       --apparent-size    start by showing apparent sizes instead of disk usage
       --si               units of 1000 instead of 1024
+      --diff=OLD         compare with the export OLD (ncdu 1.x/2.x, gdu, dfdu):
+                         a change column (+ grown, \u{2212} shrunk, new), what was
+                         removed from the shown directory, and D to sort by change
       --read-only        no deleting
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
@@ -106,6 +111,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         ascii: false,
         no_color: false,
         shared: false,
+        diff: None,
         dir: OsString::new(),
     };
     let mut dirs = Vec::new();
@@ -128,6 +134,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("no-color") | Long("no-colour") => a.no_color = true,
             Long("shared") => a.shared = true,
             Long("no-shared") => a.shared = false,
+            Long("diff") => a.diff = Some(p.value().map_err(|e| bad(e.to_string()))?),
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), HELP)),
             Long("version") => {
                 return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::du::cli::version_line()))
@@ -141,6 +148,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
     }
     if a.walk.input.is_some() && !dirs.is_empty() {
         return Err(bad("-f reads an export; it takes no directory".into()));
+    }
+    if a.diff.as_deref().is_some_and(|d| d == "-") && a.walk.input.as_deref().is_some_and(|f| f == "-") {
+        return Err(bad("only one of --diff and -f can read standard input".into()));
     }
     if dirs.len() > 1 {
         return Err(bad("browse takes one directory".into()));

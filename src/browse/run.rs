@@ -148,13 +148,25 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let sink = Arc::new(ArenaSink::new(&arena));
     let no_links = HashSet::new();
     let prog = &args.prog;
+    // The compared tree goes in first: its import errors come before any terminal use.
+    let old_root = match &args.diff {
+        Some(f) => match import_file(f, &arena) {
+            Ok(imported) => Some(imported.root),
+            Err(e) => {
+                eprintln!("{prog} browse: {e}");
+                return 1;
+            }
+        },
+        None => None,
+    };
+    let before = arena.entry_count() as u64;
     let (root, scan_from, first_line) = match &args.walk.input {
         Some(f) => match import_file(f, &arena) {
             Ok(imported) => {
                 let from = if f == "-" { "standard input".to_string() } else { escape(&os_bytes(f)) };
                 let line = format!(
                     "Imported {} entries from {from} (written by {})",
-                    grouped(arena.entry_count() as u64),
+                    grouped(arena.entry_count() as u64 - before),
                     escape(imported.progname.as_bytes())
                 );
                 (imported.root, None, line)
@@ -194,6 +206,9 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let ctx = Ctx { one_fs_dev: scan_from.as_ref().filter(|_| args.walk.one_fs).map(|(_, m)| m.dev), ..ctx };
     let mut browser = Browser::new(&arena, root, look, limits);
     browser.set_apparent(args.apparent);
+    if let Some(old) = old_root {
+        browser.set_compare(old);
+    }
     if args.walk.input.is_none() {
         browser.set_mtime_source(Box::new(mtime_of_path));
         browser.set_mounts_source(Box::new(mounts_at_path));

@@ -16,6 +16,8 @@ pub enum SortKey {
     Mtime,
     /// Exclusive bytes (with sharing-aware figures; directories only).
     Exclusive,
+    /// The size change against the compared tree (`--diff`).
+    Change,
 }
 
 /// What the column after the size shows (`g` cycles: bar, percent, both, none).
@@ -127,6 +129,20 @@ pub(super) struct Item {
     pub(super) count: u64,
     pub(super) mtime: i64,
     pub(super) exclusive: u64,
+    /// Size change against the compared tree; `None` for an entry it did not have.
+    pub(super) change: Option<i128>,
+}
+
+/// The tree the browser compares with (`--diff OLD`), in the same arena: its root, and
+/// for the shown directory the matching old directory, its children by name, and what
+/// it had that the new one has not.
+pub(super) struct Compare {
+    pub(super) root: u32,
+    /// The new directory the rest was found for.
+    pub(super) for_dir: u32,
+    pub(super) old_dir: Option<u32>,
+    pub(super) kids: HashMap<Vec<u8>, u32>,
+    pub(super) removed: Vec<u32>,
 }
 
 /// Stats a path for its modification time (seconds); the browser's only file access.
@@ -170,6 +186,7 @@ pub struct Browser<'a> {
     pub(super) mtimes: HashMap<u32, Option<i64>>,
     /// A rescan or delete is running (the loop says so before each key and frame).
     pub(super) busy: bool,
+    pub(super) compare: Option<Compare>,
 }
 
 pub(super) fn is_dir_entry(a: &Arena, id: u32) -> bool {
@@ -203,7 +220,93 @@ impl<'a> Browser<'a> {
             mounts_of: None,
             mtimes: HashMap::new(),
             busy: false,
+            compare: None,
         }
+    }
+
+    /// Compares with the tree at root directory `old_root` (same arena): a change column
+    /// and the `D` sort key.
+    pub fn set_compare(&mut self, old_root: u32) {
+        let kids = HashMap::new();
+        self.compare = Some(Compare { root: old_root, for_dir: NO_DIR, old_dir: None, kids, removed: Vec::new() });
+        self.stale = true;
+    }
+
+    /// The directory of the old tree at the path of `dir` (below the roots), if any.
+    fn old_match(&self, old_root: u32, dir: u32) -> Option<u32> {
+        let mut names = Vec::new();
+        let mut d = dir;
+        while d != self.root && d != NO_DIR {
+            names.push(self.a.dir_name(d));
+            d = self.a.dir_parent(d);
+        }
+        let mut old = old_root;
+        let mut buf = Vec::new();
+        for name in names.iter().rev() {
+            let kids = self.a.children(old)?;
+            let mut at = self.a.names_at(old);
+            let mut found = None;
+            for id in kids {
+                at = self.a.read_name(at, &mut buf);
+                if buf == *name && is_dir_entry(self.a, id) && !self.a.removed(id) {
+                    found = Some(self.a.dir_of(id));
+                    break;
+                }
+            }
+            old = found?;
+        }
+        Some(old)
+    }
+
+    /// Brings `compare` to the shown directory (once per directory entered).
+    fn compare_cwd(&mut self) {
+        let Some(c) = &self.compare else { return };
+        if c.for_dir == self.cwd {
+            return;
+        }
+        let old_dir = self.old_match(c.root, self.cwd);
+        let mut kids = HashMap::new();
+        if let Some(range) = old_dir.and_then(|d| self.a.children(d)) {
+            let mut at = self.a.names_at(old_dir.unwrap_or(0));
+            let mut name = Vec::new();
+            for id in range {
+                at = self.a.read_name(at, &mut name);
+                kids.insert(name.clone(), id);
+            }
+        }
+        let mut removed = Vec::new();
+        let mut seen: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+        if let Some(range) = self.a.children(self.cwd) {
+            for id in range {
+                seen.insert(self.names.get(id));
+            }
+        }
+        for (name, &id) in &kids {
+            if !seen.contains(name.as_slice()) {
+                removed.push(id);
+            }
+        }
+        removed.sort_unstable();
+        let root = c.root;
+        self.compare = Some(Compare { root, for_dir: self.cwd, old_dir, kids, removed });
+    }
+
+    /// Size change of child `id` of the shown directory against the compared tree;
+    /// `None` when that tree has no entry of the same name and kind.
+    pub(super) fn change_of(&self, id: u32) -> Option<i128> {
+        let c = self.compare.as_ref()?;
+        let old = *c.kids.get(self.names.get(id))?;
+        if is_dir_entry(self.a, old) != is_dir_entry(self.a, id) {
+            return None;
+        }
+        Some(self.size_of(id) as i128 - self.size_of(old) as i128)
+    }
+
+    /// (entries, size) the compared directory had that the shown one has not.
+    pub(super) fn removed_here(&self) -> Option<(usize, u64)> {
+        let c = self.compare.as_ref()?;
+        let size = c.removed.iter().map(|&id| self.size_of(id)).sum();
+        Some((c.removed.len(), size))
     }
 
     /// Whether a rescan or delete is running: no second one may start.
@@ -311,6 +414,9 @@ impl<'a> Browser<'a> {
             self.names = Names::load(self.a, self.cwd, kids.clone());
             self.mtimes.clear();
         }
+        if self.compare.as_ref().is_some_and(|c| c.for_dir != self.cwd) {
+            self.compare_cwd();
+        }
         let mut items = std::mem::take(&mut self.items);
         items.clear();
         let figures = self.a.shared_figures();
@@ -323,7 +429,8 @@ impl<'a> Browser<'a> {
             let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
             let exclusive = figures.as_ref().filter(|_| is_dir).and_then(|f| f.get(self.a.dir_of(id)));
             let exclusive = exclusive.map_or(0, |s| s.exclusive);
-            items.push(Item { id, is_dir, size: self.size_of(id), count, mtime, exclusive });
+            let change = self.change_of(id);
+            items.push(Item { id, is_dir, size: self.size_of(id), count, mtime, exclusive, change });
         }
         let names = &self.names;
         let (sort, desc, dirs_first) = (self.sort, self.desc, self.dirs_first);
@@ -335,6 +442,11 @@ impl<'a> Browser<'a> {
                 SortKey::Mtime => x.mtime.cmp(&y.mtime),
                 SortKey::Exclusive => x.exclusive.cmp(&y.exclusive),
                 SortKey::Name => names.get(x.id).cmp(names.get(y.id)),
+                // A new entry changed by all of its size.
+                SortKey::Change => {
+                    let ch = |it: &Item| it.change.unwrap_or(it.size as i128);
+                    ch(x).cmp(&ch(y))
+                }
             };
             let primary = if desc { primary.reverse() } else { primary };
             dirs.then(primary).then_with(|| names.get(x.id).cmp(names.get(y.id))).then(x.id.cmp(&y.id))
@@ -444,6 +556,7 @@ impl<'a> Browser<'a> {
             Key::Char('C') => self.set_sort(SortKey::Count),
             Key::Char('M') => self.set_sort(SortKey::Mtime),
             Key::Char('x') if self.a.shared_figures().is_some() => self.set_sort(SortKey::Exclusive),
+            Key::Char('D') if self.compare.is_some() => self.set_sort(SortKey::Change),
             Key::Char('t') => {
                 self.dirs_first = !self.dirs_first;
                 self.stale = true;

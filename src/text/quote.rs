@@ -176,3 +176,22 @@ pub fn utf8_len(s: &[u8]) -> usize {
         0
     }
 }
+
+/// Appends `bytes` as a JSON string: invalid UTF-8 becomes U+FFFD, control characters
+/// `\u00XX` escapes.
+pub fn json_str(out: &mut String, bytes: &[u8]) {
+    out.push('"');
+    for c in String::from_utf8_lossy(bytes).chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            // Control characters must be escaped; U+2028 and U+2029 are escaped too, so the
+            // report can be pasted into JavaScript source as well.
+            c if (c as u32) < 0x20 || c == '\x7f' || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}

@@ -1,0 +1,411 @@
+//! `dfdu diff OLD NEW`: what changed between two trees. Each side is an export (ncdu
+//! JSON from dfdu, ncdu or gdu; `-` reads standard input) or a directory scanned now;
+//! both land in one arena, `tree::diff` matches them by path, and this file reports the
+//! totals, the directories that grew and shrank most, and the entries added and removed.
+
+use crate::meta::os_bytes;
+use crate::text::quote::{json_str, quotef};
+use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
+use crate::tree::arena::{self, Arena};
+use crate::tree::diff::{self, Event, Measure};
+use crate::tree::roots::{import_file, stat_root, OptName, WalkArgs};
+use crate::tree::sink::ArenaSink;
+use crate::walk::reader::Reader;
+use crate::walk::scan;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::ffi::{CString, OsString};
+use std::io::{self, Write};
+
+/// Version of the `--json` diff layout; bump on any incompatible change.
+pub const DIFF_VERSION: u32 = 1;
+
+/// `dfdu diff` options.
+pub struct DiffArgs {
+    pub prog: String,
+    pub bytes: bool,
+    pub si: bool,
+    pub apparent: bool,
+    pub walk: WalkArgs,
+    pub json: bool,
+    pub top: usize,
+    pub min_change: u64,
+    pub old: OsString,
+    pub new: OsString,
+}
+
+const HELP: &str = "\
+Usage: dfdu diff [OPTION]... OLD NEW
+Compare two trees and report what changed. OLD and NEW are each an export
+(ncdu JSON from dfdu, ncdu or gdu; - reads standard input) or a directory,
+which is scanned now.
+
+Entries are matched by their path below each root. The report gives both
+totals and the change; the directories that grew most, then those that shrank
+most; and the entries added and removed (a whole directory once, not its
+contents). A directory is listed only when no single subdirectory explains
+more than half of its change: a file added three levels down lists the
+directory that holds it, not each ancestor again.
+
+  -b, --bytes           print exact byte counts instead of 1K/1M/1G units
+  -h, --human-readable  units of 1024 (the default)
+      --si              units of 1000
+      --apparent-size   compare apparent sizes instead of disk usage
+      --top=N           list at most N directories that grew, N that shrank,
+                        N entries added and N removed (default 10)
+      --min-change=SIZE leave out changes, additions and removals smaller than
+                        SIZE bytes (suffixes K, M, G, ...: powers of 1024;
+                        default 1)
+  -x, --one-file-system do not enter other file systems (directories scanned)
+      --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
+  -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+  -L, --dereference     follow symbolic links
+  -j, --threads=N       scan with N threads
+      --json            print the report as JSON (format version 1)
+      --help            show this help
+
+Exit status: 0 when both sides could be read completely, 1 when a side could
+not be imported or something in a scanned tree could not be read, 2 for bad
+usage.
+";
+
+/// Parses `dfdu diff` arguments; `Err(code)` to exit right away.
+pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
+    use lexopt::Arg::*;
+    let mut a = DiffArgs {
+        prog: prog.to_string(),
+        bytes: false,
+        si: false,
+        apparent: false,
+        walk: WalkArgs::default(),
+        json: false,
+        top: 10,
+        min_change: 1,
+        old: OsString::new(),
+        new: OsString::new(),
+    };
+    let mut sides = Vec::new();
+    let mut p = lexopt::Parser::from_args(args);
+    let bad = |msg: String| -> i32 {
+        eprintln!("{prog} diff: {msg}\nTry '{prog} diff --help' for more information.");
+        2
+    };
+    loop {
+        let arg = match p.next() {
+            Ok(Some(arg)) => arg,
+            Ok(None) => break,
+            Err(e) => return Err(bad(e.to_string())),
+        };
+        let value = |p: &mut lexopt::Parser| p.value().map_err(|e| bad(e.to_string()));
+        match arg {
+            Short('b') | Long("bytes") => a.bytes = true,
+            Short('h') | Long("human-readable") => a.si = false,
+            Long("si") => a.si = true,
+            Long("apparent-size") => a.apparent = true,
+            Long("json") => a.json = true,
+            Long("top") => {
+                let v = value(&mut p)?;
+                match v.to_str().and_then(|s| s.parse().ok()) {
+                    Some(n) if n <= 100_000 => a.top = n,
+                    _ => return Err(bad(format!("invalid --top value '{}'", v.to_string_lossy()))),
+                }
+            }
+            Long("min-change") => {
+                let v = value(&mut p)?;
+                match parse_with_suffix(&os_bytes(&v), THRESHOLD_SUFFIXES) {
+                    Ok(n) => a.min_change = n,
+                    Err(_) => return Err(bad(format!("invalid --min-change value '{}'", v.to_string_lossy()))),
+                }
+            }
+            Long("help") => {
+                print!("{HELP}");
+                return Err(0);
+            }
+            Value(v) => sides.push(v),
+            other => {
+                let name = OptName::of(&other);
+                if name_is_file(&other) {
+                    return Err(bad("-f: give the exports as OLD and NEW".into()));
+                }
+                a.walk.take(name, &mut p, &bad)?
+            }
+        }
+    }
+    if sides.len() != 2 {
+        return Err(bad(format!("expected OLD and NEW, got {} operand(s)", sides.len())));
+    }
+    if sides[0] == "-" && sides[1] == "-" {
+        return Err(bad("only one side can be standard input".into()));
+    }
+    a.new = sides.pop().unwrap_or_default();
+    a.old = sides.pop().unwrap_or_default();
+    Ok(a)
+}
+
+fn name_is_file(arg: &lexopt::Arg) -> bool {
+    matches!(arg, lexopt::Arg::Short('f') | lexopt::Arg::Long("file"))
+}
+
+/// One side, in the arena: its root and where it came from.
+struct Side {
+    root: u32,
+    source: String,
+}
+
+/// Imports or scans `what` into `arena`. `Err` holds the message (without prefix).
+fn load<R: Reader>(what: &OsString, arena: &Arena, args: &DiffArgs, threads: usize, fd: usize) -> Result<Side, String> {
+    let path = os_bytes(what);
+    let is_dir = what != "-" && std::fs::metadata(what).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        let imported = import_file(what, arena)?;
+        let source = format!("import of a {} export", imported.progname.escape_debug());
+        return Ok(Side { root: imported.root, source });
+    }
+    let cpath = CString::new(path.clone()).map_err(|_| format!("{}: a NUL byte in the name", quotef(&path)))?;
+    let meta = stat_root(&cpath, R::stat_path)?;
+    let sink = ArenaSink::new(arena);
+    let root = sink.add_root(&path, &meta).map_err(|_| "the tree is too large".to_string())?;
+    let empty = HashSet::new();
+    let walk = args.walk.walk(threads, fd, args.walk.one_fs.then_some(meta.dev), &empty);
+    scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
+    Ok(Side { root, source: "scan".into() })
+}
+
+/// Unreadable entries below `root` (listing or stat failures).
+fn errors_below(a: &Arena, root: u32) -> u64 {
+    let mut n = u64::from(a.dir_flags(root) & arena::D_READ_ERROR != 0);
+    if a.dir_flags(root) & arena::D_ERROR_BELOW == 0 {
+        return n;
+    }
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for id in a.children(d).unwrap_or(0..0) {
+            let f = a.flags(id);
+            if f & arena::F_ERROR != 0 {
+                n += 1;
+            } else if f & 3 == arena::KIND_DIR {
+                let sub = a.dir_of(id);
+                n += u64::from(a.dir_flags(sub) & arena::D_READ_ERROR != 0);
+                if a.dir_flags(sub) & arena::D_ERROR_BELOW != 0 {
+                    stack.push(sub);
+                }
+            }
+        }
+    }
+    n
+}
+
+/// The largest `n` by key, kept in a bounded heap.
+struct Top<T: Ord> {
+    n: usize,
+    heap: BinaryHeap<Reverse<T>>,
+    count: u64,
+}
+
+impl<T: Ord> Top<T> {
+    fn new(n: usize) -> Self {
+        Top { n, heap: BinaryHeap::new(), count: 0 }
+    }
+
+    fn push(&mut self, v: T) {
+        self.count += 1;
+        if self.n == 0 || (self.heap.len() == self.n && self.heap.peek().is_some_and(|Reverse(min)| v <= *min)) {
+            return;
+        }
+        self.heap.push(Reverse(v));
+        if self.heap.len() > self.n {
+            self.heap.pop();
+        }
+    }
+
+    fn sorted(self) -> Vec<T> {
+        self.heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect()
+    }
+}
+
+/// A listed directory: (|change|, new dir, old dir, old size, new size).
+type DirRow = (u64, u32, u32, u64, u64);
+/// An added or removed entry: (size, its directory, entry).
+type EntryRow = (u64, u32, u32);
+
+/// What the report shows.
+struct Report {
+    grown: Vec<DirRow>,
+    shrunk: Vec<DirRow>,
+    added: Vec<EntryRow>,
+    removed: Vec<EntryRow>,
+    n_grown: u64,
+    n_shrunk: u64,
+    n_added: u64,
+    n_removed: u64,
+}
+
+fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
+    let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
+    let (mut grown, mut shrunk) = (Top::new(args.top), Top::new(args.top));
+    let (mut added, mut removed) = (Top::new(args.top), Top::new(args.top));
+    let min = args.min_change;
+    diff::walk(a, old, new, m, &mut |e| match e {
+        Event::Dirs { old_dir, new_dir, old_size, new_size, listed: true } => {
+            if new_size >= old_size.saturating_add(min) {
+                grown.push((new_size - old_size, new_dir, old_dir, old_size, new_size));
+            } else if old_size >= new_size.saturating_add(min) {
+                shrunk.push((old_size - new_size, new_dir, old_dir, old_size, new_size));
+            }
+        }
+        Event::Added { dir, id, size } if size >= min => added.push((size, dir, id)),
+        Event::Removed { dir, id, size } if size >= min => removed.push((size, dir, id)),
+        _ => {}
+    });
+    Report {
+        n_grown: grown.count,
+        n_shrunk: shrunk.count,
+        n_added: added.count,
+        n_removed: removed.count,
+        grown: grown.sorted(),
+        shrunk: shrunk.sorted(),
+        added: added.sorted(),
+        removed: removed.sorted(),
+    }
+}
+
+fn size_text(n: u64, args: &DiffArgs) -> String {
+    if args.bytes {
+        n.to_string()
+    } else {
+        format_size(n, Scale::human(!args.si))
+    }
+}
+
+fn signed_text(old: u64, new: u64, args: &DiffArgs) -> String {
+    if new >= old {
+        format!("+{}", size_text(new - old, args))
+    } else {
+        format!("-{}", size_text(old - new, args))
+    }
+}
+
+fn kind_word(a: &Arena, id: u32) -> &'static str {
+    match a.kind(id) {
+        arena::KIND_DIR => "dir",
+        arena::KIND_SYMLINK => "symlink",
+        arena::KIND_OTHER => "other",
+        _ => "file",
+    }
+}
+
+fn shown(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).escape_debug().to_string()
+}
+
+fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> io::Result<()> {
+    let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
+    let what = if args.apparent { "apparent size" } else { "disk usage" };
+    let (o, n) = (diff::dir_size(a, sides[0].root, m), diff::dir_size(a, sides[1].root, m));
+    writeln!(out, "old  {:>12}  {} ({})", size_text(o, args), shown(&a.dir_name(sides[0].root)), sides[0].source)?;
+    writeln!(out, "new  {:>12}  {} ({})", size_text(n, args), shown(&a.dir_name(sides[1].root)), sides[1].source)?;
+    writeln!(out, "change {:>10}  ({what})", signed_text(o, n, args))?;
+    for (title, rows, count) in [("grew", &r.grown, r.n_grown), ("shrank", &r.shrunk, r.n_shrunk)] {
+        if rows.is_empty() {
+            continue;
+        }
+        writeln!(out, "directories that {title} ({count} listed by the rule in --help):")?;
+        for &(_, nd, _, os, ns) in rows.iter() {
+            let from_to = format!("{} -> {}", size_text(os, args), size_text(ns, args));
+            writeln!(out, "  {:>12}  {}  ({from_to})", signed_text(os, ns, args), shown(&diff::rel_dir_path(a, nd)))?;
+        }
+    }
+    for (title, sign, rows, count) in [("added", '+', &r.added, r.n_added), ("removed", '-', &r.removed, r.n_removed)] {
+        if rows.is_empty() {
+            continue;
+        }
+        writeln!(out, "{title} ({count} {}):", if count == 1 { "entry" } else { "entries" })?;
+        for &(size, dir, id) in rows.iter() {
+            let path = diff::rel_child_path(a, dir, id);
+            let slash = if a.kind(id) == arena::KIND_DIR { "/" } else { "" };
+            let signed = format!("{sign}{}", size_text(size, args));
+            writeln!(out, "  {signed:>12}  {}{slash}", shown(&path))?;
+        }
+    }
+    Ok(())
+}
+
+fn json_report(a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> String {
+    let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
+    let mut o = format!(
+        "{{\"format\":\"dfdu-diff-report\",\"version\":{DIFF_VERSION},\"measure\":\"{}\",\"min_change_bytes\":{}",
+        if args.apparent { "apparent" } else { "disk" },
+        args.min_change
+    );
+    let mut sizes = [0u64; 2];
+    for (k, side) in sides.iter().enumerate() {
+        let (disk, app, items) = a.dir_totals(side.root);
+        sizes[k] = diff::dir_size(a, side.root, m);
+        o.push_str(if k == 0 { ",\"old\":{\"path\":" } else { ",\"new\":{\"path\":" });
+        json_str(&mut o, &a.dir_name(side.root));
+        o.push_str(",\"source\":");
+        json_str(&mut o, side.source.as_bytes());
+        o.push_str(&format!(",\"disk_bytes\":{disk},\"apparent_bytes\":{app},\"entries\":{}}}", items + 1));
+    }
+    o.push_str(&format!(",\"change_bytes\":{}", sizes[1] as i128 - sizes[0] as i128));
+    for (key, rows, count) in [("grew", &r.grown, r.n_grown), ("shrank", &r.shrunk, r.n_shrunk)] {
+        o.push_str(&format!(",\"{key}_count\":{count},\"{key}\":["));
+        for (k, &(_, nd, _, os, ns)) in rows.iter().enumerate() {
+            o.push_str(if k > 0 { ",{\"path\":" } else { "{\"path\":" });
+            json_str(&mut o, &diff::rel_dir_path(a, nd));
+            o.push_str(&format!(
+                ",\"old_bytes\":{os},\"new_bytes\":{ns},\"change_bytes\":{}}}",
+                ns as i128 - os as i128
+            ));
+        }
+        o.push(']');
+    }
+    for (key, rows, count) in [("added", &r.added, r.n_added), ("removed", &r.removed, r.n_removed)] {
+        o.push_str(&format!(",\"{key}_count\":{count},\"{key}\":["));
+        for (k, &(size, dir, id)) in rows.iter().enumerate() {
+            o.push_str(if k > 0 { ",{\"path\":" } else { "{\"path\":" });
+            json_str(&mut o, &diff::rel_child_path(a, dir, id));
+            o.push_str(&format!(",\"kind\":\"{}\",\"bytes\":{size}}}", kind_word(a, id)));
+        }
+        o.push(']');
+    }
+    o.push_str("}\n");
+    o
+}
+
+/// Runs `dfdu diff`; returns the exit status.
+pub fn run<R: Reader>(args: &DiffArgs, threads: usize, fd_budget: usize) -> i32 {
+    let arena = Arena::new();
+    let mut sides = Vec::new();
+    for what in [&args.old, &args.new] {
+        match load::<R>(what, &arena, args, threads, fd_budget) {
+            Ok(s) => sides.push(s),
+            Err(e) => {
+                eprintln!("{} diff: {e}", args.prog);
+                return 1;
+            }
+        }
+    }
+    if let Some(full) = arena.full() {
+        eprintln!("{} diff: the trees are too large for one arena ({full:?})", args.prog);
+        return 1;
+    }
+    let (old, new) = (&sides[0], &sides[1]);
+    let r = compare(&arena, old.root, new.root, args);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let written = if args.json {
+        out.write_all(json_report(&arena, [old, new], &r, args).as_bytes())
+    } else {
+        print_text(&mut out, &arena, [old, new], &r, args)
+    };
+    if written.and_then(|_| out.flush()).is_err() {
+        return 1;
+    }
+    let errors = errors_below(&arena, old.root) + errors_below(&arena, new.root);
+    if errors > 0 {
+        eprintln!("{}: {errors} entries could not be read", args.prog);
+        return 1;
+    }
+    0
+}
