@@ -274,14 +274,17 @@ fn delete_through_a_bind_mount_of_an_ancestor_removes_nothing() {
     assert_eq!(listing(&t.dir), before, "nothing on disk changed");
     assert!(is_mounted(&bl.join("sub")), "the bind mount is still there");
 
-    // Inside the loop, `sub/file` is `bl/file` itself: never deleted through the loop.
+    // The scan marked `sub` as a loop (`^`) and did not enter it, so nothing inside it can
+    // be selected: `sub/file` would be `bl/file` itself. Delete's own loop check, for a tree
+    // that changed after the scan, is covered by the unit tests in `browse/delete.rs`.
     term.keys(&["Escape"]);
+    let s = term.wait_for("/sub");
+    let row = s.lines().find(|l| l.trim_end().ends_with("/sub")).unwrap_or_default();
+    assert!(row.contains('^'), "sub is marked as a loop:\n{s}");
     term.select("/sub");
     term.keys(&["Enter"]);
-    term.wait_for(&format!("{}/sub ", bl.display()));
-    term.ask_delete("file");
-    let done = term.confirm();
-    assert!(done.contains("directory loop") && done.contains("1 failed"), "{done}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!term.names().iter().any(|n| n == "file"), "the loop was entered:\n{}", term.screen());
     assert_eq!(listing(&t.dir), before, "nothing on disk changed");
 }
 
