@@ -239,7 +239,7 @@ mod tests {
             if kind == arena::KIND_DIR {
                 dirs.push(a.new_dir(first + k as u32, dir, 0, 0).unwrap());
             } else {
-                a.add_up(dir, size, size, 1);
+                a.add_here(dir, size, size, 1);
             }
         }
         a.publish_children(dir, first, kids.len() as u32);
