@@ -290,8 +290,7 @@ impl<W: Write> Run<'_, W> {
     fn walk(&mut self, sink: &Records, prior: &HashSet<(u64, u64)>, mut path: Vec<u8>) {
         // With -L a directory is listed under whichever name the scan met first: wait for
         // the whole scan, then follow the claims.
-        let claims: HashMap<(u64, u64), u32> =
-            if self.o.deref == Deref::All { sink.claims() } else { HashMap::new() };
+        let claims: HashMap<(u64, u64), u32> = if self.o.deref == Deref::All { sink.claims() } else { HashMap::new() };
         let mut stack: Vec<Frame> = Vec::new();
         self.enter(sink, &mut stack, 0, 0, &path, 0);
         while let Some(top) = stack.last_mut() {
@@ -312,11 +311,9 @@ impl<W: Write> Run<'_, W> {
                             }
                         };
                         push_name(&mut path, top.items.name(&it));
-                        if self.hash_all && self.dedup() {
-                            if !self.first(prior, sink.key(rec)) {
-                                path.truncate(parent_len);
-                                continue;
-                            }
+                        if self.hash_all && self.dedup() && !self.first(prior, sink.key(rec)) {
+                            path.truncate(parent_len);
+                            continue;
                         }
                         self.enter(sink, &mut stack, rec, depth, &path, parent_len);
                     }
