@@ -37,6 +37,7 @@ const TABLES: &[(&str, Table)] = &[
     ("big_dir_12k", big_12k_cases),
     ("big_dir_25k", big_25k_cases),
     ("big_dir_100k", big_100k_cases),
+    ("streaming_order", streaming_cases),
     ("deeper_than_path_max", deep_cases),
     ("unreadable_as_nobody", nobody_cases),
     ("tmpfs_one_file_system", tmpfs_cases),
@@ -1219,6 +1220,69 @@ fn big_dir_100k() {
 
 fn big_100k_cases() -> Vec<Case> {
     cases(&["-a", "", "-s --inodes", "-a -l big"])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming: dfdu prints while it scans, so the workers finish directories out of GNU order.
+// A big early subtree (with a 12,000-entry directory sorted by inode) and many small later
+// directories are hard-linked to each other both ways, so which path is charged depends on
+// the order the lines come out in, not on which worker got there first; plus overlapping
+// arguments and -L through symlinks into both parts.
+
+#[test]
+fn streaming_order() {
+    let mut checker = Checker::new("streaming_order");
+    let scratch = Scratch::new("streaming_order");
+    let root = scratch.subdir("tree");
+    let mut tree: Vec<String> = Vec::new();
+    for i in 0..8 {
+        for j in 0..5 {
+            for k in 0..30 {
+                tree.push(format!("f deep/d{i}/s{j}/f{k} {}", 100 + 37 * (i * 150 + j * 30 + k)));
+            }
+        }
+    }
+    for i in 0..20 {
+        tree.push(format!("f s{i:02}/f {}", 4096 * (i + 1)));
+        tree.push(format!("h s{i:02}/link deep/d{}/s{}/f{}", i % 8, i % 5, i));
+        tree.push(format!("h deep/d{}/s4/back{i} s{i:02}/f", 7 - i % 8));
+    }
+    tree.push("s s01/to-deep ../deep/d2".into());
+    tree.push("s deep/d6/to-small ../../s03".into());
+    let tree: Vec<&str> = tree.iter().map(String::as_str).collect();
+    build(&root, &tree);
+    build_many(&root.join("deep/d3/wide"), 12_000, 3000);
+    build(
+        &root,
+        &[
+            "h deep/d3/wide/zz-out deep/d0/s0/f1",
+            "h s05/wide-link deep/d3/wide/d002999/inner",
+            "h deep/d3/wide/aa-small s07/f",
+        ],
+    );
+    checker.run(&root, &streaming_cases());
+    checker.finish();
+}
+
+fn streaming_cases() -> Vec<Case> {
+    cases(&[
+        "",
+        "-a",
+        "-s",
+        "-a --inodes",
+        "-a -L",
+        "-L",
+        "-sL",
+        "-a -d2",
+        "-a --time",
+        "-a deep s03 deep/d2",
+        "-a s05 deep",
+        "-a deep/d3 deep",
+        "-a deep deep/d3/wide",
+        "-aL s01 deep",
+        "-a -l",
+        "-c s07 deep/d3/wide",
+    ])
 }
 
 // ---------------------------------------------------------------------------------------------

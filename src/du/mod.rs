@@ -1,14 +1,17 @@
-//! The GNU du drop-in: runs the scanner on each argument, then walks what it recorded
-//! in exactly the order GNU du's fts traversal would (readdir order; batches of up to
-//! 100,000 entries sorted by inode number when a batch holds more than 10,000), so hard
-//! links are charged to the same path, errors come out in the same order, and every
-//! line is byte-for-byte what du prints.
+//! The GNU du drop-in: runs the scanner on each argument and, at the same time, walks what
+//! it records in exactly the order GNU du's fts traversal would (readdir order; batches of
+//! up to 100,000 entries sorted by inode number when a batch holds more than 10,000), so
+//! hard links are charged to the same path, errors come out in the same order, and every
+//! line is byte-for-byte what du prints. A directory's lines go out as soon as everything
+//! before them in that order is known, and its items are dropped once printed.
 
 pub mod cli;
 pub mod records;
 
 use crate::du::cli::{Deref, DuOptions};
-use crate::du::records::{ItemKind, Keep, Records, Tree, REC_MOVED, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE};
+use crate::du::records::{
+    DirItems, DirRec, ItemKind, Keep, Records, REC_MOVED, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
+};
 use crate::meta::os_bytes;
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::text::quote::{quoteaf, quotef};
@@ -281,13 +284,16 @@ impl<W: Write> Run<'_, W> {
         }
         let empty = HashSet::new();
         let dedup_seen = self.hash_all && self.dedup();
+        // The scan reads the entries counted under earlier arguments while the ordered
+        // pass adds this argument's to `self.seen`; they are merged when both are done.
+        let prior = std::mem::take(&mut self.seen);
         let walk = Walk {
             threads: self.threads,
             follow_all: o.deref == Deref::All,
             follow_root,
             one_fs_dev: o.one_fs.then_some(meta.dev),
             exclude: (!o.exclude.is_empty()).then_some(&o.exclude),
-            seen_before: if dedup_seen { &self.seen } else { &empty },
+            seen_before: if dedup_seen { &prior } else { &empty },
             claim_dirs: self.dedup(),
             fd_budget: self.fd_budget,
             check_moved: o.deref != Deref::All,
@@ -303,56 +309,66 @@ impl<W: Write> Run<'_, W> {
             fold_links: self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All,
         };
         let sink = Records::new(keep, &meta);
-        scan::scan::<R, Records>(&walk, &sink, &cpath, &meta);
-        let mut tree = sink.into_tree();
-        if tree.overflow {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                /// Closes the sink even if the scan unwinds, so the ordered pass ends.
+                struct Close<'a>(&'a Records);
+                impl Drop for Close<'_> {
+                    fn drop(&mut self) {
+                        self.0.close();
+                    }
+                }
+                let _close = Close(&sink);
+                scan::scan::<R, Records>(&walk, &sink, &cpath, &meta);
+            });
+            self.walk(&sink, &prior, path.clone());
+        });
+        let rest = sink.into_rest();
+        if rest.overflow {
             self.error(format_args!("{}: too many entries for one scan", quotef(&path)));
         }
-        sort_items(&mut tree);
-        self.walk(&tree, path);
+        let mut seen = prior;
+        if seen.len() < self.seen.len() {
+            std::mem::swap(&mut seen, &mut self.seen);
+        }
+        seen.extend(self.seen.drain());
+        self.seen = seen;
         if self.hash_all && self.dedup() {
-            self.seen.extend(tree.inodes.iter().copied());
+            self.seen.extend(rest.inodes);
         }
     }
 
-    /// The ordered pass over one argument's tree: GNU's `process_file` for every entry,
-    /// with an explicit stack instead of recursion.
-    fn walk(&mut self, tree: &Tree, mut path: Vec<u8>) {
-        struct Frame {
-            rec: u32,
-            next: usize,
-            end: usize,
-            depth: u64,
-            path_len: usize,
-            ent: Acc,
-            sub: Acc,
+    /// Whether (dev, ino) is met for the first time (this argument's pass or an earlier one).
+    fn first(&mut self, prior: &HashSet<(u64, u64)>, key: (u64, u64)) -> bool {
+        !prior.contains(&key) && self.seen.insert(key)
+    }
+
+    /// Starts directory `rec` of the ordered pass (waiting for the scan to have it all).
+    fn enter(&mut self, sink: &Records, stack: &mut Vec<Frame>, rec: u32, depth: u64, path: &[u8], path_len: usize) {
+        let (view, mut items) = sink.enter(rec);
+        let r = view.rec;
+        if r.flags & REC_UNREADABLE != 0 {
+            self.error(format_args!("cannot read directory {}: {}", quoteaf(path), Self::errno_text(Errno(r.errno))));
         }
-        let claims: HashMap<(u64, u64), u32> = tree.claims.iter().copied().collect();
+        sort_items(&r, &mut items);
+        let ent = Acc { bytes: r.files_bytes, count: r.files_count, time: view.files_time };
+        self.total.add(&ent);
+        stack.push(Frame { rec, items, next: 0, depth, path_len, ent, sub: Acc::default() });
+    }
+
+    /// The ordered pass over one argument's tree: GNU's `process_file` for every entry,
+    /// with an explicit stack instead of recursion. It runs while the scan goes on.
+    fn walk(&mut self, sink: &Records, prior: &HashSet<(u64, u64)>, mut path: Vec<u8>) {
+        // With -L a directory is listed under whichever name the scan met first: wait for
+        // the whole scan, then follow the claims.
+        let claims: HashMap<(u64, u64), u32> = if self.o.deref == Deref::All { sink.claims() } else { HashMap::new() };
         let mut stack: Vec<Frame> = Vec::new();
-        let enter = |run: &mut Self, stack: &mut Vec<Frame>, rec: u32, depth: u64, path: &[u8], path_len: usize| {
-            let r = &tree.recs[rec as usize];
-            if r.flags & REC_UNREADABLE != 0 {
-                run.error(format_args!(
-                    "cannot read directory {}: {}",
-                    quoteaf(path),
-                    Self::errno_text(Errno(r.errno))
-                ));
-            }
-            let (lo, hi) = item_range(tree, rec);
-            let ent = Acc {
-                bytes: r.files_bytes,
-                count: r.files_count,
-                time: tree.times.as_ref().map_or(Timespec::MIN, |t| t.recs[rec as usize].1),
-            };
-            run.total.add(&ent);
-            stack.push(Frame { rec, next: lo, end: hi, depth, path_len, ent, sub: Acc::default() });
-        };
-        enter(self, &mut stack, 0, 0, &path, 0);
+        self.enter(sink, &mut stack, 0, 0, &path, 0);
         while let Some(top) = stack.last_mut() {
-            if top.next < top.end {
+            if top.next < top.items.items.len() {
                 let i = top.next;
                 top.next += 1;
-                let it = &tree.items[i];
+                let it = top.items.items[i];
                 let depth = top.depth + 1;
                 let parent_len = path.len();
                 match it.kind {
@@ -365,32 +381,36 @@ impl<W: Write> Run<'_, W> {
                                 None => continue,
                             }
                         };
-                        let r = &tree.recs[rec as usize];
-                        if self.hash_all && self.dedup() && !self.seen.insert((r.dev, r.ino)) {
+                        push_name(&mut path, top.items.name(&it));
+                        if self.hash_all && self.dedup() && !self.first(prior, sink.key(rec)) {
+                            path.truncate(parent_len);
                             continue;
                         }
-                        push_name(&mut path, tree.name(it));
-                        enter(self, &mut stack, rec, depth, &path, parent_len);
+                        self.enter(sink, &mut stack, rec, depth, &path, parent_len);
                     }
                     ItemKind::Candidate => {
-                        if self.dedup() && !self.seen.insert((it.dev, it.ino)) {
+                        if self.dedup() && !self.first(prior, (it.dev, it.ino)) {
                             continue;
                         }
-                        let acc = Acc { bytes: it.size_bytes, count: 1, time: item_time(tree, i) };
+                        let acc = Acc { bytes: it.size_bytes, count: 1, time: top.items.time(i) };
                         top.ent.add(&acc);
                         self.total.add(&acc);
                         if self.o.all && depth <= self.o.max_depth {
-                            self.print_child(&acc, &mut path, tree.name(it), depth);
+                            push_name(&mut path, top.items.name(&it));
+                            self.print_if(&acc, &path, depth);
+                            path.truncate(parent_len);
                         }
                     }
                     ItemKind::File => {
                         if depth <= self.o.max_depth {
-                            let acc = Acc { bytes: it.size_bytes, count: 1, time: item_time(tree, i) };
-                            self.print_child(&acc, &mut path, tree.name(it), depth);
+                            let acc = Acc { bytes: it.size_bytes, count: 1, time: top.items.time(i) };
+                            push_name(&mut path, top.items.name(&it));
+                            self.print_if(&acc, &path, depth);
+                            path.truncate(parent_len);
                         }
                     }
                     ItemKind::NoAccess => {
-                        push_name(&mut path, tree.name(it));
+                        push_name(&mut path, top.items.name(&it));
                         let msg = cannot_access(&path, Errno(it.target as i32));
                         path.truncate(parent_len);
                         self.error(format_args!("{msg}"));
@@ -399,15 +419,16 @@ impl<W: Write> Run<'_, W> {
                 continue;
             }
             let f = stack.pop().expect("loop runs while the stack is not empty");
-            let r = &tree.recs[f.rec as usize];
+            drop(f.items);
+            let view = sink.leave(f.rec);
+            let r = view.rec;
             if r.flags & REC_MOVED != 0 {
                 // GNU fts finds the parent gone when it climbs back out ("disinformation":
                 // ENOENT) and stops this argument: no line for it or its ancestors.
                 self.error(format_args!("fts_read failed: {}: {}", quotef(&path), Self::errno_text(Errno::NOENT)));
                 return;
             }
-            let self_time = tree.times.as_ref().map_or(Timespec::MIN, |t| t.recs[f.rec as usize].0);
-            let me = Acc { bytes: r.self_bytes, count: 1, time: self_time };
+            let me = Acc { bytes: r.self_bytes, count: 1, time: view.self_time };
             self.total.add(&me);
             if r.flags & REC_PARTIAL != 0 {
                 self.error(format_args!("{}: {}", quotef(&path), Self::errno_text(Errno(r.errno))));
@@ -427,13 +448,6 @@ impl<W: Write> Run<'_, W> {
             self.print_if(&shown, &path, f.depth);
             path.truncate(f.path_len);
         }
-    }
-
-    fn print_child(&mut self, acc: &Acc, path: &mut Vec<u8>, name: &[u8], depth: u64) {
-        let len = path.len();
-        push_name(path, name);
-        self.print_if(acc, path, depth);
-        path.truncate(len);
     }
 
     /// Prints a line when `depth` is within --max-depth and the threshold lets it through.
@@ -481,39 +495,39 @@ impl<W: Write> Run<'_, W> {
     }
 }
 
-fn item_time(tree: &Tree, i: usize) -> Timespec {
-    tree.times.as_ref().map_or(Timespec::MIN, |t| t.items[i])
+/// One directory of the ordered pass.
+struct Frame {
+    rec: u32,
+    items: DirItems,
+    next: usize,
+    depth: u64,
+    path_len: usize,
+    ent: Acc,
+    sub: Acc,
 }
 
-/// The items of directory `rec` (they are sorted by directory).
-fn item_range(tree: &Tree, rec: u32) -> (usize, usize) {
-    let lo = tree.items.partition_point(|it| it.dir < rec);
-    let hi = lo + tree.items[lo..].partition_point(|it| it.dir == rec);
-    (lo, hi)
-}
-
-/// Puts items in fts order: by directory, then by listing position, except that a batch
-/// of more than 10,000 entries is sorted by inode number where the file system calls for it.
-fn sort_items(tree: &mut Tree) {
-    let recs = &tree.recs;
-    let key = |it: &records::Item| -> (u32, u32, u64, u32) {
-        let r = &recs[it.dir as usize];
+/// Puts a directory's items in fts order: by listing position, except that a batch of
+/// more than 10,000 entries is sorted by inode number where the file system calls for it.
+fn sort_items(r: &DirRec, d: &mut DirItems) {
+    let key = |it: &records::Item| -> (u32, u64, u32) {
         let batch = it.idx / FTS_BATCH_ENTRIES;
         let batch_len = r.n_entries.saturating_sub(batch * FTS_BATCH_ENTRIES).min(FTS_BATCH_ENTRIES);
         if r.flags & REC_SORT_BY_INODE != 0 && batch_len > FTS_SORT_THRESHOLD {
-            (it.dir, batch, it.ino, it.idx)
+            (batch, it.ino, it.idx)
         } else {
-            (it.dir, batch, it.idx as u64, 0)
+            (batch, it.idx as u64, 0)
         }
     };
-    match tree.times.as_mut() {
-        None => tree.items.sort_unstable_by_key(key),
-        Some(times) => {
-            let mut order: Vec<usize> = (0..tree.items.len()).collect();
-            order.sort_unstable_by_key(|&i| key(&tree.items[i]));
-            tree.items = order.iter().map(|&i| tree.items[i]).collect();
-            times.items = order.iter().map(|&i| times.items[i]).collect();
-        }
+    if d.items.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+        return;
+    }
+    if d.times.is_empty() {
+        d.items.sort_unstable_by_key(key);
+    } else {
+        let mut order: Vec<usize> = (0..d.items.len()).collect();
+        order.sort_unstable_by_key(|&i| key(&d.items[i]));
+        d.items = order.iter().map(|&i| d.items[i]).collect();
+        d.times = order.iter().map(|&i| d.times[i]).collect();
     }
 }
 

@@ -1,12 +1,14 @@
 //! du's sink: one small record per directory (sizes of its plain files folded in) plus
 //! the few entries that must be looked at again in traversal order — subdirectories,
-//! hard-link candidates, errors, and every file only when `-a` prints files. Memory is
-//! proportional to what du prints, not to the tree.
+//! hard-link candidates, errors, and every file only when `-a` prints files. Those items
+//! wait per directory until du's ordered pass, which runs while the scan goes on, takes
+//! them (`Records::enter`): memory follows what is found but not yet printed, not the tree.
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::walk::scan::{Child, Listed, Measure, Pos, Seen, Sink, TimeKind};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// What an item stands for.
@@ -25,11 +27,9 @@ pub enum ItemKind {
     NoAccess,
 }
 
-/// One entry kept for the ordered pass. 48 bytes.
+/// One entry kept for the ordered pass (it waits in its directory's `DirItems`). 40 bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Item {
-    /// The directory record it lives in.
-    pub dir: u32,
     /// Position in the directory listing (readdir order).
     pub idx: u32,
     /// Listing inode for directories and errors (the sort key), stat'ed inode for files.
@@ -42,7 +42,7 @@ pub struct Item {
     pub kind: ItemKind,
     pub target: u32,
 }
-const _: () = assert!(std::mem::size_of::<Item>() == 48);
+const _: () = assert!(std::mem::size_of::<Item>() == 40);
 
 /// Record flags.
 pub const REC_SORT_BY_INODE: u8 = 1;
@@ -50,6 +50,12 @@ pub const REC_UNREADABLE: u8 = 2;
 pub const REC_PARTIAL: u8 = 4;
 /// Moved away from its parent while it was being scanned (`Sink::moved`).
 pub const REC_MOVED: u8 = 8;
+/// Every item of the directory is in (`Sink::written`).
+const REC_WRITTEN: u8 = 16;
+/// Its whole subtree is scanned, so `REC_MOVED` is final (`Sink::finished`).
+const REC_FINISHED: u8 = 32;
+/// It could not be opened (`Sink::unreadable`): nothing more will come for it.
+const REC_GONE: u8 = 64;
 
 /// One directory. Sums cover the plain (non-candidate) files directly inside it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,35 +70,89 @@ pub struct DirRec {
     pub flags: u8,
 }
 
-/// Times per record / item, only when `--time` asked for them.
+/// The items of one directory, in the order they were committed.
 #[derive(Default)]
-pub struct Times {
-    /// (the directory's own time, newest plain file directly inside).
-    pub recs: Vec<(Timespec, Timespec)>,
-    pub items: Vec<Timespec>,
-}
-
-/// Everything one scan leaves behind.
-#[derive(Default)]
-pub struct Tree {
-    pub recs: Vec<DirRec>,
+pub struct DirItems {
     pub items: Vec<Item>,
+    /// Names, at `Item::name_off`.
     pub names: Vec<u8>,
-    pub times: Option<Times>,
-    /// (dev, ino) of every counted entry, when `collect_inodes`, and of the multiply-
-    /// linked files counted with `fold_links`.
-    pub inodes: Vec<(u64, u64)>,
-    /// With `-L`: the record holding each directory claimed during the scan.
-    pub claims: Vec<((u64, u64), u32)>,
-    /// Set when the tree outgrew 32-bit ids or name offsets.
-    pub overflow: bool,
+    /// One per item, only when `--time` asked for times.
+    pub times: Vec<Timespec>,
 }
 
-impl Tree {
+impl DirItems {
     pub fn name(&self, item: &Item) -> &[u8] {
         let off = item.name_off as usize;
         &self.names[off..off + item.name_len as usize]
     }
+
+    pub fn time(&self, i: usize) -> Timespec {
+        self.times.get(i).copied().unwrap_or(Timespec::MIN)
+    }
+}
+
+/// A directory as the ordered pass sees it.
+#[derive(Clone, Copy)]
+pub struct RecView {
+    pub rec: DirRec,
+    /// The directory's own time and the newest plain file directly inside it (`--time`).
+    pub self_time: Timespec,
+    pub files_time: Timespec,
+}
+
+/// A directory between its discovery and the moment the ordered pass leaves it. Small:
+/// the directories in flight are many when the workers are far ahead.
+#[derive(Default)]
+struct Slot {
+    rec: DirRec,
+    extra: Option<Box<Extra>>,
+}
+
+/// What only some directories have.
+#[derive(Default)]
+struct Extra {
+    /// Its own time and the newest plain file directly inside (`--time`).
+    times: (Timespec, Timespec),
+    /// Items not yet taken by the ordered pass.
+    items: DirItems,
+}
+
+impl Slot {
+    fn new(rec: DirRec, time: Option<Timespec>) -> Slot {
+        Slot { rec, extra: time.map(|t| Box::new(Extra { times: (t, Timespec::MIN), items: DirItems::default() })) }
+    }
+
+    fn times(&self) -> (Timespec, Timespec) {
+        self.extra.as_ref().map_or((Timespec::MIN, Timespec::MIN), |e| e.times)
+    }
+
+    fn extra(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+}
+
+/// What the scan built; the ordered pass takes directories out as it goes, so only those
+/// in flight are held.
+#[derive(Default)]
+struct Tree {
+    slots: HashMap<u32, Slot>,
+    /// Records handed out so far (the next id).
+    next_id: u64,
+    /// (dev, ino) of every counted entry, when `collect_inodes`, and of the multiply-
+    /// linked files counted with `fold_links`.
+    inodes: Vec<(u64, u64)>,
+    /// With `-L`: the record holding each directory claimed during the scan.
+    claims: Vec<((u64, u64), u32)>,
+    /// Set when the tree outgrew 32-bit ids.
+    overflow: bool,
+    /// The scan has returned: nothing more will come.
+    done: bool,
+}
+
+/// What is left once the scan and the ordered pass are over.
+pub struct Rest {
+    pub inodes: Vec<(u64, u64)>,
+    pub overflow: bool,
 }
 
 /// What du keeps, and how.
@@ -113,9 +173,17 @@ pub struct Keep {
     pub fold_links: bool,
 }
 
+/// Bytes of items waiting for the ordered pass above which workers wait for it (only
+/// while it is not itself waiting for them, so neither side can stall the other).
+const PENDING_BUDGET: usize = 4 << 20;
+
 /// The du sink: a `Tree` behind one lock, taken once per directory or chunk.
 pub struct Records {
     keep: Keep,
+    /// Bytes of items committed and not yet taken by the ordered pass.
+    pending_bytes: AtomicUsize,
+    /// The ordered pass is waiting for the scan.
+    consumer_waits: AtomicBool,
     tree: Mutex<Tree>,
     /// (dev, ino) counted so far, with `fold_links`.
     folded: Mutex<HashSet<(u64, u64)>>,
@@ -133,6 +201,11 @@ pub struct Local {
     files_count: u64,
     files_tmax: Option<Timespec>,
     inodes: Vec<(u64, u64)>,
+}
+
+/// What `DirItems` counts for in `Records::pending_bytes`.
+fn pending_cost(d: &DirItems) -> usize {
+    d.items.len() * std::mem::size_of::<Item>() + d.names.len() + d.times.len() * 16
 }
 
 #[inline]
@@ -155,24 +228,99 @@ pub fn time_of(meta: &Meta, t: Option<TimeKind>) -> Timespec {
 impl Records {
     /// A sink whose record 0 is the argument `root`.
     pub fn new(keep: Keep, root: &Meta) -> Records {
-        let mut tree = Tree::default();
-        if keep.time.is_some() {
-            tree.times = Some(Times { recs: vec![(time_of(root, keep.time), Timespec::MIN)], items: Vec::new() });
+        let mut tree = Tree { next_id: 1, ..Tree::default() };
+        let rec = DirRec { dev: root.dev, ino: root.ino, self_bytes: measure(root, keep.measure), ..DirRec::default() };
+        tree.slots.insert(0, Slot::new(rec, keep.time.map(|_| time_of(root, keep.time))));
+        Records {
+            keep,
+            pending_bytes: AtomicUsize::new(0),
+            consumer_waits: AtomicBool::new(false),
+            tree: Mutex::new(tree),
+            folded: Mutex::new(HashSet::new()),
         }
-        tree.recs.push(DirRec {
-            dev: root.dev,
-            ino: root.ino,
-            self_bytes: measure(root, keep.measure),
-            ..DirRec::default()
-        });
-        Records { keep, tree: Mutex::new(tree), folded: Mutex::new(HashSet::new()) }
     }
 
-    pub fn into_tree(self) -> Tree {
-        let mut tree = self.tree.into_inner().unwrap();
-        tree.claims.sort_unstable();
-        tree.inodes.extend(self.folded.into_inner().unwrap());
-        tree
+    /// Says that the scan has returned (also when it panicked): the ordered pass stops
+    /// waiting for directories that will never come.
+    pub fn close(&self) {
+        self.tree.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+    }
+
+    /// Waits until `ready` holds for record `rec` or the scan is over, then runs `take`
+    /// under the lock. The ordered pass polls: workers pay nothing for waking it, and it
+    /// never lags more than a moment behind them.
+    fn wait_for<T>(&self, rec: u32, ready: u8, take: impl FnOnce(&mut Tree) -> T) -> T {
+        loop {
+            {
+                let mut tree = self.tree.lock().unwrap_or_else(|e| e.into_inner());
+                if tree.done || tree.slots.get(&rec).is_some_and(|s| s.rec.flags & ready != 0) {
+                    self.consumer_waits.store(false, Ordering::Relaxed);
+                    return take(&mut tree);
+                }
+            }
+            self.consumer_waits.store(true, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    fn view(slot: Option<&Slot>) -> RecView {
+        let (rec, (self_time, files_time)) =
+            slot.map_or((DirRec::default(), (Timespec::MIN, Timespec::MIN)), |s| (s.rec, s.times()));
+        RecView { rec, self_time, files_time }
+    }
+
+    /// The ordered pass enters directory `rec`: waits until all its items are in, and
+    /// hands them over (they are no longer kept here).
+    pub fn enter(&self, rec: u32) -> (RecView, DirItems) {
+        self.wait_for(rec, REC_WRITTEN | REC_GONE, |tree| {
+            let slot = tree.slots.get_mut(&rec);
+            let items = slot.and_then(|s| s.extra.as_mut()).map(|e| std::mem::take(&mut e.items)).unwrap_or_default();
+            self.pending_bytes.fetch_sub(pending_cost(&items), Ordering::Relaxed);
+            (Self::view(tree.slots.get(&rec)), items)
+        })
+    }
+
+    /// The ordered pass leaves directory `rec`: waits until its subtree is scanned (so
+    /// whether it moved is known), and forgets it — except with `-L`, where another name
+    /// may lead to it again later in the order (then `Records::key` must still know it).
+    pub fn leave(&self, rec: u32) -> RecView {
+        self.wait_for(rec, REC_FINISHED | REC_GONE, |tree| {
+            if self.keep.claims {
+                Self::view(tree.slots.get(&rec))
+            } else {
+                Self::view(tree.slots.remove(&rec).as_ref())
+            }
+        })
+    }
+
+    /// Waits for the end of the scan; then, with `-L`, the record of each claimed directory.
+    pub fn claims(&self) -> HashMap<(u64, u64), u32> {
+        self.wait_for(u32::MAX, 0, |tree| tree.claims.iter().copied().collect())
+    }
+
+    /// Sets `flags` (and the error) on record `dir`, if it is still held.
+    fn flag(&self, dir: u32, flags: u8, err: Option<Errno>) {
+        let mut tree = self.tree.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = tree.slots.get_mut(&dir) {
+            s.rec.flags |= flags;
+            if let Some(e) = err {
+                s.rec.errno = e.0;
+            }
+        }
+    }
+
+    /// (dev, ino) of directory record `rec`.
+    pub fn key(&self, rec: u32) -> (u64, u64) {
+        let tree = self.tree.lock().unwrap_or_else(|e| e.into_inner());
+        tree.slots.get(&rec).map_or((0, 0), |s| (s.rec.dev, s.rec.ino))
+    }
+
+    /// Once the scan is over.
+    pub fn into_rest(self) -> Rest {
+        let tree = self.tree.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut inodes = tree.inodes;
+        inodes.extend(self.folded.into_inner().unwrap_or_else(|e| e.into_inner()));
+        Rest { inodes, overflow: tree.overflow }
     }
 
     fn push(&self, l: &mut Local, pos: Pos, name: &[u8], kind: ItemKind, target: u32, meta: Option<&Meta>) -> usize {
@@ -186,7 +334,6 @@ impl Records {
             None => (pos.d_ino, 0, 0),
         };
         l.items.push(Item {
-            dir: pos.dir,
             idx: pos.idx,
             ino,
             dev,
@@ -206,6 +353,7 @@ impl Records {
 impl Sink for Records {
     type Local = Local;
     const CONTIGUOUS: bool = false;
+    const ORDERED: bool = true;
 
     fn entry(&self, l: &mut Local, pos: Pos, name: &[u8], seen: Seen) {
         let keep = &self.keep;
@@ -256,19 +404,15 @@ impl Sink for Records {
     fn commit(&self, l: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
         let mut tree = self.tree.lock().unwrap();
         let tree = &mut *tree;
-        let name_base = tree.names.len();
-        if name_base + l.names.len() > u32::MAX as usize || tree.recs.len() + l.subdirs.len() > u32::MAX as usize {
+        if tree.next_id + l.subdirs.len() as u64 > u32::MAX as u64 {
             tree.overflow = true;
             *l = Local::default();
             return;
         }
-        tree.names.extend_from_slice(&l.names);
         for (at, rec, time) in l.subdirs.drain(..) {
-            let id = tree.recs.len() as u32;
-            tree.recs.push(rec);
-            if let Some(t) = tree.times.as_mut() {
-                t.recs.push((time, Timespec::MIN));
-            }
+            let id = tree.next_id as u32;
+            tree.next_id += 1;
+            tree.slots.insert(id, Slot::new(rec, self.keep.time.map(|_| time)));
             l.items[at].target = id;
             let it = &l.items[at];
             let off = it.name_off as usize;
@@ -278,16 +422,31 @@ impl Sink for Records {
                 tree.claims.push(((rec.dev, rec.ino), id));
             }
         }
-        tree.items.extend(l.items.iter().map(|it| Item { name_off: it.name_off + name_base as u32, ..*it }));
-        if let Some(t) = tree.times.as_mut() {
-            t.items.extend_from_slice(&l.item_times);
-            if let Some(m) = l.files_tmax {
-                let slot = &mut t.recs[dir as usize].1;
-                *slot = (*slot).max(m);
+        if !l.items.is_empty() {
+            self.pending_bytes.fetch_add(
+                l.items.len() * std::mem::size_of::<Item>() + l.names.len() + l.item_times.len() * 16,
+                Ordering::Relaxed,
+            );
+            let mine = &mut tree.slots.entry(dir).or_default().extra().items;
+            if mine.items.is_empty() {
+                // The common case, one commit per directory: hand the buffers over whole.
+                std::mem::swap(&mut mine.items, &mut l.items);
+                std::mem::swap(&mut mine.names, &mut l.names);
+                std::mem::swap(&mut mine.times, &mut l.item_times);
+            } else {
+                let name_base = mine.names.len() as u32;
+                mine.names.extend_from_slice(&l.names);
+                mine.items.extend(l.items.iter().map(|it| Item { name_off: it.name_off + name_base, ..*it }));
+                mine.times.extend_from_slice(&l.item_times);
             }
         }
         tree.inodes.extend_from_slice(&l.inodes);
-        let rec = &mut tree.recs[dir as usize];
+        let slot = tree.slots.entry(dir).or_default();
+        if let Some(m) = l.files_tmax {
+            let t = &mut slot.extra().times;
+            t.1 = t.1.max(m);
+        }
+        let rec = &mut slot.rec;
         rec.files_bytes = rec.files_bytes.saturating_add(l.files_bytes);
         rec.files_count += l.files_count;
         if let Some(done) = listed {
@@ -309,14 +468,27 @@ impl Sink for Records {
         l.inodes.clear();
     }
 
+    fn throttle(&self) {
+        while self.pending_bytes.load(Ordering::Relaxed) > PENDING_BUDGET
+            && !self.consumer_waits.load(Ordering::Relaxed)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    fn written(&self, dir: u32) {
+        self.flag(dir, REC_WRITTEN, None);
+    }
+
+    fn finished(&self, dir: u32) {
+        self.flag(dir, REC_FINISHED, None);
+    }
+
     fn moved(&self, dir: u32) {
-        self.tree.lock().unwrap().recs[dir as usize].flags |= REC_MOVED;
+        self.flag(dir, REC_MOVED, None);
     }
 
     fn unreadable(&self, dir: u32, err: Errno) {
-        let mut tree = self.tree.lock().unwrap();
-        let r = &mut tree.recs[dir as usize];
-        r.flags |= REC_UNREADABLE;
-        r.errno = err.0;
+        self.flag(dir, REC_UNREADABLE | REC_GONE, Some(err));
     }
 }

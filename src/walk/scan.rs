@@ -136,12 +136,11 @@ pub enum Seen<'m> {
     Before,
 }
 
-/// Where an entry is: its directory's token, listing position, listing inode, depth of
+/// Where an entry is: its listing position, listing inode, depth of
 /// the directory (the argument is depth 0), and where its name goes in a sink that lays
 /// a directory's names out contiguously.
 #[derive(Clone, Copy, Debug)]
 pub struct Pos {
-    pub dir: u32,
     pub idx: u32,
     pub d_ino: u64,
     pub depth: u32,
@@ -175,6 +174,9 @@ pub trait Sink: Sync {
     type Local: Default + Send + 'static;
     /// Children of one directory need contiguous ids: `listed` must come first.
     const CONTIGUOUS: bool;
+    /// What is committed is consumed in traversal order while the scan runs (du's ordered
+    /// pass): workers keep to the front of that order instead of spreading out.
+    const ORDERED: bool = false;
     /// Files one entry into `local`. A directory the sink wants entered comes back from
     /// the next `commit` as a `Child`.
     fn entry(&self, local: &mut Self::Local, pos: Pos, name: &[u8], seen: Seen);
@@ -187,6 +189,9 @@ pub trait Sink: Sync {
     fn name_cost(_len: usize) -> u64 {
         0
     }
+    /// Called by each worker before each job: a sink consumed while the scan runs may
+    /// hold workers back here until its consumer has caught up.
+    fn throttle(&self) {}
     /// The listing and every chunk of `dir` are committed.
     fn written(&self, _dir: u32) {}
     /// With `Walk::shared`: directory `dir` lies on a file system that can share extents
@@ -200,6 +205,9 @@ pub trait Sink: Sync {
     /// Once `dir`'s whole subtree was scanned, its name in its parent no longer led to it
     /// (renamed or moved away meanwhile; only with `Walk::check_moved`).
     fn moved(&self, _dir: u32) {}
+    /// `dir`'s whole subtree was scanned, and `moved` was called first if it applies
+    /// (only with `Walk::check_moved`).
+    fn finished(&self, _dir: u32) {}
 }
 
 /// An opened directory that jobs may still need.
@@ -422,6 +430,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             self.list_dir(node);
         }
         loop {
+            self.shared.sink.throttle();
             let job = match self.stack.pop() {
                 Some(job) => {
                     self.share();
@@ -443,8 +452,13 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
     }
 
-    /// Moves the older half of the local stack to the shared queue when someone idles.
+    /// Moves the older half of the local stack to the shared queue when someone idles
+    /// (an `ORDERED` sink's worker gives one job instead: see `share_ordered`).
     fn share(&mut self) {
+        if S::ORDERED {
+            self.share_ordered();
+            return;
+        }
         if self.stack.len() < 2 || self.shared.idle_hint.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -457,6 +471,33 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         q.jobs.extend(self.stack.drain(..n));
         drop(q);
         self.shared.wake.notify_all();
+    }
+
+    /// For a sink consumed in traversal order while the scan runs: keeps every worker near
+    /// the front of that order, so little waits to be consumed. The stack's depth only grows
+    /// towards its top (the next job, earliest in order); the job given away is the
+    /// earliest one of its shallowest level — the next subtree this worker would reach
+    /// after everything above it — and never more than one job per idle worker.
+    fn share_ordered(&mut self) {
+        let len = self.stack.len();
+        if len == 0 || self.shared.idle_hint.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let depth = |j: &Job<R::Dir>| match j {
+            Job::Dir { parent, .. } => parent.depth,
+            Job::Chunk { node, .. } | Job::Commit { node, .. } => node.depth,
+        };
+        let d0 = depth(&self.stack[0]);
+        let k = self.stack.iter().position(|j| depth(j) != d0).unwrap_or(len);
+        // Keep the next job when the whole stack is one level.
+        let at = if k == len && len >= 2 { len - 2 } else { k - 1 };
+        let mut q = self.shared.queue.lock().unwrap();
+        if q.jobs.len() >= q.idle.min(SHARED_QUEUE_JOBS) {
+            return;
+        }
+        q.jobs.push(self.stack.remove(at));
+        drop(q);
+        self.shared.wake.notify_one();
     }
 
     fn take_shared(&mut self) -> Option<Job<R::Dir>> {
@@ -554,7 +595,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
         let mut cur = node.clone();
         while cur.subtree.fetch_sub(1, Ordering::AcqRel) == 1 {
-            let Some(parent) = cur.parent.clone() else { return };
+            let Some(parent) = cur.parent.clone() else {
+                self.shared.sink.finished(cur.dir);
+                return;
+            };
             let height = cur.height.load(Ordering::Acquire);
             parent.height.fetch_max(height + 1, Ordering::AcqRel);
             if height >= FTS_FD_RING {
@@ -567,6 +611,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     }
                 }
             }
+            self.shared.sink.finished(cur.dir);
             cur = parent;
         }
     }
@@ -603,7 +648,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
             let split_after = if S::CONTIGUOUS { SPLIT_AFTER_CONTIGUOUS } else { SPLIT_AFTER };
             if idx < split_after || meta.is_some() {
-                let pos = Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos };
+                let pos = Pos { idx, d_ino, depth: node.depth, name_pos };
                 self.entry(&node, dir, name, pos, meta);
             } else {
                 if chunk_len == 0 {
@@ -711,7 +756,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             }
             let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
             pos += name.to_bytes_with_nul().len();
-            f(name, Pos { dir: node.dir, idx, d_ino, depth: node.depth, name_pos });
+            f(name, Pos { idx, d_ino, depth: node.depth, name_pos });
             idx += 1;
             name_pos += S::name_cost(name.to_bytes().len());
         }
