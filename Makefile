@@ -77,27 +77,30 @@ clean: ## remove build output
 
 # ---- mutation testing (README "Mutation testing") ------------------------------------------
 # One module at a time, with the few tests that exercise it: a whole run is hours on two cores.
-# MOD picks the files to mutate and the test subset (cargo test arguments).
+# MOD picks the files to mutate and the test subset: `-C` arguments go to every cargo call
+# (so only the targets the subset needs are built), those after `--` to the test harness.
 MOD ?= ncdu
 MUTANTS_JOBS ?= 1
+# Each module keeps its own warm build (incremental), so two modules can run side by side.
 MUTANTS_FILES_ncdu   := src/tree/ncdu.rs
-MUTANTS_TESTS_ncdu   := --bin dfdu -- tree::ncdu::
+MUTANTS_TESTS_ncdu   := -C --bin -C dfdu -- tree::ncdu::
 MUTANTS_FILES_du     := src/du/mod.rs src/du/records.rs
-MUTANTS_TESTS_du     := --test du_compat -- --skip big_dir_ --skip deeper_than_path_max --skip unreadable_as_nobody --skip tmpfs_one_file_system
+MUTANTS_TESTS_du     := -C --test -C du_compat -- -- --skip big_dir_ --skip deeper_than_path_max --skip unreadable_as_nobody --skip tmpfs_one_file_system
 MUTANTS_FILES_delete := src/browse/delete.rs
-MUTANTS_TESTS_delete := --bin dfdu -- browse::
+MUTANTS_TESTS_delete := -C --bin -C dfdu -- browse::
 MUTANTS_FILES_arena  := src/tree/arena.rs src/tree/sink.rs
-MUTANTS_TESTS_arena  := --bin dfdu -- tree::
+MUTANTS_TESTS_arena  := -C --bin -C dfdu -- tree::
 MUTANTS_FILES_report := src/report.rs
-MUTANTS_TESTS_report := --bin dfdu -- report::
+MUTANTS_TESTS_report := -C --bin -C dfdu -- report::
 MUTANTS_FILES_dupes  := src/dupes/*.rs
-MUTANTS_TESTS_dupes  := --bin dfdu -- dupes::
+MUTANTS_TESTS_dupes  := -C --bin -C dfdu -- dupes::
 
 .PHONY: mutants mutants-list
 mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants/MOD
 	@test -n "$(MUTANTS_FILES_$(MOD))" || { echo "unknown MOD=$(MOD)"; exit 2; }
-	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
-	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants/$(MOD) -- $(MUTANTS_TESTS_$(MOD)) \
+	mkdir -p target/mutants/$(MOD)
+	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(MOD)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
+	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants/$(MOD) $(MUTANTS_TESTS_$(MOD)) \
 	  || true
 	@mutants/score target/mutants/$(MOD)/mutants.out $(MOD)
 

@@ -834,6 +834,88 @@ mod tests {
         assert!(load(&v).err().expect("deep unknown value").msg.contains("nested too deeply"));
     }
 
+    /// Debian's ncdu reading `input` (`-f -`) and writing it back (`-o -`); everything after
+    /// the header line, without trailing newlines. None (with a SKIP line) without ncdu,
+    /// unless DFDU_REQUIRE_NCDU=1 says it must be there.
+    fn through_ncdu(input: &[u8]) -> Option<Vec<u8>> {
+        use std::io::Write as _;
+        use std::process::{Command, Stdio};
+        let child = Command::new("ncdu").args(["-f", "-", "-o", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn();
+        let Ok(mut child) = child else {
+            assert!(std::env::var_os("DFDU_REQUIRE_NCDU").is_none(), "ncdu is required but not installed");
+            eprintln!("SKIP: ncdu is not installed (apt-get install ncdu)");
+            return None;
+        };
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "ncdu refused {:?}", String::from_utf8_lossy(input));
+        Some(body(&out.stdout))
+    }
+
+    fn body(export: &[u8]) -> Vec<u8> {
+        let start = export.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut b = export[start..].to_vec();
+        while b.last() == Some(&b'\n') {
+            b.pop();
+        }
+        b
+    }
+
+    /// Our export of the sample, read and rewritten by ncdu, comes back byte for byte:
+    /// field names, which fields are left out, escapes, links, errors and exclusions are
+    /// written the way ncdu writes them.
+    #[test]
+    fn ncdu_rewrites_our_export_unchanged() {
+        let (a, r) = load(&sample()).unwrap();
+        let ours = export_bytes(&a, r.root);
+        if let Some(back) = through_ncdu(&ours) {
+            // ncdu 1.x names another file system "othfs"; ncdu 2 and we write "otherfs".
+            let back = String::from_utf8_lossy(&back).replace("\"othfs\"", "\"otherfs\"");
+            assert_eq!(back, String::from_utf8_lossy(&body(&ours)));
+        }
+    }
+
+    /// Names that need every kind of escape, and escapes of every kind in the input: what
+    /// we read and write again is what ncdu reads and writes again.
+    #[test]
+    fn names_and_escapes_read_and_written_as_ncdu_does() {
+        let mut names: Vec<String> = (1u8..0x20).chain([0x7f, b'"', b'\\', b'/']).map(|b| format!("\\u{b:04x}")).collect();
+        // Not surrogate pairs: ncdu 1.x encodes each half on its own (see the next test).
+        names.extend(["\\n\\r\\t\\b\\f\\/\\\"\\\\x", "\\u00e9\\u07ff\\u0800\\uffff\\u0080", "\\u0041\\u00C9\\u00Ff"].map(String::from));
+        names.push("plain \u{e9}".into());
+        let mut doc = String::from("[1,2,{\"progname\":\"test\"},\n[{\"name\":\"/r\",\"asize\":10,\"dsize\":4096,\"dev\":7}");
+        for (i, n) in names.iter().enumerate() {
+            doc.push_str(&format!(",\n{{\"name\":\"{n}\",\"asize\":{i},\"dsize\":{}}}", i * 512));
+        }
+        doc.push_str("]]\n");
+        let (a, r) = load(doc.as_bytes()).unwrap();
+        let ours = body(&export_bytes(&a, r.root));
+        if let Some(theirs) = through_ncdu(doc.as_bytes()) {
+            assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
+            assert_eq!(ours, theirs, "raw bytes");
+        }
+    }
+
+    /// `\\u` escapes decode as the JSON and UTF-16 rules say (std's decoder is the
+    /// reference): surrogate pairs make one code point, a lone surrogate is kept as WTF-8.
+    #[test]
+    fn unicode_escapes_decode_like_utf16() {
+        let units: [&[u16]; 6] = [&[0x7f, 0x80, 0x7ff, 0x800], &[0xffff, 0xe000], &[0xd83d, 0xde00], &[0xd800, 0xdc00], &[0xdbff, 0xdfff, 0x41], &[0x10, 0xfeff]];
+        for u in units {
+            let escaped: String = u.iter().map(|c| format!("\\u{c:04X}")).collect();
+            let doc = format!("[1,0,{{}},[{{\"name\":\"/\"}},{{\"name\":\"{escaped}\"}}]]");
+            let (a, r) = load(doc.as_bytes()).unwrap();
+            let mut name = Vec::new();
+            a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+            assert_eq!(name, String::from_utf16(u).unwrap().into_bytes(), "{escaped}");
+        }
+        // A high surrogate followed by something else: each is kept on its own.
+        let (a, r) = load(b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"\\ud800\\u0041\\udc00\"}]]").unwrap();
+        let mut name = Vec::new();
+        a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+        assert_eq!(name, b"\xed\xa0\x80A\xed\xb0\x80", "WTF-8 of U+D800, A, U+DC00");
+    }
+
     /// A deterministic generator (xorshift) so failures reproduce.
     struct Rng(u64);
     impl Rng {
