@@ -916,6 +916,18 @@ mod tests {
         assert_eq!(name, b"\xed\xa0\x80A\xed\xb0\x80", "WTF-8 of U+D800, A, U+DC00");
     }
 
+    /// Names up to the 32 KiB limit are read whole; one byte more is refused.
+    #[test]
+    fn names_up_to_32_kib_are_read_and_longer_ones_refused() {
+        let doc = |len: usize| format!("[1,0,{{}},[{{\"name\":\"/\"}},{{\"name\":\"{}\"}}]]", "n".repeat(len));
+        let (a, r) = load(doc(32 * 1024).as_bytes()).unwrap();
+        let mut name = Vec::new();
+        a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+        assert_eq!(name.len(), 32 * 1024);
+        let err = load(doc(32 * 1024 + 1).as_bytes()).err().expect("a name over 32 KiB");
+        assert!(err.msg.contains("longer than 32 KiB"), "{err}");
+    }
+
     /// A deterministic generator (xorshift) so failures reproduce.
     struct Rng(u64);
     impl Rng {
