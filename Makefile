@@ -81,11 +81,14 @@ clean: ## remove build output
 # (so only the targets the subset needs are built), those after `--` to the test harness.
 MOD ?= ncdu
 MUTANTS_JOBS ?= 1
-# Each module keeps its own warm build (incremental), so two modules can run side by side.
+# SHARD=1/4 runs every fourth mutant only (a sample, for a quick look).
+SHARD ?=
+# du builds the binary and du_compat, the others only the unit tests: two warm build
+# directories, so du can run beside another module.
 MUTANTS_FILES_ncdu   := src/tree/ncdu.rs
 MUTANTS_TESTS_ncdu   := -C --bin -C dfdu -- tree::ncdu::
 MUTANTS_FILES_du     := src/du/mod.rs src/du/records.rs
-MUTANTS_TESTS_du     := -C --test -C du_compat -- -- --skip big_dir_ --skip deeper_than_path_max --skip unreadable_as_nobody --skip tmpfs_one_file_system
+MUTANTS_TESTS_du     := -C --test -C du_compat -- -- options_alone depth_and_threshold operands exclude files0_from times links
 MUTANTS_FILES_delete := src/browse/delete.rs
 MUTANTS_TESTS_delete := -C --bin -C dfdu -- browse::
 MUTANTS_FILES_arena  := src/tree/arena.rs src/tree/sink.rs
@@ -99,8 +102,9 @@ MUTANTS_TESTS_dupes  := -C --bin -C dfdu -- dupes::
 mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants/MOD
 	@test -n "$(MUTANTS_FILES_$(MOD))" || { echo "unknown MOD=$(MOD)"; exit 2; }
 	mkdir -p target/mutants/$(MOD)
-	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(MOD)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
-	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants/$(MOD) $(MUTANTS_TESTS_$(MOD)) \
+	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(if $(filter du,$(MOD)),du,bin)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
+	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants/$(MOD) \
+	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(MUTANTS_TESTS_$(MOD)) \
 	  || true
 	@mutants/score target/mutants/$(MOD)/mutants.out $(MOD)
 
