@@ -511,4 +511,13 @@ mod tests {
         drop(guard);
         std::fs::remove_dir_all(&t).unwrap();
     }
+
+    /// What the browser shows for a failure: the system's own text for an errno (std's
+    /// strerror is the reference), our sentence for the two refusals.
+    #[test]
+    fn failure_texts() {
+        let os = std::io::Error::from_raw_os_error(Errno::NOENT.0).to_string();
+        assert_eq!(os.split(" (os error").next().unwrap(), Why::Os(Errno::NOENT).text());
+        assert!(Why::Changed.text().contains("left alone") && Why::NotScanned.text().contains("not scanned"));
+    }
 }
