@@ -83,12 +83,14 @@ MOD ?= ncdu
 MUTANTS_JOBS ?= 1
 # SHARD=1/4 runs every fourth mutant only (a sample, for a quick look).
 SHARD ?=
+# RE='write_failed|fts_root' runs only the mutants whose names match (after a fix).
+RE ?=
 # du builds the binary and du_compat, the others only the unit tests: two warm build
 # directories, so du can run beside another module.
 MUTANTS_FILES_ncdu   := src/tree/ncdu.rs
 MUTANTS_TESTS_ncdu   := -C --bin -C dfdu -- tree::ncdu::
 MUTANTS_FILES_du     := src/du/mod.rs src/du/records.rs
-MUTANTS_TESTS_du     := -C --test -C du_compat -- -- options_alone depth_and_threshold operands exclude files0_from times links unreadable_as_nobody write_error
+MUTANTS_TESTS_du     := -C --test -C du_compat -- -- options_alone depth_and_threshold operands exclude files0_from times links unreadable_as_nobody write_error big_dir_12k
 MUTANTS_FILES_delete := src/browse/delete.rs
 MUTANTS_TESTS_delete := -C --bin -C dfdu -- browse::
 MUTANTS_FILES_arena  := src/tree/arena.rs src/tree/sink.rs
@@ -104,7 +106,7 @@ mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes
 	mkdir -p target/mutants/$(MOD)
 	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(if $(filter du,$(MOD)),du,bin)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
 	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants/$(MOD) \
-	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(MUTANTS_TESTS_$(MOD)) \
+	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(if $(RE),--re '$(RE)') $(MUTANTS_TESTS_$(MOD)) \
 	  || true
 	@mutants/score target/mutants/$(MOD)/mutants.out $(MOD)
 

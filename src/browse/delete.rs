@@ -520,4 +520,28 @@ mod tests {
         assert_eq!(os.split(" (os error").next().unwrap(), Why::Os(Errno::NOENT).text());
         assert!(Why::Changed.text().contains("left alone") && Why::NotScanned.text().contains("not scanned"));
     }
+
+    /// A file and a FIFO that became directories after the scan fail with the system's own
+    /// error (what `unlink` says for a directory), not as "not scanned", and stay.
+    #[test]
+    fn entries_that_became_directories_fail_with_the_system_error() {
+        let t = scratch("became-dir");
+        write(&t.join("sel/file"), 10);
+        let made = std::process::Command::new("mkfifo").arg(t.join("sel/fifo")).status().unwrap();
+        assert!(made.success());
+        let (a, r) = scan_tree(&t);
+        for name in ["file", "fifo"] {
+            std::fs::remove_file(t.join("sel").join(name)).unwrap();
+            write(&t.join("sel").join(name).join("inside"), 1);
+        }
+        let eisdir = std::fs::remove_file(t.join("sel/file")).unwrap_err().raw_os_error().unwrap();
+        let (dir, id) = find(&a, r, "sel");
+        let p = Progress::default();
+        delete(&a, dir, id, &p);
+        let failures = p.failures.lock().unwrap();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures.iter().all(|(_, why)| *why == Why::Os(Errno(eisdir))), "{failures:?}");
+        assert!(t.join("sel/file/inside").exists() && t.join("sel/fifo/inside").exists());
+        std::fs::remove_dir_all(&t).unwrap();
+    }
 }

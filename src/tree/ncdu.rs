@@ -887,7 +887,8 @@ mod tests {
         for (i, n) in names.iter().enumerate() {
             doc.push_str(&format!(",\n{{\"name\":\"{n}\",\"asize\":{i},\"dsize\":{}}}", i * 512));
         }
-        doc.push_str("]]\n");
+        // A directory that could not be read, and a file that could not be stat'ed.
+        doc.push_str(",\n[{\"name\":\"locked\",\"asize\":4096,\"dsize\":4096,\"read_error\":true}],\n{\"name\":\"gone\",\"read_error\":true}]]\n");
         let (a, r) = load(doc.as_bytes()).unwrap();
         let ours = body(&export_bytes(&a, r.root));
         if let Some(theirs) = through_ncdu(doc.as_bytes()) {
