@@ -813,11 +813,19 @@ mod tests {
             (b"[1,0,{},[{\"name\":\"/\"}]] x", "trailing data"),
             (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\\q\"}]]", "invalid escape"),
             (b"[1,0,{},[{\"name\":\"/\"}", "unexpected end"),
+            (b"[1,10001,{},[{\"name\":\"/\"}]]", "invalid minor version"),
+            (b"[1,0,{},[{\"name\":\"/\",\"x\":tru}]]", "invalid literal"),
         ];
         for (input, want) in cases {
             let err = load(input).err().unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(input)));
             assert!(err.msg.contains(want), "{:?}: got {err}", String::from_utf8_lossy(input));
             assert!(err.offset <= input.len() as u64);
+        }
+        // "expected" errors point at the byte that was not the one expected.
+        for (input, bad) in [(&b"{}"[..], b'{'), (b"[1 0", b'0'), (b"[1,0,{} [", b'[')] {
+            let err = load(input).err().unwrap();
+            let at = input.iter().rposition(|&b| b == bad).unwrap();
+            assert_eq!(err.offset, at as u64, "{:?}: {err}", String::from_utf8_lossy(input));
         }
     }
 
@@ -890,6 +898,7 @@ mod tests {
         // A directory that could not be read, a file that could not be stat'ed, nested
         // directories with hard links between them, an excluded entry, another file system.
         doc.push_str(",\n[{\"name\":\"locked\",\"asize\":4096,\"dsize\":4096,\"read_error\":true}],\n{\"name\":\"gone\",\"read_error\":true}");
+        doc.push_str(",\n{\"name\":\"unknown-keys\",\"asize\":1,\"x1\":true,\"x2\":false,\"x3\":null,\"x4\":-1.5e3,\"x5\":\"s\",\"x6\":{\"a\":[1,{}]}}");
         doc.push_str(",\n[{\"name\":\"d1\",\"asize\":4096,\"dsize\":4096},\n{\"name\":\"l1\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3},\n[{\"name\":\"d2\",\"asize\":4096,\"dsize\":4096,\"dev\":9},\n{\"name\":\"l2\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3}],\n{\"name\":\"after\",\"asize\":3,\"dsize\":512}]");
         // Not `[{"name":..,"excluded":"pattern"}]`: we write that directory back as a plain
         // entry (as ncdu 2 writes its own exclusions); ncdu 1.18 keeps the brackets.
@@ -933,6 +942,15 @@ mod tests {
         assert_eq!(name.len(), 32 * 1024);
         let err = load(doc(32 * 1024 + 1).as_bytes()).err().expect("a name over 32 KiB");
         assert!(err.msg.contains("longer than 32 KiB"), "{err}");
+    }
+
+    /// ncdu 1.x marks hard links with `hlnkc` alone (no `nlink`): names of one inode are
+    /// still counted once.
+    #[test]
+    fn hlnkc_without_nlink_counts_a_link_once() {
+        let doc = b"[1,0,{},[{\"name\":\"/\",\"dsize\":4096},{\"name\":\"a\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true},{\"name\":\"b\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true}]]";
+        let (a, r) = load(doc).unwrap();
+        assert_eq!(a.dir_totals(r.root).0, 4096 + 8192);
     }
 
     /// A deterministic generator (xorshift) so failures reproduce.
