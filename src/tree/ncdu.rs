@@ -814,6 +814,7 @@ mod tests {
             (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\\q\"}]]", "invalid escape"),
             (b"[1,0,{},[{\"name\":\"/\"}", "unexpected end"),
             (b"[1,10001,{},[{\"name\":\"/\"}]]", "invalid minor version"),
+            (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"l\",\"nlink\":4294967296}]]", "integer out of range"),
             (b"[1,0,{},[{\"name\":\"/\",\"x\":tru}]]", "invalid literal"),
         ];
         for (input, want) in cases {
