@@ -899,6 +899,7 @@ mod tests {
         // A directory that could not be read, a file that could not be stat'ed, nested
         // directories with hard links between them, an excluded entry, another file system.
         doc.push_str(",\n[{\"name\":\"locked\",\"asize\":4096,\"dsize\":4096,\"read_error\":true}],\n{\"name\":\"gone\",\"read_error\":true}");
+        doc.push_str(",\n{\"name\":\"one-link\",\"asize\":2,\"ino\":99,\"nlink\":1}");
         doc.push_str(",\n{\"name\":\"unknown-keys\",\"asize\":1,\"x1\":true,\"x2\":false,\"x3\":null,\"x4\":-1.5e3,\"x5\":\"s\",\"x6\":{\"a\":[1,{}]}}");
         doc.push_str(",\n[{\"name\":\"d1\",\"asize\":4096,\"dsize\":4096},\n{\"name\":\"l1\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3},\n[{\"name\":\"d2\",\"asize\":4096,\"dsize\":4096,\"dev\":9},\n{\"name\":\"l2\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3}],\n{\"name\":\"after\",\"asize\":3,\"dsize\":512}]");
         // Not `[{"name":..,"excluded":"pattern"}]`: we write that directory back as a plain
@@ -952,6 +953,21 @@ mod tests {
         let doc = b"[1,0,{},[{\"name\":\"/\",\"dsize\":4096},{\"name\":\"a\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true},{\"name\":\"b\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true}]]";
         let (a, r) = load(doc).unwrap();
         assert_eq!(a.dir_totals(r.root).0, 4096 + 8192);
+    }
+
+    /// An entry that could not be read marks every directory above it (the browser's
+    /// "error below" mark, as ncdu shows it), and no directory beside it.
+    #[test]
+    fn errors_mark_every_directory_above() {
+        let doc = b"[1,0,{},[{\"name\":\"/\"},[{\"name\":\"a\"},[{\"name\":\"b\"},{\"name\":\"bad\",\"read_error\":true}]],[{\"name\":\"clean\"}]]]";
+        let (a, r) = load(doc).unwrap();
+        let sub = |dir: u32, k: u32| a.dir_of(a.children(dir).unwrap().start + k);
+        let (d_a, d_clean) = (sub(r.root, 0), sub(r.root, 1));
+        let d_b = sub(d_a, 0);
+        for d in [r.root, d_a, d_b] {
+            assert!(a.dir_flags(d) & arena::D_ERROR_BELOW != 0, "dir {d}");
+        }
+        assert_eq!(a.dir_flags(d_clean) & arena::D_ERROR_BELOW, 0);
     }
 
     /// A deterministic generator (xorshift) so failures reproduce.
