@@ -466,7 +466,10 @@ mod tests {
             delete(&a, dir, id, &p);
             let failures = p.failures.lock().unwrap();
             assert_eq!(failures.len(), 1, "{rel}: {failures:?}");
-            assert!(failures[0].0.ends_with(refused.as_bytes()) && failures[0].1 == Why::NotScanned, "{rel}: {failures:?}");
+            assert!(
+                failures[0].0.ends_with(refused.as_bytes()) && failures[0].1 == Why::NotScanned,
+                "{rel}: {failures:?}"
+            );
             assert!(!a.removed(id), "{rel} stays in the tree");
         }
         assert!(t.join("sel/skip-me/precious").exists() && t.join("skip-top/precious").exists());
@@ -489,7 +492,10 @@ mod tests {
         let t = scratch("otherfs");
         write(&t.join("sel/plain"), 10);
         std::fs::create_dir_all(t.join("sel/mnt")).unwrap();
-        let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "dfdu-test"]).arg(t.join("sel/mnt")).status();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "dfdu-test"])
+            .arg(t.join("sel/mnt"))
+            .status();
         if !mounted.is_ok_and(|s| s.success()) {
             eprintln!("SKIP: other_file_systems_are_left_alone needs root to mount a tmpfs");
             return;

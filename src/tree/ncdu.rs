@@ -849,7 +849,8 @@ mod tests {
     fn through_ncdu(input: &[u8]) -> Option<Vec<u8>> {
         use std::io::Write as _;
         use std::process::{Command, Stdio};
-        let child = Command::new("ncdu").args(["-f", "-", "-o", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn();
+        let child =
+            Command::new("ncdu").args(["-f", "-", "-o", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn();
         let Ok(mut child) = child else {
             assert!(std::env::var_os("DFDU_REQUIRE_NCDU").is_none(), "ncdu is required but not installed");
             eprintln!("SKIP: ncdu is not installed (apt-get install ncdu)");
@@ -888,11 +889,16 @@ mod tests {
     /// we read and write again is what ncdu reads and writes again.
     #[test]
     fn names_and_escapes_read_and_written_as_ncdu_does() {
-        let mut names: Vec<String> = (1u8..0x20).chain([0x7f, b'"', b'\\', b'/']).map(|b| format!("\\u{b:04x}")).collect();
+        let mut names: Vec<String> =
+            (1u8..0x20).chain([0x7f, b'"', b'\\', b'/']).map(|b| format!("\\u{b:04x}")).collect();
         // Not surrogate pairs: ncdu 1.x encodes each half on its own (see the next test).
-        names.extend(["\\n\\r\\t\\b\\f\\/\\\"\\\\x", "\\u00e9\\u07ff\\u0800\\uffff\\u0080", "\\u0041\\u00C9\\u00Ff"].map(String::from));
+        names.extend(
+            ["\\n\\r\\t\\b\\f\\/\\\"\\\\x", "\\u00e9\\u07ff\\u0800\\uffff\\u0080", "\\u0041\\u00C9\\u00Ff"]
+                .map(String::from),
+        );
         names.push("plain \u{e9}".into());
-        let mut doc = String::from("[1,2,{\"progname\":\"test\"},\n[{\"name\":\"/r\",\"asize\":10,\"dsize\":4096,\"dev\":7}");
+        let mut doc =
+            String::from("[1,2,{\"progname\":\"test\"},\n[{\"name\":\"/r\",\"asize\":10,\"dsize\":4096,\"dev\":7}");
         for (i, n) in names.iter().enumerate() {
             doc.push_str(&format!(",\n{{\"name\":\"{n}\",\"asize\":{i},\"dsize\":{}}}", i * 512));
         }
@@ -918,7 +924,14 @@ mod tests {
     /// reference): surrogate pairs make one code point, a lone surrogate is kept as WTF-8.
     #[test]
     fn unicode_escapes_decode_like_utf16() {
-        let units: [&[u16]; 6] = [&[0x7f, 0x80, 0x7ff, 0x800], &[0xffff, 0xe000], &[0xd83d, 0xde00], &[0xd800, 0xdc00], &[0xdbff, 0xdfff, 0x41], &[0x10, 0xfeff]];
+        let units: [&[u16]; 6] = [
+            &[0x7f, 0x80, 0x7ff, 0x800],
+            &[0xffff, 0xe000],
+            &[0xd83d, 0xde00],
+            &[0xd800, 0xdc00],
+            &[0xdbff, 0xdfff, 0x41],
+            &[0x10, 0xfeff],
+        ];
         for u in units {
             let escaped: String = u.iter().map(|c| format!("\\u{c:04X}")).collect();
             let doc = format!("[1,0,{{}},[{{\"name\":\"/\"}},{{\"name\":\"{escaped}\"}}]]");
