@@ -101,14 +101,14 @@ MUTANTS_FILES_dupes  := src/dupes/*.rs
 MUTANTS_TESTS_dupes  := -C --bin -C dfdu -- dupes::
 
 .PHONY: mutants mutants-list
-mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants/MOD
+mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD
 	@test -n "$(MUTANTS_FILES_$(MOD))" || { echo "unknown MOD=$(MOD)"; exit 2; }
-	mkdir -p target/mutants/$(MOD)
+	mkdir -p target/mutants-out/$(MOD)
 	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(if $(filter du,$(MOD)),du,bin)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
-	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants/$(MOD) \
+	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants-out/$(MOD) \
 	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(if $(RE),--re '$(RE)') $(MUTANTS_TESTS_$(MOD)) \
 	  || true
-	@mutants/score target/mutants/$(MOD)/mutants.out $(MOD)
+	@mutants/score target/mutants-out/$(MOD)/mutants.out $(MOD)
 
 mutants-list: ## list the mutants of MOD without running them
 	$(CARGO) mutants $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) --list
