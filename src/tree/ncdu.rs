@@ -966,6 +966,11 @@ mod tests {
         let doc = b"[1,0,{},[{\"name\":\"/\",\"dsize\":4096},{\"name\":\"a\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true},{\"name\":\"b\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true}]]";
         let (a, r) = load(doc).unwrap();
         assert_eq!(a.dir_totals(r.root).0, 4096 + 8192);
+        // `hlnkc` means "more than one link": what we write back says at least 2.
+        let out = String::from_utf8(export_bytes(&a, r.root)).unwrap();
+        let nlinks: Vec<u64> =
+            out.split("\"nlink\":").skip(1).map(|t| t.split(['}', ',']).next().unwrap().parse().unwrap()).collect();
+        assert!(nlinks.len() == 2 && nlinks.iter().all(|&n| n >= 2), "{out}");
     }
 
     /// An entry that could not be read marks every directory above it (the browser's
