@@ -74,3 +74,41 @@ bench: ## cargo xtask bench: DIR=~/dfdu-bench/tree-1m ENTRIES WIDE SEED RUNS COL
 
 clean: ## remove build output
 	$(CARGO) clean
+
+# ---- mutation testing (README "Mutation testing") ------------------------------------------
+# One module at a time, with the few tests that exercise it: a whole run is hours on two cores.
+# MOD picks the files to mutate and the test subset: `-C` arguments go to every cargo call
+# (so only the targets the subset needs are built), those after `--` to the test harness.
+MOD ?= ncdu
+MUTANTS_JOBS ?= 1
+# SHARD=1/4 runs every fourth mutant only (a sample, for a quick look).
+SHARD ?=
+# RE='write_failed|fts_root' runs only the mutants whose names match (after a fix).
+RE ?=
+# du builds the binary and du_compat, the others only the unit tests: two warm build
+# directories, so du can run beside another module.
+MUTANTS_FILES_ncdu   := src/tree/ncdu.rs
+MUTANTS_TESTS_ncdu   := -C --bin -C dfdu -- tree::ncdu::
+MUTANTS_FILES_du     := src/du/mod.rs src/du/records.rs
+MUTANTS_TESTS_du     := -C --test -C du_compat -- -- options_alone depth_and_threshold operands exclude files0_from times links unreadable_as_nobody write_error big_dir_12k
+MUTANTS_FILES_delete := src/browse/delete.rs
+MUTANTS_TESTS_delete := -C --bin -C dfdu -- browse::
+MUTANTS_FILES_arena  := src/tree/arena.rs src/tree/sink.rs
+MUTANTS_TESTS_arena  := -C --bin -C dfdu -- tree::
+MUTANTS_FILES_report := src/report.rs
+MUTANTS_TESTS_report := -C --bin -C dfdu -- report::
+MUTANTS_FILES_dupes  := src/dupes/*.rs
+MUTANTS_TESTS_dupes  := -C --bin -C dfdu -- dupes::
+
+.PHONY: mutants mutants-list
+mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD
+	@test -n "$(MUTANTS_FILES_$(MOD))" || { echo "unknown MOD=$(MOD)"; exit 2; }
+	mkdir -p target/mutants-out/$(MOD)
+	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(if $(filter du,$(MOD)),du,bin)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
+	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants-out/$(MOD) \
+	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(if $(RE),--re '$(RE)') $(MUTANTS_TESTS_$(MOD)) \
+	  || true
+	@mutants/score target/mutants-out/$(MOD)/mutants.out $(MOD)
+
+mutants-list: ## list the mutants of MOD without running them
+	$(CARGO) mutants $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) --list

@@ -1706,3 +1706,24 @@ fn time_out_of_range_cases() -> Vec<Case> {
     all.extend(cases_env(&["LC_ALL=C.UTF-8"], &["--time d/future"]));
     all
 }
+
+// ---------------------------------------------------------------------------------------------
+// Standard output that cannot be written (a full device): du's "write error" line on stderr
+// and exit status 1, as GNU du.
+
+#[test]
+fn write_error_on_a_full_device() {
+    let scratch = Scratch::new("write_error");
+    let root = scratch.subdir("tree");
+    build(&root, &["f a/x 10", "f b 20"]);
+    let outcome = |program: &Path| {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+        let mut cmd = std::process::Command::new(program);
+        std::os::unix::process::CommandExt::arg0(&mut cmd, "du");
+        let out = cmd.arg(".").current_dir(&root).env_clear().env("LC_ALL", "C").stdout(full).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let du = outcome(Path::new("/usr/bin/du"));
+    assert_eq!(du.0, Some(1), "GNU du itself: {du:?}");
+    assert_eq!(outcome(&dfdu_path()), du);
+}

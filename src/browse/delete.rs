@@ -475,6 +475,7 @@ impl Deletion<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::exclude::Exclude;
     use crate::tree::sink::ArenaSink;
     use crate::walk::reader::{Native, Reader};
     use crate::walk::scan::{self, Walk};
@@ -491,6 +492,11 @@ mod tests {
 
     /// Scans `root` into a fresh arena; returns it with the root's directory index.
     fn scan_tree(root: &Path) -> (Arena, u32) {
+        scan_with(root, None, false)
+    }
+
+    /// `scan_tree` with exclude patterns and `-x` (stay on the root's file system).
+    fn scan_with(root: &Path, exclude: Option<&Exclude>, one_fs: bool) -> (Arena, u32) {
         let a = Arena::new();
         let path = CString::new(root.to_str().unwrap()).unwrap();
         let meta = Native::stat_path(&path, true).unwrap();
@@ -502,8 +508,8 @@ mod tests {
                 threads: 2,
                 follow_all: false,
                 follow_root: true,
-                one_fs_dev: None,
-                exclude: None,
+                one_fs_dev: one_fs.then_some(meta.dev),
+                exclude,
                 seen_before: &empty,
                 claim_dirs: true,
                 fd_budget: 64,
@@ -759,6 +765,137 @@ mod tests {
         std::fs::rename(t.join("sel/d0"), t.join("old-d0")).unwrap();
         std::fs::create_dir_all(t.join("sel/d0/d1")).unwrap();
         assert_eq!(w.reopen(2).err(), Some(Why::Changed));
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// Every entry that fails is counted; the first 100 are kept with their paths.
+    #[test]
+    fn failures_past_the_first_hundred_are_counted_not_kept() {
+        let t = scratch("many");
+        for i in 0..150 {
+            write(&t.join(format!("sel/f{i}")), 1);
+        }
+        let (a, r) = scan_tree(&t);
+        let scanned = std::fs::read_dir(t.join("sel")).unwrap().count() as u64;
+        // Gone before the delete: every unlink fails (ENOENT), and so does the directory.
+        for e in std::fs::read_dir(t.join("sel")).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        std::fs::write(t.join("sel/new"), b"x").unwrap();
+        let (dir, id) = find(&a, r, "sel");
+        let p = Progress::default();
+        delete(&a, dir, id, &p);
+        assert_eq!(p.failed.load(Ordering::Relaxed), scanned, "each file (the directory is then not tried)");
+        let failures = p.failures.lock().unwrap();
+        assert_eq!(failures.len(), MAX_FAILURES_KEPT);
+        assert!(failures.iter().all(|(_, why)| *why == Why::Os(Errno::NOENT)));
+        assert!(t.join("sel/new").exists() && !a.removed(id));
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// Excluded entries were never looked into: an excluded directory is not emptied,
+    /// whether it is the selection or inside it; the rest of the selection goes.
+    #[test]
+    fn excluded_directories_are_left_alone() {
+        let t = scratch("excluded");
+        write(&t.join("sel/skip-me/precious"), 10);
+        write(&t.join("sel/plain"), 10);
+        write(&t.join("skip-top/precious"), 10);
+        let mut ex = Exclude::default();
+        ex.add(b"skip-*");
+        let (a, r) = scan_with(&t, Some(&ex), false);
+        for (rel, refused) in [("sel", "sel/skip-me"), ("skip-top", "skip-top")] {
+            let (dir, id) = find(&a, r, rel);
+            let p = Progress::default();
+            delete(&a, dir, id, &p);
+            let failures = p.failures.lock().unwrap();
+            assert_eq!(failures.len(), 1, "{rel}: {failures:?}");
+            assert!(
+                failures[0].0.ends_with(refused.as_bytes()) && failures[0].1 == Why::NotScanned,
+                "{rel}: {failures:?}"
+            );
+            assert!(!a.removed(id), "{rel} stays in the tree");
+        }
+        assert!(t.join("sel/skip-me/precious").exists() && t.join("skip-top/precious").exists());
+        assert!(!t.join("sel/plain").exists(), "the rest of the selection is removed");
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// Unmounts on drop, so a failing test leaves no mount behind.
+    struct Mounted(PathBuf);
+    impl Drop for Mounted {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+
+    /// Another file system below the selection (scanned with `-x`): its mount point is
+    /// not scanned, so nothing on it is removed, as the selection or inside it.
+    #[test]
+    fn other_file_systems_are_left_alone() {
+        let t = scratch("otherfs");
+        write(&t.join("sel/plain"), 10);
+        std::fs::create_dir_all(t.join("sel/mnt")).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "dfdu-test"])
+            .arg(t.join("sel/mnt"))
+            .status();
+        if !mounted.is_ok_and(|s| s.success()) {
+            eprintln!("SKIP: other_file_systems_are_left_alone needs root to mount a tmpfs");
+            return;
+        }
+        let guard = Mounted(t.join("sel/mnt"));
+        write(&t.join("sel/mnt/precious"), 10);
+        let (a, r) = scan_with(&t, None, true);
+        for rel in ["sel/mnt", "sel"] {
+            let (dir, id) = find(&a, r, rel);
+            let p = Progress::default();
+            delete(&a, dir, id, &p);
+            let failures = p.failures.lock().unwrap();
+            assert_eq!(failures.len(), 1, "{rel}: {failures:?}");
+            assert_eq!(failures[0].1, Why::MountPoint, "{rel}: {failures:?}");
+            assert!(failures[0].0.ends_with(b"sel/mnt"), "{rel}: {failures:?}");
+            assert!(!a.removed(id));
+        }
+        assert!(t.join("sel/mnt/precious").exists() && !t.join("sel/plain").exists());
+        drop(guard);
+        std::fs::remove_dir_all(&t).unwrap();
+    }
+
+    /// What the browser shows for a failure: the system's own text for an errno (std's
+    /// strerror is the reference), our sentence for the two refusals.
+    #[test]
+    fn failure_texts() {
+        let os = std::io::Error::from_raw_os_error(Errno::NOENT.0).to_string();
+        assert_eq!(os.split(" (os error").next().unwrap(), Why::Os(Errno::NOENT).text());
+        assert!(
+            Why::Changed.text().contains("left alone")
+                && Why::NotScanned.text().contains("not scanned")
+                && Why::MountPoint.text().contains("mount")
+        );
+    }
+
+    /// A file and a FIFO that became directories after the scan fail with the system's own
+    /// error (what `unlink` says for a directory), not as "not scanned", and stay.
+    #[test]
+    fn entries_that_became_directories_fail_with_the_system_error() {
+        let t = scratch("became-dir");
+        write(&t.join("sel/file"), 10);
+        let made = std::process::Command::new("mkfifo").arg(t.join("sel/fifo")).status().unwrap();
+        assert!(made.success());
+        let (a, r) = scan_tree(&t);
+        for name in ["file", "fifo"] {
+            std::fs::remove_file(t.join("sel").join(name)).unwrap();
+            write(&t.join("sel").join(name).join("inside"), 1);
+        }
+        let eisdir = std::fs::remove_file(t.join("sel/file")).unwrap_err().raw_os_error().unwrap();
+        let (dir, id) = find(&a, r, "sel");
+        let p = Progress::default();
+        delete(&a, dir, id, &p);
+        let failures = p.failures.lock().unwrap();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures.iter().all(|(_, why)| *why == Why::Os(Errno(eisdir))), "{failures:?}");
+        assert!(t.join("sel/file/inside").exists() && t.join("sel/fifo/inside").exists());
         std::fs::remove_dir_all(&t).unwrap();
     }
 }

@@ -859,11 +859,20 @@ mod tests {
             (b"[1,0,{},[{\"name\":\"/\"}]] x", "trailing data"),
             (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\\q\"}]]", "invalid escape"),
             (b"[1,0,{},[{\"name\":\"/\"}", "unexpected end"),
+            (b"[1,10001,{},[{\"name\":\"/\"}]]", "invalid minor version"),
+            (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"l\",\"nlink\":4294967296}]]", "integer out of range"),
+            (b"[1,0,{},[{\"name\":\"/\",\"x\":tru}]]", "invalid literal"),
         ];
         for (input, want) in cases {
             let err = load(input).err().unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(input)));
             assert!(err.msg.contains(want), "{:?}: got {err}", String::from_utf8_lossy(input));
             assert!(err.offset <= input.len() as u64);
+        }
+        // "expected" errors point at the byte that was not the one expected.
+        for (input, bad) in [(&b"{}"[..], b'{'), (b"[1 0", b'0'), (b"[1,0,{} [", b'[')] {
+            let err = load(input).err().unwrap();
+            let at = input.iter().rposition(|&b| b == bad).unwrap();
+            assert_eq!(err.offset, at as u64, "{:?}: {err}", String::from_utf8_lossy(input));
         }
     }
 
@@ -878,6 +887,151 @@ mod tests {
         let mut v = b"[1,0,{\"x\":".to_vec();
         v.extend(std::iter::repeat_n(b'[', 100_000));
         assert!(load(&v).err().expect("deep unknown value").msg.contains("nested too deeply"));
+    }
+
+    /// Debian's ncdu reading `input` (`-f -`) and writing it back (`-o -`); everything after
+    /// the header line, without trailing newlines. None (with a SKIP line) without ncdu,
+    /// unless DFDU_REQUIRE_NCDU=1 says it must be there.
+    fn through_ncdu(input: &[u8]) -> Option<Vec<u8>> {
+        use std::io::Write as _;
+        use std::process::{Command, Stdio};
+        let child =
+            Command::new("ncdu").args(["-f", "-", "-o", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn();
+        let Ok(mut child) = child else {
+            assert!(std::env::var_os("DFDU_REQUIRE_NCDU").is_none(), "ncdu is required but not installed");
+            eprintln!("SKIP: ncdu is not installed (apt-get install ncdu)");
+            return None;
+        };
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "ncdu refused {:?}", String::from_utf8_lossy(input));
+        Some(body(&out.stdout))
+    }
+
+    fn body(export: &[u8]) -> Vec<u8> {
+        let start = export.iter().position(|&b| b == b'\n').unwrap() + 1;
+        let mut b = export[start..].to_vec();
+        while b.last() == Some(&b'\n') {
+            b.pop();
+        }
+        b
+    }
+
+    /// Our export of the sample, read and rewritten by ncdu, comes back byte for byte:
+    /// field names, which fields are left out, escapes, links, errors and exclusions are
+    /// written the way ncdu writes them.
+    #[test]
+    fn ncdu_rewrites_our_export_unchanged() {
+        let (a, r) = load(&sample()).unwrap();
+        let ours = export_bytes(&a, r.root);
+        if let Some(back) = through_ncdu(&ours) {
+            // ncdu 1.x names another file system "othfs"; ncdu 2 and we write "otherfs".
+            let back = String::from_utf8_lossy(&back).replace("\"othfs\"", "\"otherfs\"");
+            assert_eq!(back, String::from_utf8_lossy(&body(&ours)));
+        }
+    }
+
+    /// Names that need every kind of escape, and escapes of every kind in the input: what
+    /// we read and write again is what ncdu reads and writes again.
+    #[test]
+    fn names_and_escapes_read_and_written_as_ncdu_does() {
+        let mut names: Vec<String> =
+            (1u8..0x20).chain([0x7f, b'"', b'\\', b'/']).map(|b| format!("\\u{b:04x}")).collect();
+        // Not surrogate pairs: ncdu 1.x encodes each half on its own (see the next test).
+        names.extend(
+            ["\\n\\r\\t\\b\\f\\/\\\"\\\\x", "\\u00e9\\u07ff\\u0800\\uffff\\u0080", "\\u0041\\u00C9\\u00Ff"]
+                .map(String::from),
+        );
+        names.push("plain \u{e9}".into());
+        let mut doc =
+            String::from("[1,2,{\"progname\":\"test\"},\n[{\"name\":\"/r\",\"asize\":10,\"dsize\":4096,\"dev\":7}");
+        for (i, n) in names.iter().enumerate() {
+            doc.push_str(&format!(",\n{{\"name\":\"{n}\",\"asize\":{i},\"dsize\":{}}}", i * 512));
+        }
+        // A directory that could not be read, a file that could not be stat'ed, nested
+        // directories with hard links between them, an excluded entry, another file system.
+        doc.push_str(",\n[{\"name\":\"locked\",\"asize\":4096,\"dsize\":4096,\"read_error\":true}],\n{\"name\":\"gone\",\"read_error\":true}");
+        doc.push_str(",\n{\"name\":\"one-link\",\"asize\":2,\"ino\":99,\"nlink\":1}");
+        doc.push_str(",\n{\"name\":\"unknown-keys\",\"asize\":1,\"x1\":true,\"x2\":false,\"x3\":null,\"x4\":-1.5e3,\"x5\":\"s\",\"x6\":{\"a\":[1,{}]}}");
+        doc.push_str(",\n[{\"name\":\"d1\",\"asize\":4096,\"dsize\":4096},\n{\"name\":\"l1\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3},\n[{\"name\":\"d2\",\"asize\":4096,\"dsize\":4096,\"dev\":9},\n{\"name\":\"l2\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3}],\n{\"name\":\"after\",\"asize\":3,\"dsize\":512}]");
+        // Not `[{"name":..,"excluded":"pattern"}]`: we write that directory back as a plain
+        // entry (as ncdu 2 writes its own exclusions); ncdu 1.18 keeps the brackets.
+        doc.push_str(",\n{\"name\":\"skipped-file\",\"excluded\":\"pattern\"},\n[{\"name\":\"mnt\",\"excluded\":\"otherfs\"}]]]\n");
+        let (a, r) = load(doc.as_bytes()).unwrap();
+        let ours = body(&export_bytes(&a, r.root));
+        if let Some(theirs) = through_ncdu(doc.as_bytes()) {
+            let theirs = String::from_utf8_lossy(&theirs).replace("\"othfs\"", "\"otherfs\"").into_bytes();
+            assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
+            assert_eq!(ours, theirs, "raw bytes");
+        }
+    }
+
+    /// `\\u` escapes decode as the JSON and UTF-16 rules say (std's decoder is the
+    /// reference): surrogate pairs make one code point, a lone surrogate is kept as WTF-8.
+    #[test]
+    fn unicode_escapes_decode_like_utf16() {
+        let units: [&[u16]; 6] = [
+            &[0x7f, 0x80, 0x7ff, 0x800],
+            &[0xffff, 0xe000],
+            &[0xd83d, 0xde00],
+            &[0xd800, 0xdc00],
+            &[0xdbff, 0xdfff, 0x41],
+            &[0x10, 0xfeff],
+        ];
+        for u in units {
+            let escaped: String = u.iter().map(|c| format!("\\u{c:04X}")).collect();
+            let doc = format!("[1,0,{{}},[{{\"name\":\"/\"}},{{\"name\":\"{escaped}\"}}]]");
+            let (a, r) = load(doc.as_bytes()).unwrap();
+            let mut name = Vec::new();
+            a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+            assert_eq!(name, String::from_utf16(u).unwrap().into_bytes(), "{escaped}");
+        }
+        // A high surrogate followed by something else: each is kept on its own.
+        let (a, r) = load(b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"\\ud800\\u0041\\udc00\"}]]").unwrap();
+        let mut name = Vec::new();
+        a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+        assert_eq!(name, b"\xed\xa0\x80A\xed\xb0\x80", "WTF-8 of U+D800, A, U+DC00");
+    }
+
+    /// Names up to the 32 KiB limit are read whole; one byte more is refused.
+    #[test]
+    fn names_up_to_32_kib_are_read_and_longer_ones_refused() {
+        let doc = |len: usize| format!("[1,0,{{}},[{{\"name\":\"/\"}},{{\"name\":\"{}\"}}]]", "n".repeat(len));
+        let (a, r) = load(doc(32 * 1024).as_bytes()).unwrap();
+        let mut name = Vec::new();
+        a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+        assert_eq!(name.len(), 32 * 1024);
+        let err = load(doc(32 * 1024 + 1).as_bytes()).err().expect("a name over 32 KiB");
+        assert!(err.msg.contains("longer than 32 KiB"), "{err}");
+    }
+
+    /// ncdu 1.x marks hard links with `hlnkc` alone (no `nlink`): names of one inode are
+    /// still counted once.
+    #[test]
+    fn hlnkc_without_nlink_counts_a_link_once() {
+        let doc = b"[1,0,{},[{\"name\":\"/\",\"dsize\":4096},{\"name\":\"a\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true},{\"name\":\"b\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true}]]";
+        let (a, r) = load(doc).unwrap();
+        assert_eq!(a.dir_totals(r.root).0, 4096 + 8192);
+        // `hlnkc` means "more than one link": what we write back says at least 2.
+        let out = String::from_utf8(export_bytes(&a, r.root)).unwrap();
+        let nlinks: Vec<u64> =
+            out.split("\"nlink\":").skip(1).map(|t| t.split(['}', ',']).next().unwrap().parse().unwrap()).collect();
+        assert!(nlinks.len() == 2 && nlinks.iter().all(|&n| n >= 2), "{out}");
+    }
+
+    /// An entry that could not be read marks every directory above it (the browser's
+    /// "error below" mark, as ncdu shows it), and no directory beside it.
+    #[test]
+    fn errors_mark_every_directory_above() {
+        let doc = b"[1,0,{},[{\"name\":\"/\"},[{\"name\":\"a\"},[{\"name\":\"b\"},{\"name\":\"bad\",\"read_error\":true}]],[{\"name\":\"clean\"}]]]";
+        let (a, r) = load(doc).unwrap();
+        let sub = |dir: u32, k: u32| a.dir_of(a.children(dir).unwrap().start + k);
+        let (d_a, d_clean) = (sub(r.root, 0), sub(r.root, 1));
+        let d_b = sub(d_a, 0);
+        for d in [r.root, d_a, d_b] {
+            assert!(a.dir_flags(d) & arena::D_ERROR_BELOW != 0, "dir {d}");
+        }
+        assert_eq!(a.dir_flags(d_clean) & arena::D_ERROR_BELOW, 0);
     }
 
     /// A deterministic generator (xorshift) so failures reproduce.
