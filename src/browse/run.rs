@@ -342,6 +342,11 @@ pub(super) fn ui<'s, 'a: 's>(
                 return 1;
             }
             need_draw = false;
+            // The listing is now built from the current records (`refresh`: a window too
+            // small to draw skips it): what rescans replaced is unreachable and no longer
+            // held here, so its runs can be reused.
+            browser.refresh();
+            a.reclaim();
         }
         let timeout = if decoder.pending() {
             ESC_WAIT_MS
