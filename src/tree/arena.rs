@@ -349,11 +349,13 @@ impl Arena {
     }
 
     /// Entry ids in use or free (the high-water mark of the entry array).
+    #[cfg(test)]
     pub fn entry_high_water(&self) -> u64 {
         self.next_entry.load(Acquire)
     }
 
     /// Bytes of name store in use or free (its high-water mark).
+    #[cfg(test)]
     pub fn name_high_water(&self) -> u64 {
         self.next_name.load(Acquire)
     }
