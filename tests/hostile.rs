@@ -160,9 +160,11 @@ impl Term {
         // The script lives beside the scratch tree, not in it: the tree is compared.
         let script = dir.with_extension(format!("{socket}.sh"));
         let body = format!(
-            "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n{prefix} '{}' browse {args}\necho \"EXIT=$?\"\n\
+            "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n{prefix} '{}' browse {args}\nst=$?\necho \"EXIT=$st\"\n\
+             echo $st > '{}.exit'\n\
              stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon | sed 's/^/MODE=/'\nsleep 600\n",
-            env!("CARGO_BIN_EXE_dfdu")
+            env!("CARGO_BIN_EXE_dfdu"),
+            script.display()
         );
         std::fs::write(&script, body).unwrap();
         let t = Term { socket, script };
@@ -245,6 +247,7 @@ impl Drop for Term {
     fn drop(&mut self) {
         let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
         let _ = std::fs::remove_file(&self.script);
+        let _ = std::fs::remove_file(format!("{}.exit", self.script.display()));
     }
 }
 
@@ -403,10 +406,19 @@ fn out_of_memory_in_the_browser_restores_the_terminal() {
     let tree = t.dir.join("tree");
     write(&tree.join("a/file"), 5000);
     let term = Term::start(&t.dir, "DFDU_DEBUG_OOM_AFTER_FRAMES=2", &format!("'{}'", tree.display()));
-    let s = term.wait_for("EXIT=");
-    assert!(s.contains("memory allocation of") && s.contains("EXIT=134"), "the process ran out of memory:\n{s}");
+    // The exit status also goes to a file: on a terminal left raw, "EXIT=" may never
+    // show as one word.
+    let exit = PathBuf::from(format!("{}.exit", term.script.display()));
+    let start = Instant::now();
+    while !exit.exists() {
+        assert!(start.elapsed() < WAIT, "dfdu did not end:\n{}", term.screen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let s = term.screen();
     assert_eq!(term.pane("#{alternate_on}"), "0", "the alternate screen is left:\n{s}");
-    assert_eq!(term.pane("#{cursor_flag}"), "1", "the cursor is visible again");
+    assert_eq!(term.pane("#{cursor_flag}"), "1", "the cursor is visible again:\n{s}");
+    assert!(s.contains("memory allocation of") && s.contains("EXIT=134"), "the process ran out of memory:\n{s}");
     let s = term.wait_for("MODE=");
     assert!(s.contains("MODE=icanon"), "the terminal is back in canonical mode:\n{s}");
 }
