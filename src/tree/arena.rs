@@ -354,6 +354,12 @@ impl Arena {
         self.next_entry.load(Acquire)
     }
 
+    /// Rows of the overflow and hard-link tables (tests: they must not outlive entries).
+    #[cfg(test)]
+    pub fn side_rows(&self) -> (usize, usize) {
+        (self.overflow.lock().unwrap().len(), self.links.lock().unwrap().len())
+    }
+
     /// Bytes of name store in use or free (its high-water mark).
     #[cfg(test)]
     pub fn name_high_water(&self) -> u64 {
@@ -1339,8 +1345,23 @@ mod tests {
             assert_eq!(a.own_sizes(kids.start), (512, 1 << 40));
             assert_eq!(a.own_sizes(kids.start + 2), (512, round));
             assert_eq!(a.link_of(kids.start + 1), Some((7, round, 2)));
-            let links = a.link_table();
-            assert!(links.iter().all(|l| a.flags(l.0) & F_HARDLINK != 0), "a link row outlived its entry");
+            // Every name of the tree reads back (a reused run that reached into a live
+            // one would have overwritten a name there).
+            let mut want = vec![b"s".to_vec()];
+            want.extend((0..1000).map(|i| format!("file-{i:05}").into_bytes()));
+            want.push(b"sub".to_vec());
+            want.extend((0..100).map(|i| format!("file-{i:05}").into_bytes()));
+            let mut got = vec![a.dir_name(s)];
+            let sub = a.dir_of(kids.end - 1);
+            for d in [s, sub] {
+                let mut at = a.names_at(d);
+                for _ in a.children(d).unwrap() {
+                    at = a.read_name(at, &mut name);
+                    got.push(name.clone());
+                }
+            }
+            assert!(got == want, "round {round}: names changed");
+            assert_eq!(a.side_rows(), (1, 1), "round {round}: overflow and link rows outlive their entries");
         }
         // One copy in use, one being replaced, and room for the probes splitting runs
         // (without reuse: 39 copies).
