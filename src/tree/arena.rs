@@ -360,6 +360,14 @@ impl Arena {
         (self.overflow.lock().unwrap().len(), self.links.lock().unwrap().len())
     }
 
+    /// Free entry ids and free name bytes (tests: with what is live, they make up the
+    /// high-water marks exactly).
+    #[cfg(test)]
+    pub fn free_totals(&self) -> (u64, u64) {
+        let f = self.free.lock().unwrap();
+        (f.entries.iter().map(|r| r.0).sum(), f.names.iter().map(|r| r.0).sum())
+    }
+
     /// Bytes of name store in use or free (its high-water mark).
     #[cfg(test)]
     pub fn name_high_water(&self) -> u64 {
@@ -1362,6 +1370,12 @@ mod tests {
             }
             assert!(got == want, "round {round}: names changed");
             assert_eq!(a.side_rows(), (1, 1), "round {round}: overflow and link rows outlive their entries");
+            // Exact accounting: what is free plus what is live (and the probes, which stay
+            // reserved) is everything ever reserved: no run freed twice or too long, none lost.
+            let live_names = 1 + 2 + (1000 * 11 + 4) + 100 * 11;
+            let (free_entries, free_names) = a.free_totals();
+            assert_eq!(free_entries + (1 + 1 + 1001 + 100) + (round - 1), a.entry_high_water(), "round {round}: entries");
+            assert_eq!(free_names + live_names, a.name_high_water(), "round {round}: name bytes");
         }
         // One copy in use, one being replaced, and room for the probes splitting runs
         // (without reuse: 39 copies).
