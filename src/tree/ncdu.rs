@@ -489,9 +489,12 @@ impl Staged {
         self.name_bytes += arena::name_cost(name.len());
     }
 
-    /// Calls `f` with each child and its name, in order.
-    fn each(&self, mut f: impl FnMut(&Child, &[u8]) -> Result<(), ImportError>) -> Result<(), ImportError> {
-        for chunk in &self.chunks {
+    /// Calls `f` with each child and its name, in order, giving each chunk back as soon
+    /// as it is read: the arena's copy grows while the staging shrinks, so the peak is
+    /// about the larger of the two, not their sum.
+    fn drain(&mut self, mut f: impl FnMut(&Child, &[u8]) -> Result<(), ImportError>) -> Result<(), ImportError> {
+        for owned in std::mem::take(&mut self.chunks) {
+            let chunk = &owned[..];
             let mut at = 0;
             while at < chunk.len() {
                 let flags = chunk[at];
@@ -510,6 +513,8 @@ impl Staged {
                 at += len;
                 f(&Child { flags, disk, apparent, dir, dev, ino, nlink }, name)?;
             }
+            #[cfg(test)]
+            count_staged(-(owned.capacity() as isize));
         }
         Ok(())
     }
@@ -807,7 +812,7 @@ impl<R: BufRead> Importer<'_, R> {
     }
 
     /// Writes a finished directory's children under contiguous ids and adds them up.
-    fn close_dir(&mut self, d: Open, root_info: Option<Info>) -> Result<(), ImportError> {
+    fn close_dir(&mut self, mut d: Open, root_info: Option<Info>) -> Result<(), ImportError> {
         let a = self.arena;
         let n = d.staged.count;
         let first = a.reserve_entries(n).map_err(|_| self.too_big())?;
@@ -818,7 +823,7 @@ impl<R: BufRead> Importer<'_, R> {
         let mut id = first;
         let offset = self.input.offset;
         let links = &mut self.links;
-        d.staged.each(|c, name| {
+        d.staged.drain(|c, name| {
             let mut flags = c.flags;
             if flags & arena::F_HARDLINK != 0 {
                 if let std::collections::hash_map::Entry::Vacant(v) = links.entry((c.dev, c.ino)) {
