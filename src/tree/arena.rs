@@ -1305,8 +1305,10 @@ mod tests {
         a.note_link(first + 1, 7, round, 2);
         let sub = a.new_dir(first + n, d, 0, 0).unwrap();
         a.add_pending(d, 1);
-        let inner: Vec<NewEntry> =
-            names[..n as usize / 10].iter().map(|n| NewEntry { name: n, flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 1 }).collect();
+        let inner: Vec<NewEntry> = names[..n as usize / 10]
+            .iter()
+            .map(|n| NewEntry { name: n, flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 1 })
+            .collect();
         let f = children(a, sub, &inner);
         a.publish_children(sub, f, inner.len() as u32);
         a.add_here(sub, 1024 * inner.len() as u64, inner.len() as u64, inner.len() as u64);
@@ -1341,7 +1343,10 @@ mod tests {
             assert!(!old.contains(&probe), "round {round}: an id of the replaced listing was reused before reclaim");
             fill(&a, new, 1000, round);
             let kids = a.children(new).unwrap();
-            assert!(kids.start >= old.end || kids.end <= old.start, "round {round}: overlaps the listing being replaced");
+            assert!(
+                kids.start >= old.end || kids.end <= old.start,
+                "round {round}: overlaps the listing being replaced"
+            );
             s = new;
             a.reclaim();
             let kids = a.children(s).unwrap();
@@ -1374,7 +1379,11 @@ mod tests {
             // reserved) is everything ever reserved: no run freed twice or too long, none lost.
             let live_names = 1 + 2 + (1000 * 11 + 4) + 100 * 11;
             let (free_entries, free_names) = a.free_totals();
-            assert_eq!(free_entries + (1 + 1 + 1001 + 100) + (round - 1), a.entry_high_water(), "round {round}: entries");
+            assert_eq!(
+                free_entries + (1 + 1 + 1001 + 100) + (round - 1),
+                a.entry_high_water(),
+                "round {round}: entries"
+            );
             assert_eq!(free_names + live_names, a.name_high_water(), "round {round}: name bytes");
         }
         // One copy in use, one being replaced, and room for the probes splitting runs

@@ -555,8 +555,14 @@ struct Importer<'a, R: BufRead> {
 
 /// Reads an ncdu JSON export into `arena`; the root directory is returned.
 pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> {
-    let mut im =
-        Importer { input: Input { r, offset: 0 }, arena, links: HashMap::new(), cumulative_dirs: false, shared: None, scratch: Vec::new() };
+    let mut im = Importer {
+        input: Input { r, offset: 0 },
+        arena,
+        links: HashMap::new(),
+        cumulative_dirs: false,
+        shared: None,
+        scratch: Vec::new(),
+    };
     let i = &mut im.input;
     i.expect(b'[')?;
     let t = i.token()?;
@@ -844,7 +850,9 @@ impl<R: BufRead> Importer<'_, R> {
                 Some(sub) => a.attach_dir(sub, id),
                 None if flags & 3 == arena::KIND_DIR => {
                     // An excluded directory: a record with no children.
-                    let sub = a.new_dir(id, d.dir, 0, 0).map_err(|_| ImportError { offset, msg: "too many entries for the arena".into() })?;
+                    let sub = a
+                        .new_dir(id, d.dir, 0, 0)
+                        .map_err(|_| ImportError { offset, msg: "too many entries for the arena".into() })?;
                     a.publish_children(sub, id, 0);
                     a.set_dir_flags(sub, arena::D_DONE);
                 }
@@ -1139,5 +1147,4 @@ mod tests {
         assert_eq!(a.own_sizes(kids.start + 12_345), (12_345 * 4096, 12_345 * 7));
         assert!(a.link_of(kids.end - 1).is_some());
     }
-
 }
