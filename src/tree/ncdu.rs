@@ -426,9 +426,9 @@ struct Staged {
     name_bytes: u64,
 }
 
-/// Bytes the staging chunks hold now and at most (tests bound it per entry).
 #[cfg(test)]
 thread_local! {
+    /// Bytes the staging chunks hold now and at most (tests bound it per entry).
     static STAGED_BYTES: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
 }
 
