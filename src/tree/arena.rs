@@ -884,8 +884,11 @@ impl Arena {
             let mut at = start;
             for id in kids.clone() {
                 at = self.skip_name(at);
-                if self.kind(id) == KIND_DIR {
-                    stack.push(self.dir_of(id));
+                // Only a record that belongs here (a directory entry whose record could not
+                // be made when the arena was full holds no index of its own).
+                let sub = self.dir_of(id);
+                if self.kind(id) == KIND_DIR && self.dir_entry(sub) == id && self.dir_parent(sub) == dir {
+                    stack.push(sub);
                 }
             }
             entry_runs.push((kids.start, kids.end - kids.start));
