@@ -588,3 +588,94 @@ fn a_change_column_and_sort_against_an_older_export() {
     term.keys(&["q"]);
     term.wait_for("EXIT=0");
 }
+
+/// `du`'s figures for `dir`: (disk bytes, apparent bytes, entries below).
+fn du_figures(dir: &Path) -> (u64, u64, u64) {
+    let du = |flag: &str| -> u64 {
+        let out = Command::new("du").args(["-s", flag]).arg(dir).output().expect("du runs");
+        assert!(out.status.success(), "du {flag}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().parse().unwrap()
+    };
+    (du("-B1"), du("-b"), listing(dir).len() as u64)
+}
+
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("VmRSS: 0 kB");
+    line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// Issue 10, item 8: fifteen rescans of a 10,000-entry directory whose contents change
+/// between them (growing and shrinking, so reused runs are sometimes too big and
+/// sometimes too small): after each, the directory's figures in the info box are GNU
+/// du's. (The resident size is printed for the record, not asserted.)
+#[test]
+fn repeated_rescans_keep_totals_equal_to_du() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("rescans");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    let big = tree.join("big");
+    std::fs::create_dir_all(big.join("sub")).unwrap();
+    for i in 0..10_000 {
+        let dir = if i % 10 == 0 { big.join("sub") } else { big.clone() };
+        write(&dir.join(format!("file-{i:05}")), i % 3000);
+    }
+    write(&tree.join("other.bin"), 5000);
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    let pid = browse_pid(&tree);
+    let rss_start = pid.map(rss_kib).unwrap_or(0);
+    for round in 1..=15u64 {
+        // Odd rounds add files (and a directory), even rounds take some away.
+        if round % 2 == 1 {
+            std::fs::create_dir_all(big.join(format!("new-{round}"))).unwrap();
+            for i in 0..(round * 40) {
+                write(&big.join(format!("new-{round}/f{i}")), (i * 37 % 5000) as usize);
+                write(&big.join(format!("added-{round}-{i}")), (i * 11) as usize);
+            }
+        } else {
+            for i in (round as usize * 7..10_000).step_by(97) {
+                let _ = std::fs::remove_file(big.join(format!("file-{i:05}")));
+            }
+            let _ = std::fs::remove_dir_all(big.join(format!("new-{}", round - 1)));
+        }
+        term.select("/big");
+        term.keys(&["r"]);
+        let (disk, apparent, items) = du_figures(&big);
+        let want = [
+            format!("({} bytes)", grouped(disk)),
+            format!("({} bytes)", grouped(apparent)),
+            format!("Items:     {}", grouped(items)),
+        ];
+        // The info box is drawn from the live arena: wait until it shows du's figures
+        // (a rescan that lost or kept stale entries never gets there).
+        term.wait_for("Rescanned");
+        term.keys(&["i"]);
+        term.wait(&format!("round {round}: {want:?}"), |s| {
+            s.contains("Path:      ") && s.contains("/big") && want.iter().all(|w| s.contains(w.as_str()))
+        });
+        term.keys(&["i"]);
+        term.wait("info closed", |s| !s.contains("Apparent:"));
+    }
+    let rss_end = pid.map(rss_kib).unwrap_or(0);
+    eprintln!("RSS after the scan: {rss_start} KiB; after 15 rescans: {rss_end} KiB");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

@@ -154,14 +154,17 @@ static SERVERS: AtomicUsize = AtomicUsize::new(0);
 
 impl Term {
     /// Starts `PREFIX dfdu browse ARGS` in an 100×30 window; after dfdu exits, the pane
-    /// shows `EXIT=<status>` and stays.
+    /// shows `EXIT=<status>` and `MODE=icanon` (or `-icanon`) and stays.
     fn start(dir: &Path, prefix: &str, args: &str) -> Term {
         let socket = format!("dfdu-hostile-{}-{}", std::process::id(), SERVERS.fetch_add(1, Ordering::Relaxed));
         // The script lives beside the scratch tree, not in it: the tree is compared.
         let script = dir.with_extension(format!("{socket}.sh"));
         let body = format!(
-            "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n{prefix} '{}' browse {args}\necho \"EXIT=$?\"\nsleep 600\n",
-            env!("CARGO_BIN_EXE_dfdu")
+            "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n{prefix} '{}' browse {args}\nst=$?\necho \"EXIT=$st\"\n\
+             echo $st > '{}.exit'\n\
+             stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon | sed 's/^/MODE=/'\nsleep 600\n",
+            env!("CARGO_BIN_EXE_dfdu"),
+            script.display()
         );
         std::fs::write(&script, body).unwrap();
         let t = Term { socket, script };
@@ -244,6 +247,7 @@ impl Drop for Term {
     fn drop(&mut self) {
         let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
         let _ = std::fs::remove_file(&self.script);
+        let _ = std::fs::remove_file(format!("{}.exit", self.script.display()));
     }
 }
 
@@ -389,37 +393,35 @@ fn an_ancestor_replaced_after_the_scan_is_not_deleted_through() {
     assert_eq!(listing(&t.dir), before, "nothing changed on disk");
 }
 
-/// Out of memory while browsing (an address-space limit and a large import) ended the
-/// process with the alternate screen still on and the cursor hidden (issue 10.11). Now
-/// the terminal is put back before the abort message.
-// Not yet a real check: at this limit the import runs out of memory before the browser
-// takes the terminal, so the test also passes without the fix (a planted removal of the
-// hook survived). It needs a limit at which the browser is up first and then runs out
-// (e.g. an action that allocates after the first frame).
+/// Out of memory while browsing ended the process with the alternate screen still on
+/// and the cursor hidden (issue 10.11). Now the terminal is put back before the abort
+/// message. The debugging knob `DFDU_DEBUG_OOM_AFTER_FRAMES` makes the browser, once its
+/// first frame is up, ask for more memory than any allocator has: the allocation fails
+/// in the real allocator and goes through the real failure path (the wrapped global
+/// allocator's hook, then std's "memory allocation failed" abort). Without the hook the
+/// pane stays on the alternate screen with the cursor hidden, and this test fails.
 #[test]
-#[ignore = "runs out of memory before the browser starts, so it cannot fail yet"]
 fn out_of_memory_in_the_browser_restores_the_terminal() {
     if !have_tmux() {
         return;
     }
     let t = Scratch::new("oom");
-    // 400,000 entries with long names: far more than 16 MiB of address space holds (the browser starts in 10).
-    let export = t.dir.join("big.json");
-    let mut json = String::from("[1,2,{\"progname\":\"x\",\"progver\":\"1\",\"timestamp\":1},[{\"name\":\"/r\"}");
-    for d in 0..40 {
-        json.push_str(&format!(",[{{\"name\":\"d{d}\"}}"));
-        for i in 0..10_000 {
-            json.push_str(&format!(
-                ",{{\"name\":\"a-name-long-enough-to-cost-memory-{i:08}\",\"asize\":1,\"dsize\":512}}"
-            ));
-        }
-        json.push(']');
+    let tree = t.dir.join("tree");
+    write(&tree.join("a/file"), 5000);
+    let term = Term::start(&t.dir, "DFDU_DEBUG_OOM_AFTER_FRAMES=2", &format!("'{}'", tree.display()));
+    // The exit status also goes to a file: on a terminal left raw, "EXIT=" may never
+    // show as one word.
+    let exit = PathBuf::from(format!("{}.exit", term.script.display()));
+    let start = Instant::now();
+    while !exit.exists() {
+        assert!(start.elapsed() < WAIT, "dfdu did not end:\n{}", term.screen());
+        std::thread::sleep(Duration::from_millis(50));
     }
-    json.push_str("]]\n");
-    std::fs::write(&export, json).unwrap();
-    let term = Term::start(&t.dir, "prlimit --as=16777216", &format!("-f '{}'", export.display()));
-    let s = term.wait_for("EXIT=");
-    assert!(s.contains("memory allocation of"), "the process ran out of memory:\n{s}");
+    std::thread::sleep(Duration::from_millis(300));
+    let s = term.screen();
     assert_eq!(term.pane("#{alternate_on}"), "0", "the alternate screen is left:\n{s}");
-    assert_eq!(term.pane("#{cursor_flag}"), "1", "the cursor is visible again");
+    assert_eq!(term.pane("#{cursor_flag}"), "1", "the cursor is visible again:\n{s}");
+    assert!(s.contains("memory allocation of") && s.contains("EXIT=134"), "the process ran out of memory:\n{s}");
+    let s = term.wait_for("MODE=");
+    assert!(s.contains("MODE=icanon"), "the terminal is back in canonical mode:\n{s}");
 }

@@ -301,6 +301,7 @@ pub(super) fn ui<'s, 'a: 's>(
     let mut keys = Vec::new();
     let mut need_draw = true;
     let mut last_tick = Instant::now();
+    let (mut frames, oom_at) = (0u64, oom_after_frames());
     loop {
         let (bits, signo) = platform::term_signals();
         if bits & platform::SIG_QUIT != 0 {
@@ -357,6 +358,16 @@ pub(super) fn ui<'s, 'a: 's>(
                 return 1;
             }
             need_draw = false;
+            // The listing is now built from the current records (`refresh`: a window too
+            // small to draw skips it): what rescans replaced is unreachable and no longer
+            // held here, so its runs can be reused.
+            browser.refresh();
+            a.reclaim();
+            frames += 1;
+            if oom_at == Some(frames) {
+                // No allocator can give this much: the out-of-memory path runs for real.
+                drop(std::hint::black_box(Vec::<u8>::with_capacity(isize::MAX as usize)));
+            }
         }
         let timeout = if decoder.pending() {
             ESC_WAIT_MS
@@ -497,6 +508,13 @@ pub(super) fn start_delete<'s, 'a: 's>(
         d.set(start);
     });
     Job { delete: Some((progress, total)), sink: None, done, label, start: Instant::now(), entries_at_start: 0 }
+}
+
+/// The debugging knob `DFDU_DEBUG_OOM_AFTER_FRAMES=N` (README, "Limits and hostile
+/// trees"): after its N-th frame the browser asks for an allocation no allocator can
+/// satisfy, so what running out of memory does to the terminal can be seen and tested.
+fn oom_after_frames() -> Option<u64> {
+    std::env::var("DFDU_DEBUG_OOM_AFTER_FRAMES").ok()?.parse().ok().filter(|&n| n > 0)
 }
 
 pub(super) fn start_rescan<'s, 'a: 's>(

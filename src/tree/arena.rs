@@ -50,7 +50,7 @@
 //!
 //! # Changes after the scan (the browser)
 //!
-//! Nothing is ever freed or moved. A deleted entry gets `F_REMOVED` and what it
+//! Nothing is ever moved. A deleted entry gets `F_REMOVED` and what it
 //! contributed leaves the totals that hold it: its directory's and each ancestor's up to
 //! and including the first one that is not done (which has not reported upward yet). A
 //! rescanned directory gets a fresh record under the same entry (`begin_rescan`); the old
@@ -58,9 +58,37 @@
 //! (marked `D_RESCAN`) until the new record is. The new record (also `D_RESCAN`, and
 //! listed in `rescan_roots`) adds its totals to those reopened ancestors when it is done;
 //! they, having reported before, do not report again.
+//!
+//! # Reuse after a rescan
+//!
+//! What a rescan replaced is taken back, so rescanning the same directory again and again
+//! does not grow the arena: the replaced record goes on a `retired` list, and `reclaim`
+//! later walks its subtree and puts each directory's child-id run and name-store run on a
+//! free list (by length; a reservation takes the smallest free run that fits and leaves
+//! the rest free). Directory records themselves (64 bytes per directory) are not reused:
+//! side tables and the sharing figures are keyed by them.
+//!
+//! Why a reused run cannot be read through the old record (all cells are atomics, so a
+//! mistake here would show wrong names or sizes, never undefined behaviour):
+//!
+//! 1. *No writer.* The browser rescans only a directory that is done, and a directory is
+//!    done only when its whole subtree is; so nothing writes below the old record.
+//! 2. *Unreachable.* `begin_rescan` points the directory's entry at the new record
+//!    (`attach_dir`, a `Release` store) before it retires the old one; every walk from a
+//!    root after that reaches the new record. `dir_live` says "gone" for the old one.
+//! 3. *No reader left.* Ids reached through the old record before the switch can only be
+//!    held by the browser's thread (its listing and name cache; scan threads never go
+//!    down into a done directory they did not list). The browser calls `reclaim` on
+//!    that same thread right after a frame, and `begin_rescan` happens in its key
+//!    handler, so every retired record was replaced before that frame rebuilt the
+//!    listing (`replace_dir` marks it stale and drops a name cache of the old record).
+//! 4. *Published again as usual.* A reused run is written, entry by entry, before the new
+//!    owner's `child_count` is stored with `Release`; readers reach it only through that.
+//!    Entries of a reused run lose their overflow and hard-link rows when taken back, so
+//!    those tables speak only for the new owners.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 
 /// `child_count` of a directory whose listing has not been published.
@@ -192,6 +220,13 @@ impl<T: Default, const LEAF: u32> Default for Chunked<T, LEAF> {
     }
 }
 
+/// Free runs by (length, start): the smallest that fits is the first at or after (n, 0).
+#[derive(Default)]
+struct FreeRuns {
+    entries: BTreeSet<(u64, u32)>,
+    names: BTreeSet<(u64, u32)>,
+}
+
 /// Bytes a name takes in the store.
 pub fn name_cost(len: usize) -> u64 {
     let len = len.min(u16::MAX as usize) as u64;
@@ -241,6 +276,14 @@ pub struct Arena {
     /// New records of running rescans (they report to every reopened ancestor).
     rescan_roots: Mutex<HashSet<u32>>,
     full: Mutex<Option<Full>>,
+    /// Records replaced by rescans whose runs `reclaim` has not taken back yet.
+    retired: Mutex<Vec<u32>>,
+    /// Entry-id runs and name-store runs that `reclaim` took back, for the next
+    /// reservations (see "Reuse after a rescan" in the module doc).
+    free: Mutex<FreeRuns>,
+    has_free: AtomicBool,
+    /// Entries reserved in all (reused ids count again): the progress figures.
+    reserved: AtomicU64,
     /// Directory records visited while moving totals (tests check it grows linearly).
     #[cfg(test)]
     pub steps: AtomicU64,
@@ -271,6 +314,10 @@ impl Arena {
             root_names: Mutex::new(HashMap::new()),
             rescan_roots: Mutex::new(HashSet::new()),
             full: Mutex::new(None),
+            retired: Mutex::new(Vec::new()),
+            free: Mutex::new(FreeRuns::default()),
+            has_free: AtomicBool::new(false),
+            reserved: AtomicU64::new(0),
             #[cfg(test)]
             steps: AtomicU64::new(0),
             shared: Mutex::new(None),
@@ -295,9 +342,36 @@ impl Arena {
         why
     }
 
-    /// Number of entries written (or reserved).
+    /// Number of entries written (or reserved), counting an id again each time a rescan
+    /// reuses it: what the progress lines show.
     pub fn entry_count(&self) -> u32 {
-        self.next_entry.load(Acquire).min(u32::MAX as u64) as u32
+        self.reserved.load(Acquire).min(u32::MAX as u64) as u32
+    }
+
+    /// Entry ids in use or free (the high-water mark of the entry array).
+    #[cfg(test)]
+    pub fn entry_high_water(&self) -> u64 {
+        self.next_entry.load(Acquire)
+    }
+
+    /// Rows of the overflow and hard-link tables (tests: they must not outlive entries).
+    #[cfg(test)]
+    pub fn side_rows(&self) -> (usize, usize) {
+        (self.overflow.lock().unwrap().len(), self.links.lock().unwrap().len())
+    }
+
+    /// Free entry ids and free name bytes (tests: with what is live, they make up the
+    /// high-water marks exactly).
+    #[cfg(test)]
+    pub fn free_totals(&self) -> (u64, u64) {
+        let f = self.free.lock().unwrap();
+        (f.entries.iter().map(|r| r.0).sum(), f.names.iter().map(|r| r.0).sum())
+    }
+
+    /// Bytes of name store in use or free (its high-water mark).
+    #[cfg(test)]
+    pub fn name_high_water(&self) -> u64 {
+        self.next_name.load(Acquire)
     }
 
     /// Uses up all entry ids but `left` (tests of what happens when the arena is full).
@@ -308,6 +382,10 @@ impl Arena {
 
     /// Reserves `n` contiguous entry ids.
     pub fn reserve_entries(&self, n: u32) -> Result<u32, Full> {
+        self.reserved.fetch_add(n as u64, Relaxed);
+        if let Some(first) = self.take_free(n as u64, |f| &mut f.entries) {
+            return Ok(first);
+        }
         let first = self.next_entry.fetch_add(n as u64, Relaxed);
         if first + n as u64 > u32::MAX as u64 - 1 {
             return Err(self.refuse(Full::Ids));
@@ -382,6 +460,9 @@ impl Arena {
 
     /// Reserves `bytes` of contiguous name store (a directory's children's names).
     pub fn reserve_names(&self, bytes: u64) -> Result<u32, Full> {
+        if let Some(start) = self.take_free(bytes, |f| &mut f.names) {
+            return Ok(start);
+        }
         let start = self.next_name.fetch_add(bytes, Relaxed);
         if start + bytes > u32::MAX as u64 {
             return Err(self.refuse(Full::Names));
@@ -778,7 +859,75 @@ impl Arena {
             self.set_dev(new, dev);
         }
         self.attach_dir(new, entry);
+        self.retired.lock().unwrap().push(old);
         Ok(new)
+    }
+
+    /// Takes back the entry-id runs and name-store runs of the records that rescans
+    /// replaced, for later reservations to reuse. The caller promises that no reader
+    /// still holds an id reached through a replaced record: the browser calls this on its
+    /// own thread (the only reader besides the scan's writers) after a frame built from
+    /// the current records (see "Reuse after a rescan" in the module doc).
+    pub fn reclaim(&self) {
+        let retired = std::mem::take(&mut *self.retired.lock().unwrap());
+        if retired.is_empty() {
+            return;
+        }
+        let (mut entry_runs, mut name_runs) = (Vec::new(), Vec::new());
+        let mut stack = retired;
+        while let Some(dir) = stack.pop() {
+            let Some(kids) = self.children(dir) else { continue };
+            if kids.is_empty() || kids.start == u32::MAX {
+                continue;
+            }
+            let start = self.names_at(dir);
+            let mut at = start;
+            for id in kids.clone() {
+                at = self.skip_name(at);
+                // Only a record that belongs here (a directory entry whose record could not
+                // be made when the arena was full holds no index of its own).
+                let sub = self.dir_of(id);
+                if self.kind(id) == KIND_DIR && self.dir_entry(sub) == id && self.dir_parent(sub) == dir {
+                    stack.push(sub);
+                }
+            }
+            entry_runs.push((kids.start, kids.end - kids.start));
+            name_runs.push((start, at - start));
+        }
+        if entry_runs.is_empty() {
+            return;
+        }
+        // Side tables keyed by entry id must not speak for an id's next owner.
+        entry_runs.sort_unstable();
+        let freed = |id: &u32| {
+            let i = entry_runs.partition_point(|&(s, _)| s <= *id);
+            i > 0 && *id < entry_runs[i - 1].0 + entry_runs[i - 1].1
+        };
+        self.overflow.lock().unwrap().retain(|id, _| !freed(id));
+        self.links.lock().unwrap().retain(|id, _| !freed(id));
+        let mut free = self.free.lock().unwrap();
+        for (s, n) in entry_runs {
+            free.entries.insert((n as u64, s));
+        }
+        for (s, n) in name_runs.into_iter().filter(|r| r.1 > 0) {
+            free.names.insert((n as u64, s));
+        }
+        self.has_free.store(true, Release);
+    }
+
+    /// The start of the smallest free run of at least `n` slots (the rest stays free).
+    fn take_free(&self, n: u64, set: impl Fn(&mut FreeRuns) -> &mut BTreeSet<(u64, u32)>) -> Option<u32> {
+        if n == 0 || !self.has_free.load(Acquire) {
+            return None;
+        }
+        let mut free = self.free.lock().unwrap();
+        let runs = set(&mut free);
+        let &(len, start) = runs.range((n, 0)..).next()?;
+        runs.remove(&(len, start));
+        if len > n {
+            runs.insert((len - n, start + n as u32));
+        }
+        Some(start)
     }
 
     /// Marks errors below `dir` on every ancestor.
@@ -1142,5 +1291,108 @@ mod tests {
         let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
         let s = a.new_dir(e, r, 0, 0).unwrap();
         assert_eq!(a.dir_dev(s), 9, "inherited from the parent");
+    }
+
+    /// Fills directory record `d` with `n` files (one of them too big for an entry, one
+    /// multiply linked) and a subdirectory of `n / 10` files, finished.
+    fn fill(a: &Arena, d: u32, n: u32, round: u64) {
+        let names: Vec<Vec<u8>> = (0..n).map(|i| format!("file-{i:05}").into_bytes()).collect();
+        let mut kids: Vec<NewEntry> = names
+            .iter()
+            .map(|n| NewEntry { name: n, flags: KIND_FILE, disk_bytes: 512, apparent_bytes: round })
+            .collect();
+        kids[0].apparent_bytes = 1 << 40;
+        kids[1].flags |= F_HARDLINK;
+        kids.push(NewEntry { name: b"sub", flags: KIND_DIR, ..Default::default() });
+        let first = children(a, d, &kids);
+        a.note_link(first + 1, 7, round, 2);
+        let sub = a.new_dir(first + n, d, 0, 0).unwrap();
+        a.add_pending(d, 1);
+        let inner: Vec<NewEntry> = names[..n as usize / 10]
+            .iter()
+            .map(|n| NewEntry { name: n, flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 1 })
+            .collect();
+        let f = children(a, sub, &inner);
+        a.publish_children(sub, f, inner.len() as u32);
+        a.add_here(sub, 1024 * inner.len() as u64, inner.len() as u64, inner.len() as u64);
+        a.finish(sub);
+        a.publish_children(d, first, n + 1);
+        a.add_here(d, 512 * n as u64, (1 << 40) + round * (n as u64 - 1), n as u64 + 1);
+        a.finish(d);
+    }
+
+    /// Issue 10, item 8: rescanning the same directory again and again reuses what each
+    /// rescan replaced (after `reclaim`, never before), so the entry array and the name
+    /// store stop growing; what the reused runs hold is the new listing's and nothing else.
+    #[test]
+    fn rescans_reuse_what_they_replaced() {
+        let a = Arena::new();
+        let r = root(&a, 0);
+        let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+        a.publish_children(r, e, 1);
+        a.add_here(r, 0, 0, 1);
+        let mut s = a.new_dir(e, r, 0, 0).unwrap();
+        a.add_pending(r, 1);
+        fill(&a, s, 1000, 1);
+        a.finish(r);
+        let (entries_once, names_once) = (a.entry_high_water(), a.name_high_water());
+        let mut name = Vec::new();
+        for round in 2..40u64 {
+            let old = a.children(s).unwrap();
+            let new = a.begin_rescan(s, 0, 0).unwrap();
+            // Before `reclaim` the browser may still hold ids of the old listing: a
+            // reservation now must not hand them out again.
+            let probe = a.reserve_entries(1).unwrap();
+            assert!(!old.contains(&probe), "round {round}: an id of the replaced listing was reused before reclaim");
+            fill(&a, new, 1000, round);
+            let kids = a.children(new).unwrap();
+            assert!(
+                kids.start >= old.end || kids.end <= old.start,
+                "round {round}: overlaps the listing being replaced"
+            );
+            s = new;
+            a.reclaim();
+            let kids = a.children(s).unwrap();
+            assert_eq!(a.dir_totals(r), (512 * 1000 + 1024 * 100, (1 << 40) + round * 999 + 100, 1 + 1001 + 100));
+            a.child_name(s, kids.start + 999, &mut name);
+            assert_eq!(name, b"file-00999");
+            a.child_name(s, kids.start + 1000, &mut name);
+            assert_eq!(name, b"sub");
+            assert_eq!(a.own_sizes(kids.start), (512, 1 << 40));
+            assert_eq!(a.own_sizes(kids.start + 2), (512, round));
+            assert_eq!(a.link_of(kids.start + 1), Some((7, round, 2)));
+            // Every name of the tree reads back (a reused run that reached into a live
+            // one would have overwritten a name there).
+            let mut want = vec![b"s".to_vec()];
+            want.extend((0..1000).map(|i| format!("file-{i:05}").into_bytes()));
+            want.push(b"sub".to_vec());
+            want.extend((0..100).map(|i| format!("file-{i:05}").into_bytes()));
+            let mut got = vec![a.dir_name(s)];
+            let sub = a.dir_of(kids.end - 1);
+            for d in [s, sub] {
+                let mut at = a.names_at(d);
+                for _ in a.children(d).unwrap() {
+                    at = a.read_name(at, &mut name);
+                    got.push(name.clone());
+                }
+            }
+            assert!(got == want, "round {round}: names changed");
+            assert_eq!(a.side_rows(), (1, 1), "round {round}: overflow and link rows outlive their entries");
+            // Exact accounting: what is free plus what is live (and the probes, which stay
+            // reserved) is everything ever reserved: no run freed twice or too long, none lost.
+            let live_names = 1 + 2 + (1000 * 11 + 4) + 100 * 11;
+            let (free_entries, free_names) = a.free_totals();
+            assert_eq!(
+                free_entries + (1 + 1 + 1001 + 100) + (round - 1),
+                a.entry_high_water(),
+                "round {round}: entries"
+            );
+            assert_eq!(free_names + live_names, a.name_high_water(), "round {round}: name bytes");
+        }
+        // One copy in use, one being replaced, and room for the probes splitting runs
+        // (without reuse: 39 copies).
+        assert!(a.entry_high_water() <= 3 * entries_once, "entries grew to {}", a.entry_high_water());
+        assert!(a.name_high_water() <= 3 * names_once, "names grew to {}", a.name_high_water());
+        assert!(a.entry_count() as u64 > 30 * 1000, "progress counts reused ids again");
     }
 }

@@ -408,12 +408,126 @@ struct Open {
     dev: u64,
     /// gdu: the directory's cumulative sizes as written.
     cumulative: Option<(u64, u64)>,
-    children: Vec<Child>,
-    names: Vec<u8>,
+    /// The children so far, packed (`Staged`): a few bytes plus the name each, so a
+    /// folder of a million entries costs about what its names do until it closes.
+    staged: Staged,
+}
+
+/// Children of an open directory, each packed as the flags byte, then variable-length
+/// integers (7 bits a byte) for disk and apparent size, directory record + 1 (0: none),
+/// for a multiply-linked file its dev, inode and link count, the name's length, then the
+/// name. Kept in chunks that never grow in place (a new chunk, twice the last one up to
+/// 64 KiB, when a record does not fit), so what is held is what is used plus at most one
+/// partly filled chunk, and nothing is copied while a folder grows.
+#[derive(Default)]
+struct Staged {
+    chunks: Vec<Vec<u8>>,
+    count: u32,
+    name_bytes: u64,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes the staging chunks hold now and at most (tests bound it per entry).
+    static STAGED_BYTES: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+#[cfg(test)]
+fn count_staged(grow: isize) {
+    STAGED_BYTES.with(|c| {
+        let (now, peak) = c.get();
+        let now = (now as isize + grow) as usize;
+        c.set((now, peak.max(now)));
+    });
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        v |= ((byte & 0x7f) as u64) << shift;
+        if byte < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+impl Staged {
+    fn push(&mut self, c: &Child, name: &[u8], scratch: &mut Vec<u8>) {
+        scratch.clear();
+        scratch.push(c.flags);
+        put_varint(scratch, c.disk);
+        put_varint(scratch, c.apparent);
+        put_varint(scratch, c.dir.map_or(0, |d| d as u64 + 1));
+        if c.flags & arena::F_HARDLINK != 0 {
+            put_varint(scratch, c.dev);
+            put_varint(scratch, c.ino);
+            put_varint(scratch, c.nlink as u64);
+        }
+        put_varint(scratch, name.len() as u64);
+        scratch.extend_from_slice(name);
+        let fits = self.chunks.last().is_some_and(|l| l.capacity() - l.len() >= scratch.len());
+        if !fits {
+            let last = self.chunks.last().map_or(0, |l| l.capacity());
+            let cap = (last * 2).clamp(256, 1 << 16).max(scratch.len());
+            #[cfg(test)]
+            count_staged(cap as isize);
+            self.chunks.push(Vec::with_capacity(cap));
+        }
+        self.chunks.last_mut().expect("a chunk with room").extend_from_slice(scratch);
+        self.count += 1;
+        self.name_bytes += arena::name_cost(name.len());
+    }
+
+    /// Calls `f` with each child and its name, in order, giving each chunk back as soon
+    /// as it is read: the arena's copy grows while the staging shrinks, so the peak is
+    /// about the larger of the two, not their sum.
+    fn drain(&mut self, mut f: impl FnMut(&Child, &[u8]) -> Result<(), ImportError>) -> Result<(), ImportError> {
+        for owned in std::mem::take(&mut self.chunks) {
+            let chunk = &owned[..];
+            let mut at = 0;
+            while at < chunk.len() {
+                let flags = chunk[at];
+                at += 1;
+                let disk = get_varint(chunk, &mut at);
+                let apparent = get_varint(chunk, &mut at);
+                let dir = get_varint(chunk, &mut at).checked_sub(1).map(|d| d as u32);
+                let (mut dev, mut ino, mut nlink) = (0, 0, 0);
+                if flags & arena::F_HARDLINK != 0 {
+                    dev = get_varint(chunk, &mut at);
+                    ino = get_varint(chunk, &mut at);
+                    nlink = get_varint(chunk, &mut at) as u32;
+                }
+                let len = get_varint(chunk, &mut at) as usize;
+                let name = &chunk[at..at + len];
+                at += len;
+                f(&Child { flags, disk, apparent, dir, dev, ino, nlink }, name)?;
+            }
+            #[cfg(test)]
+            count_staged(-(owned.capacity() as isize));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Drop for Staged {
+    fn drop(&mut self) {
+        count_staged(-(self.chunks.iter().map(|c| c.capacity()).sum::<usize>() as isize));
+    }
 }
 
 struct Child {
-    name: (usize, usize),
     flags: u8,
     disk: u64,
     apparent: u64,
@@ -435,12 +549,20 @@ struct Importer<'a, R: BufRead> {
     links: HashMap<(u64, u64), u32>,
     cumulative_dirs: bool,
     shared: Option<Figures>,
+    /// One child's packed record while it is built (`Staged::push`).
+    scratch: Vec<u8>,
 }
 
 /// Reads an ncdu JSON export into `arena`; the root directory is returned.
 pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> {
-    let mut im =
-        Importer { input: Input { r, offset: 0 }, arena, links: HashMap::new(), cumulative_dirs: false, shared: None };
+    let mut im = Importer {
+        input: Input { r, offset: 0 },
+        arena,
+        links: HashMap::new(),
+        cumulative_dirs: false,
+        shared: None,
+        scratch: Vec::new(),
+    };
     let i = &mut im.input;
     i.expect(b'[')?;
     let t = i.token()?;
@@ -602,7 +724,7 @@ impl<R: BufRead> Importer<'_, R> {
             self.arena.set_dir_flags(dir, arena::D_READ_ERROR);
             self.arena.mark_error_below(parent_dir);
         }
-        Ok(Open { dir, dev, cumulative, children: Vec::new(), names: Vec::new() })
+        Ok(Open { dir, dev, cumulative, staged: Staged::default() })
     }
 
     fn too_big(&self) -> ImportError {
@@ -640,7 +762,7 @@ impl<R: BufRead> Importer<'_, R> {
                     let info = self.info()?;
                     let top = stack.last_mut().expect("stack holds the open directory");
                     let child = self.child_of(&info, top, None);
-                    top.children.push(child);
+                    top.staged.push(&child, &info.name, &mut self.scratch);
                 }
                 b'[' => {
                     if stack.len() >= MAX_DEPTH {
@@ -653,7 +775,7 @@ impl<R: BufRead> Importer<'_, R> {
                         let top = stack.last_mut().expect("stack holds the open directory");
                         let mut child = self.child_of(&info, top, None);
                         child.flags = (child.flags & !3) | arena::KIND_DIR;
-                        top.children.push(child);
+                        top.staged.push(&child, &info.name, &mut self.scratch);
                         if self.input.token()? != b']' {
                             return self.input.fail("unexpected contents in an excluded directory");
                         }
@@ -662,7 +784,7 @@ impl<R: BufRead> Importer<'_, R> {
                     let open = self.open_dir(&info, stack.last())?;
                     let top = stack.last_mut().expect("stack holds the open directory");
                     let child = self.child_of(&info, top, Some(open.dir));
-                    top.children.push(child);
+                    top.staged.push(&child, &info.name, &mut self.scratch);
                     stack.push(open);
                 }
                 _ => return self.input.fail("expected an entry ('{' or '[')"),
@@ -670,9 +792,7 @@ impl<R: BufRead> Importer<'_, R> {
         }
     }
 
-    fn child_of(&self, info: &Info, top: &mut Open, dir: Option<u32>) -> Child {
-        let start = top.names.len();
-        top.names.extend_from_slice(&info.name);
+    fn child_of(&self, info: &Info, top: &Open, dir: Option<u32>) -> Child {
         let mut flags = match (dir, info.notreg) {
             (Some(_), _) => arena::KIND_DIR,
             (None, true) => arena::KIND_OTHER,
@@ -687,7 +807,6 @@ impl<R: BufRead> Importer<'_, R> {
         }
         let bad = info.excluded.is_some() || (info.read_error && dir.is_none());
         Child {
-            name: (start, top.names.len()),
             flags,
             disk: if bad || self.cumulative_dirs && dir.is_some() { 0 } else { info.dsize },
             apparent: if bad || self.cumulative_dirs && dir.is_some() { 0 } else { info.asize },
@@ -699,26 +818,26 @@ impl<R: BufRead> Importer<'_, R> {
     }
 
     /// Writes a finished directory's children under contiguous ids and adds them up.
-    fn close_dir(&mut self, d: Open, root_info: Option<Info>) -> Result<(), ImportError> {
+    fn close_dir(&mut self, mut d: Open, root_info: Option<Info>) -> Result<(), ImportError> {
         let a = self.arena;
-        let n = d.children.len() as u32;
+        let n = d.staged.count;
         let first = a.reserve_entries(n).map_err(|_| self.too_big())?;
-        let name_bytes: u64 = d.children.iter().map(|c| arena::name_cost(c.name.1 - c.name.0)).sum();
-        let mut name_at = a.reserve_names(name_bytes).map_err(|_| self.too_big())?;
+        let mut name_at = a.reserve_names(d.staged.name_bytes).map_err(|_| self.too_big())?;
         a.set_layout(d.dir, first, name_at);
         let (mut disk, mut apparent) = (0u64, 0u64);
         let mut errors = false;
-        for (k, c) in d.children.iter().enumerate() {
-            let id = first + k as u32;
+        let mut id = first;
+        let offset = self.input.offset;
+        let links = &mut self.links;
+        d.staged.drain(|c, name| {
             let mut flags = c.flags;
             if flags & arena::F_HARDLINK != 0 {
-                if let std::collections::hash_map::Entry::Vacant(v) = self.links.entry((c.dev, c.ino)) {
+                if let std::collections::hash_map::Entry::Vacant(v) = links.entry((c.dev, c.ino)) {
                     v.insert(id);
                 } else {
                     flags |= arena::F_DUP_LINK;
                 }
             }
-            let name = &d.names[c.name.0..c.name.1];
             let e = NewEntry { name, flags, disk_bytes: c.disk, apparent_bytes: c.apparent };
             a.write_entry(id, &e, name_at);
             name_at += arena::name_cost(name.len()) as u32;
@@ -731,7 +850,9 @@ impl<R: BufRead> Importer<'_, R> {
                 Some(sub) => a.attach_dir(sub, id),
                 None if flags & 3 == arena::KIND_DIR => {
                     // An excluded directory: a record with no children.
-                    let sub = a.new_dir(id, d.dir, 0, 0).map_err(|_| self.too_big())?;
+                    let sub = a
+                        .new_dir(id, d.dir, 0, 0)
+                        .map_err(|_| ImportError { offset, msg: "too many entries for the arena".into() })?;
                     a.publish_children(sub, id, 0);
                     a.set_dir_flags(sub, arena::D_DONE);
                 }
@@ -741,7 +862,9 @@ impl<R: BufRead> Importer<'_, R> {
                 }
                 None => {}
             }
-        }
+            id += 1;
+            Ok(())
+        })?;
         a.add_here(d.dir, disk, apparent, n as u64);
         if let Some((cum_disk, cum_apparent)) = d.cumulative {
             let (td, ta, _) = a.stored_totals(d.dir);
@@ -1148,5 +1271,34 @@ mod tests {
         let e = import(&json[..], &a).err().expect("the arena is full");
         assert!(e.msg.contains("too many entries"), "{}", e.msg);
         assert!(import(&json[..], &Arena::new()).is_ok());
+    }
+
+    /// Issue 10, item 7: the importer held about 64 bytes per child (plus its name) until
+    /// the folder closed. Counts the bytes its staging holds at most while importing one
+    /// folder of 100,000 entries, and bounds them per entry.
+    #[test]
+    fn one_huge_folder_stages_few_bytes_per_entry() {
+        let n = 100_000u64;
+        let mut json = String::from("[1,2,{\"progname\":\"x\",\"progver\":\"1\",\"timestamp\":1},[{\"name\":\"/r\"}");
+        for i in 0..n {
+            json.push_str(&format!(",{{\"name\":\"file-{i:06}\",\"asize\":{},\"dsize\":{}}}", i * 7, i * 4096));
+        }
+        json.push_str(",{\"name\":\"linked\",\"asize\":1,\"dsize\":512,\"ino\":9,\"nlink\":2,\"hlnkc\":true}");
+        json.push_str("]]\n");
+        STAGED_BYTES.with(|c| c.set((0, 0)));
+        let a = Arena::new();
+        let root = import(json.as_bytes(), &a).expect("imports").root;
+        let (now, peak) = STAGED_BYTES.with(|c| c.get());
+        assert_eq!(now, 0, "staging is given back when the folder closes");
+        let per_entry = peak.saturating_sub(1 << 16) as f64 / n as f64;
+        assert!(per_entry <= 32.0, "staging held {peak} bytes at most: {per_entry:.1} per entry");
+        // And it all arrived.
+        assert_eq!(a.dir_totals(root).2, n + 1);
+        let kids = a.children(root).unwrap();
+        let mut name = Vec::new();
+        a.child_name(root, kids.start + 12_345, &mut name);
+        assert_eq!(name, b"file-012345");
+        assert_eq!(a.own_sizes(kids.start + 12_345), (12_345 * 4096, 12_345 * 7));
+        assert!(a.link_of(kids.end - 1).is_some());
     }
 }
