@@ -128,15 +128,8 @@ fn ioctl(file: &File, opcode: u32, buf: &mut [u64]) -> Result<(), Errno> {
     unsafe { rustix::ioctl::ioctl(file.as_fd(), RawIoctl { opcode: opcode as _, buf }) }.map_err(errno)
 }
 
-const FIEMAP_FLAG_SYNC: u32 = 1;
-const FIEMAP_EXTENT_LAST: u32 = 0x1;
-const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
-const FIEMAP_EXTENT_DELALLOC: u32 = 0x4;
-const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
+/// Data in a file's last block shared with metadata (linux/fiemap.h): cannot be shared.
 const FIEMAP_EXTENT_DATA_TAIL: u32 = 0x400;
-const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
-/// Extents asked for per FIEMAP call (56 bytes each).
-const FIEMAP_BATCH: usize = 64;
 /// A file with more extents than this is treated as "layout unknown" (never skipped as
 /// already shared; the kernel's compare decides).
 const FIEMAP_MAX_EXTENTS: usize = 65_536;
@@ -185,50 +178,38 @@ pub fn layout(file: &File) -> Layout {
     }
 }
 
-/// `Err(true)` for inline data, `Err(false)` when the map cannot be compared.
+/// `Err(true)` for inline data, `Err(false)` when the map cannot be compared. The
+/// FIEMAP loop is the scan's (`linux_fiemap`), with the write-back asked for first.
 fn extents(file: &File) -> Result<Vec<Extent>, bool> {
-    // struct fiemap: fm_start, fm_length (u64), fm_flags, fm_mapped_extents,
-    // fm_extent_count, fm_reserved (u32) = 4 words; then 7 words per fiemap_extent.
+    use crate::meta::Extent as Raw;
     let mut out = Vec::new();
-    let mut start = 0u64;
-    let mut flags = FIEMAP_FLAG_SYNC;
-    let mut buf = vec![0u64; 4 + 7 * FIEMAP_BATCH];
-    loop {
-        buf.fill(0);
-        buf[0] = start;
-        buf[1] = u64::MAX - start;
-        buf[2] = pack32(flags, 0);
-        buf[3] = pack32(FIEMAP_BATCH as u32, 0);
-        ioctl(file, linux_raw_sys::ioctl::FS_IOC_FIEMAP, &mut buf).map_err(|_| false)?;
-        flags = 0;
-        let mapped = (hi32(buf[2]) as usize).min(FIEMAP_BATCH);
-        if mapped == 0 {
-            return Ok(out);
+    let (mut inline, mut unknown) = (false, false);
+    let mut buf = super::linux_fiemap::ExtentBuf::default();
+    super::linux_fiemap::file_extents_synced(file.as_fd(), &mut buf, &mut |e| {
+        if inline || unknown {
+            return;
         }
-        for i in 0..mapped {
-            let e = &buf[4 + 7 * i..4 + 7 * (i + 1)];
-            let fe_flags = lo32(e[5]);
-            if fe_flags & (FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_DATA_TAIL) != 0 {
-                return Err(true);
-            }
-            if fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC) != 0 {
-                return Err(false);
-            }
+        if e.flags & (Raw::INLINE | FIEMAP_EXTENT_DATA_TAIL) != 0 {
+            inline = true;
+        } else if e.flags & (Raw::UNKNOWN | Raw::DELALLOC) != 0 {
+            unknown = true;
+        } else {
             out.push(Extent {
-                logical: e[0],
-                physical: e[1],
-                length: e[2],
-                shared: fe_flags & FIEMAP_EXTENT_SHARED != 0,
+                logical: e.logical,
+                physical: e.physical,
+                length: e.length,
+                shared: e.flags & Raw::SHARED != 0,
             });
-            if fe_flags & FIEMAP_EXTENT_LAST != 0 {
-                return Ok(out);
-            }
-            start = e[0].saturating_add(e[2]);
         }
-        if out.len() > FIEMAP_MAX_EXTENTS {
-            return Err(false);
-        }
+    })
+    .map_err(|_| false)?;
+    if inline {
+        return Err(true);
     }
+    if unknown || out.len() > FIEMAP_MAX_EXTENTS {
+        return Err(false);
+    }
+    Ok(out)
 }
 
 /// Whether the block device behind device number `dev` is rotational (a spinning disk:

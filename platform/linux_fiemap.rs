@@ -116,12 +116,27 @@ pub fn file_extents_at(
 
 /// The extents of the open file `fd`, in logical order.
 pub fn file_extents_fd(fd: BorrowedFd, buf: &mut ExtentBuf, each: &mut dyn FnMut(&Extent)) -> Result<(), Errno> {
+    extents_fd(fd, buf, false, each)
+}
+
+/// As `file_extents_fd`, but the file's dirty data is written back first
+/// (`FIEMAP_FLAG_SYNC` on the first call), so delayed allocations have addresses: for
+/// `dedupe`, which must know the layout of the files it is about to share, not for the
+/// scan, where the write-back would be a slow side effect.
+pub fn file_extents_synced(fd: BorrowedFd, buf: &mut ExtentBuf, each: &mut dyn FnMut(&Extent)) -> Result<(), Errno> {
+    extents_fd(fd, buf, true, each)
+}
+
+/// `FIEMAP_FLAG_SYNC` (linux/fiemap.h).
+const FLAG_SYNC: u32 = 1;
+
+fn extents_fd(fd: BorrowedFd, buf: &mut ExtentBuf, sync: bool, each: &mut dyn FnMut(&Extent)) -> Result<(), Errno> {
     let raw = &mut *buf.raw;
     let mut start = 0u64;
-    for _ in 0..MAX_CALLS {
+    for call in 0..MAX_CALLS {
         raw.start = start;
         raw.length = u64::MAX;
-        raw.flags = 0;
+        raw.flags = if sync && call == 0 { FLAG_SYNC } else { 0 };
         raw.mapped_extents = 0;
         raw.extent_count = EXTENTS_PER_CALL as u32;
         raw.reserved = 0;
