@@ -504,18 +504,7 @@ mod tests {
             let sink = ArenaSink::new(&a);
             let r = sink.add_root(root.to_str().unwrap().as_bytes(), &meta).unwrap();
             let empty = HashSet::new();
-            let walk = Walk {
-                threads: 2,
-                follow_all: false,
-                follow_root: true,
-                one_fs_dev: one_fs.then_some(meta.dev),
-                exclude,
-                seen_before: &empty,
-                claim_dirs: true,
-                fd_budget: 64,
-                check_moved: false,
-                shared: false,
-            };
+            let walk = Walk { one_fs_dev: one_fs.then_some(meta.dev), exclude, ..Walk::arena(2, &empty) };
             scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
             r
         };

@@ -542,18 +542,7 @@ fn a_full_arena_is_reported_after_the_scan() {
             let sink = ArenaSink::new(&a);
             let root = sink.add_root(dir.to_str().unwrap().as_bytes(), &meta).unwrap();
             let empty = std::collections::HashSet::new();
-            let walk = crate::walk::scan::Walk {
-                threads: 2,
-                follow_all: false,
-                follow_root: true,
-                one_fs_dev: None,
-                exclude: None,
-                seen_before: &empty,
-                claim_dirs: true,
-                fd_budget: 64,
-                check_moved: false,
-                shared: false,
-            };
+            let walk = crate::walk::scan::Walk::arena(2, &empty);
             crate::walk::scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, root);
             root
         };

@@ -407,18 +407,7 @@ mod tests {
         let sink = ArenaSink::new(&arena);
         let r = sink.add_root(a_root.to_str().unwrap().as_bytes(), &meta).unwrap();
         let empty = HashSet::new();
-        let walk = Walk {
-            threads: 3,
-            follow_all: false,
-            follow_root: true,
-            one_fs_dev: None,
-            exclude: None,
-            seen_before: &empty,
-            claim_dirs: true,
-            fd_budget: 64,
-            check_moved: false,
-            shared: false,
-        };
+        let walk = Walk::arena(3, &empty);
         scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
         let _ = std::process::Command::new("rm").arg("-rf").arg(&top).status();
 
@@ -452,18 +441,7 @@ mod tests {
         let sink = ArenaSink::new(&arena);
         let r = sink.add_root(top.to_str().unwrap().as_bytes(), &meta).unwrap();
         let empty = HashSet::new();
-        let walk = Walk {
-            threads: 8,
-            follow_all: false,
-            follow_root: true,
-            one_fs_dev: None,
-            exclude: None,
-            seen_before: &empty,
-            claim_dirs: true,
-            fd_budget: 64,
-            check_moved: false,
-            shared: false,
-        };
+        let walk = Walk::arena(8, &empty);
         scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
         let _ = std::fs::remove_dir_all(&top);
         assert_eq!(arena.dir_totals(r).2, 100_000);

@@ -116,6 +116,26 @@ pub struct Walk<'a> {
     pub shared: bool,
 }
 
+#[cfg(test)]
+impl<'a> Walk<'a> {
+    /// A plain arena scan (the root followed, no exclusions, no sharing figures): unit
+    /// tests start from it and change the field they are about.
+    pub fn arena(threads: usize, seen_before: &'a HashSet<(u64, u64)>) -> Self {
+        Walk {
+            threads,
+            follow_all: false,
+            follow_root: true,
+            one_fs_dev: None,
+            exclude: None,
+            seen_before,
+            claim_dirs: true,
+            fd_budget: 64,
+            check_moved: false,
+            shared: false,
+        }
+    }
+}
+
 /// What the scanner learned about one entry.
 #[derive(Clone, Copy, Debug)]
 pub enum Seen<'m> {
