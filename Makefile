@@ -87,7 +87,7 @@ SHARD ?=
 RE ?=
 # du builds the binary and du_compat, the others only the unit tests: two warm build
 # directories, so du can run beside another module.
-MUTANTS_FILES_ncdu   := src/tree/ncdu.rs
+MUTANTS_FILES_ncdu   := src/tree/ncdu/mod.rs src/tree/ncdu/export.rs src/tree/ncdu/import.rs
 MUTANTS_TESTS_ncdu   := -C --bin -C dfdu -- tree::ncdu::
 MUTANTS_FILES_du     := src/du/mod.rs src/du/records.rs
 MUTANTS_TESTS_du     := -C --test -C du_compat -- -- options_alone depth_and_threshold operands exclude files0_from times links unreadable_as_nobody write_error big_dir_12k

@@ -36,7 +36,8 @@
 //!   `records.rs` (`Records`, du's sink: one record per directory), `mod.rs` (per-argument
 //!   logic and the ordered pass that prints).
 //! * `tree/` — the whole tree in memory: `arena.rs` (`Arena`: every entry in 8 bytes plus
-//!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu.rs` (export and import),
+//!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's JSON format: `export.rs`
+//!   the writer, `import.rs` the reader, `tests.rs` their unit tests),
 //!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
 //!   roots), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
 //!   total, exclusive, set shared and disk once per directory, folded bottom-up), `diff.rs` (two trees in one arena

@@ -299,18 +299,22 @@ fn crate_roots(code: &str) -> Vec<(usize, String)> {
 }
 
 /// Every `crate::` path in `text` (the file at `rel`) that breaks the layering rule. A
-/// file's unit tests (from `#[cfg(test)]` before `mod tests` on) are exempt: they may use
+/// file's unit tests (from `#[cfg(test)]` before `mod tests {` on, or the whole of a
+/// sibling `tests.rs` that a `#[cfg(test)] mod tests;` pulls in) are exempt: they may use
 /// a higher layer as an oracle (`timefmt`'s tests check against `platform`'s local time).
 fn layering_problems(rel: &str, text: &str) -> Vec<String> {
     let Some(layer) = layer_of_file(rel) else {
         return Vec::new();
     };
-    let tests_at = text
-        .lines()
-        .collect::<Vec<_>>()
-        .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
-        .map_or(usize::MAX, |i| i + 1);
+    let tests_at = if rel.ends_with("/tests.rs") {
+        0
+    } else {
+        text.lines()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+            .map_or(usize::MAX, |i| i + 1)
+    };
     let Some(own) = rank(layer) else {
         return vec![format!("{rel}: in no layer; add its folder to LAYERS and the crate doc")];
     };
@@ -367,5 +371,10 @@ fn the_layering_check_can_fail() {
     assert_eq!(layering_problems("src/meta.rs", "use crate::nowhere::X;").len(), 1, "an unknown module is reported");
     let test_oracle = "use crate::meta::X;\n#[cfg(test)]\nmod tests {\n    use crate::platform::portable;\n}";
     assert!(layering_problems("src/text/timefmt.rs", test_oracle).is_empty(), "unit tests may use an oracle");
+    assert!(
+        layering_problems("src/tree/ncdu/tests.rs", "use crate::browse::X;").is_empty(),
+        "a tests.rs is unit tests"
+    );
+    assert_eq!(layering_problems("src/tree/ncdu/import.rs", "use crate::browse::X;").len(), 1, "its siblings are not");
     assert!(layering_problems("src/main.rs", "use crate::browse::run;").is_empty(), "main is above every layer");
 }

@@ -1,0 +1,416 @@
+//! Unit tests of the ncdu reader and writer: round trips through dfdu and through Debian's
+//! `ncdu` (the reference), the formats of other writers, every malformed-input error, the
+//! staging memory bound, and a corruption fuzz loop.
+
+use super::import::{ImportError, STAGED_BYTES};
+use super::*;
+use crate::tree::arena::{self, Arena};
+
+/// A small but complete export: nesting, a hard link, an error, exclusions,
+/// escapes, raw non-UTF-8 bytes and unknown keys.
+fn sample() -> Vec<u8> {
+    let mut v = b"[1,2,{\"progname\":\"ncdu\",\"progver\":\"1.18\",\"timestamp\":1700000000},\n[{\"name\":\"/srv\",\"asize\":4096,\"dsize\":4096,\"dev\":2049},\n{\"name\":\"a.txt\",\"asize\":12,\"dsize\":4096},\n[{\"name\":\"sub\",\"asize\":4096,\"dsize\":4096,\"mtime\":1.5,\"extra\":[1,{\"x\":null}]},\n{\"name\":\"link1\",\"asize\":5,\"dsize\":4096,\"ino\":1234,\"hlnkc\":true,\"nlink\":2},\n{\"name\":\"sym\",\"asize\":7,\"notreg\":true}],\n{\"name\":\"link2\",\"asize\":5,\"dsize\":4096,\"ino\":1234,\"hlnkc\":true,\"nlink\":2},\n[{\"name\":\"proc\",\"excluded\":\"otherfs\"}],\n{\"name\":\"q\\\"\\\\\\n\\u00e9\\ud83d\\ude00\",\"asize\":1},\n{\"name\":\"raw".to_vec();
+    v.extend_from_slice(b"\xff\xfe");
+    v.extend_from_slice(b"\",\"asize\":2},\n{\"name\":\"secret\",\"read_error\":true},\n{\"name\":\"skip\",\"excluded\":\"pattern\"}]]\n");
+    v
+}
+
+fn load(bytes: &[u8]) -> Result<(Arena, Imported), ImportError> {
+    let a = Arena::new();
+    let r = import(bytes, &a)?;
+    Ok((a, r))
+}
+
+fn export_bytes(a: &Arena, root: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    export(a, root, 42, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn sample_imports_with_links_counted_once() {
+    let (a, r) = load(&sample()).unwrap();
+    assert_eq!(r.progname, "ncdu");
+    assert_eq!(a.dir_name(r.root), b"/srv");
+    let (disk, apparent, items) = a.dir_totals(r.root);
+    // root 4096 + a.txt 4096 + sub 4096 + link (once) 4096.
+    assert_eq!(disk, 4 * 4096);
+    assert_eq!(apparent, 4096 + 12 + 4096 + 5 + 7 + 1 + 2);
+    assert_eq!(items, 10);
+}
+
+/// Issue 10, item 5: importing a valid 65,534-level export took 106 s (each closed
+/// directory added its sizes to every ancestor). A 20,000-level one is imported here;
+/// the arena records visited while moving totals must grow linearly, and the totals
+/// must be exact.
+#[test]
+fn deep_import_moves_totals_in_linear_work() {
+    const LEVELS: usize = 20_000;
+    let mut v = b"[1,2,{},\n[{\"name\":\"/r\",\"asize\":10,\"dsize\":512}".to_vec();
+    for _ in 1..LEVELS {
+        v.extend_from_slice(b",\n[{\"name\":\"d\",\"asize\":10,\"dsize\":512},{\"name\":\"f\",\"asize\":3}");
+    }
+    v.extend(std::iter::repeat_n(b']', LEVELS));
+    v.extend_from_slice(b"]\n");
+    let (a, r) = load(&v).unwrap();
+    let n = LEVELS as u64;
+    assert_eq!(a.dir_totals(r.root), (512 * n, 10 * n + 3 * (n - 1), 2 * (n - 1)));
+    let steps = a.steps.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(steps <= 3 * n, "{steps} steps for {n} directories: not linear");
+}
+
+#[test]
+fn export_import_export_is_identical() {
+    let (a, r) = load(&sample()).unwrap();
+    let once = export_bytes(&a, r.root);
+    let (b, r2) = load(&once).unwrap();
+    let twice = export_bytes(&b, r2.root);
+    assert_eq!(String::from_utf8_lossy(&once), String::from_utf8_lossy(&twice));
+    assert!(once.windows(2).any(|w| w == b"\xff\xfe"), "raw bytes survive");
+}
+
+#[test]
+fn gdu_cumulative_directory_sizes_are_not_counted_twice() {
+    let gdu = b"[1,2,{\"progname\":\"gdu\",\"progver\":\"5.30\",\"timestamp\":1},\n[{\"name\":\"/t\",\"asize\":4096+0,\"dsize\":12288,\"items\":3}]]";
+    assert!(load(gdu).is_err(), "not JSON");
+    let gdu = b"[1,2,{\"progname\":\"gdu\"},[{\"name\":\"/t\",\"asize\":4106,\"dsize\":12288,\"items\":3},[{\"name\":\"d\",\"asize\":4106,\"dsize\":8192,\"items\":1},{\"name\":\"f\",\"asize\":10,\"dsize\":4096}]]]";
+    let (a, r) = load(gdu).unwrap();
+    assert_eq!(a.dir_totals(r.root).0, 12288);
+    assert_eq!(a.dir_totals(r.root).1, 4106);
+}
+
+#[test]
+fn bad_input_gets_an_error_with_its_offset() {
+    let cases: &[(&[u8], &str)] = &[
+        (b"", "unexpected end"),
+        (b"{}", "expected '['"),
+        (b"[2,0,{},[{\"name\":\"/\"}]]", "unsupported format version 2"),
+        (b"[1,0,{},[{\"name\":\"/\",\"asize\":-1}]]", "unsigned"),
+        (b"[1,0,{},[{\"name\":\"/\",\"asize\":1.5}]]", "integer"),
+        (b"[1,0,{},[{\"name\":\"/\",\"asize\":99999999999999999999999}]]", "out of range"),
+        (b"[1,0,{},[{\"name\":\"/\",\"dsize\":2000000000000000000}]]", "size out of range"),
+        (b"[1,0,{},[{\"asize\":1}]]", "without a name"),
+        (b"[1,0,{},[{\"name\":\"/\",\"name\":\"x\"}]]", "duplicate name"),
+        (b"[1,0,{},[{\"name\":\"/\"},[{\"name\":\"x\",\"excluded\":\"otherfs\"},{}]]]", "excluded directory"),
+        (b"[1,0,{},[{\"name\":\"/\"}]] x", "trailing data"),
+        (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\\q\"}]]", "invalid escape"),
+        (b"[1,0,{},[{\"name\":\"/\"}", "unexpected end"),
+        (b"[1,10001,{},[{\"name\":\"/\"}]]", "invalid minor version"),
+        (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"l\",\"nlink\":4294967296}]]", "integer out of range"),
+        (b"[1,0,{},[{\"name\":\"/\",\"x\":tru}]]", "invalid literal"),
+    ];
+    for (input, want) in cases {
+        let err = load(input).err().unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(input)));
+        assert!(err.msg.contains(want), "{:?}: got {err}", String::from_utf8_lossy(input));
+        assert!(err.offset <= input.len() as u64);
+    }
+    // "expected" errors point at the byte that was not the one expected.
+    for (input, bad) in [(&b"{}"[..], b'{'), (b"[1 0", b'0'), (b"[1,0,{} [", b'[')] {
+        let err = load(input).err().unwrap();
+        let at = input.iter().rposition(|&b| b == bad).unwrap();
+        assert_eq!(err.offset, at as u64, "{:?}: {err}", String::from_utf8_lossy(input));
+    }
+}
+
+#[test]
+fn nesting_deeper_than_any_real_tree_is_refused_without_recursion() {
+    let mut v = b"[1,0,{},[{\"name\":\"/\"}".to_vec();
+    for _ in 0..MAX_DEPTH + 10 {
+        v.extend_from_slice(b",[{\"name\":\"d\"}");
+    }
+    let err = load(&v).err().expect("too deep");
+    assert!(err.msg.contains("nested too deeply"), "{err}");
+    let mut v = b"[1,0,{\"x\":".to_vec();
+    v.extend(std::iter::repeat_n(b'[', 100_000));
+    assert!(load(&v).err().expect("deep unknown value").msg.contains("nested too deeply"));
+}
+
+/// Debian's ncdu reading `input` (`-f -`) and writing it back (`-o -`); everything after
+/// the header line, without trailing newlines. None (with a SKIP line) without ncdu,
+/// unless DFDU_REQUIRE_NCDU=1 says it must be there.
+fn through_ncdu(input: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let child = Command::new("ncdu").args(["-f", "-", "-o", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn();
+    let Ok(mut child) = child else {
+        assert!(std::env::var_os("DFDU_REQUIRE_NCDU").is_none(), "ncdu is required but not installed");
+        eprintln!("SKIP: ncdu is not installed (apt-get install ncdu)");
+        return None;
+    };
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "ncdu refused {:?}", String::from_utf8_lossy(input));
+    Some(body(&out.stdout))
+}
+
+fn body(export: &[u8]) -> Vec<u8> {
+    let start = export.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut b = export[start..].to_vec();
+    while b.last() == Some(&b'\n') {
+        b.pop();
+    }
+    b
+}
+
+/// Our export of the sample, read and rewritten by ncdu, comes back byte for byte:
+/// field names, which fields are left out, escapes, links, errors and exclusions are
+/// written the way ncdu writes them.
+#[test]
+fn ncdu_rewrites_our_export_unchanged() {
+    let (a, r) = load(&sample()).unwrap();
+    let ours = export_bytes(&a, r.root);
+    if let Some(back) = through_ncdu(&ours) {
+        // ncdu 1.x names another file system "othfs"; ncdu 2 and we write "otherfs".
+        let back = String::from_utf8_lossy(&back).replace("\"othfs\"", "\"otherfs\"");
+        assert_eq!(back, String::from_utf8_lossy(&body(&ours)));
+    }
+}
+
+/// Names that need every kind of escape, and escapes of every kind in the input: what
+/// we read and write again is what ncdu reads and writes again.
+#[test]
+fn names_and_escapes_read_and_written_as_ncdu_does() {
+    let mut names: Vec<String> = (1u8..0x20).chain([0x7f, b'"', b'\\', b'/']).map(|b| format!("\\u{b:04x}")).collect();
+    // Not surrogate pairs: ncdu 1.x encodes each half on its own (see the next test).
+    names.extend(
+        ["\\n\\r\\t\\b\\f\\/\\\"\\\\x", "\\u00e9\\u07ff\\u0800\\uffff\\u0080", "\\u0041\\u00C9\\u00Ff"]
+            .map(String::from),
+    );
+    names.push("plain \u{e9}".into());
+    let mut doc =
+        String::from("[1,2,{\"progname\":\"test\"},\n[{\"name\":\"/r\",\"asize\":10,\"dsize\":4096,\"dev\":7}");
+    for (i, n) in names.iter().enumerate() {
+        doc.push_str(&format!(",\n{{\"name\":\"{n}\",\"asize\":{i},\"dsize\":{}}}", i * 512));
+    }
+    // A directory that could not be read, a file that could not be stat'ed, nested
+    // directories with hard links between them, an excluded entry, another file system.
+    doc.push_str(",\n[{\"name\":\"locked\",\"asize\":4096,\"dsize\":4096,\"read_error\":true}],\n{\"name\":\"gone\",\"read_error\":true}");
+    doc.push_str(",\n{\"name\":\"one-link\",\"asize\":2,\"ino\":99,\"nlink\":1}");
+    doc.push_str(",\n{\"name\":\"unknown-keys\",\"asize\":1,\"x1\":true,\"x2\":false,\"x3\":null,\"x4\":-1.5e3,\"x5\":\"s\",\"x6\":{\"a\":[1,{}]}}");
+    doc.push_str(",\n[{\"name\":\"d1\",\"asize\":4096,\"dsize\":4096},\n{\"name\":\"l1\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3},\n[{\"name\":\"d2\",\"asize\":4096,\"dsize\":4096,\"dev\":9},\n{\"name\":\"l2\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3}],\n{\"name\":\"after\",\"asize\":3,\"dsize\":512}]");
+    // Not `[{"name":..,"excluded":"pattern"}]`: we write that directory back as a plain
+    // entry (as ncdu 2 writes its own exclusions); ncdu 1.18 keeps the brackets.
+    doc.push_str(
+        ",\n{\"name\":\"skipped-file\",\"excluded\":\"pattern\"},\n[{\"name\":\"mnt\",\"excluded\":\"otherfs\"}]]]\n",
+    );
+    let (a, r) = load(doc.as_bytes()).unwrap();
+    let ours = body(&export_bytes(&a, r.root));
+    if let Some(theirs) = through_ncdu(doc.as_bytes()) {
+        let theirs = String::from_utf8_lossy(&theirs).replace("\"othfs\"", "\"otherfs\"").into_bytes();
+        assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
+        assert_eq!(ours, theirs, "raw bytes");
+    }
+}
+
+/// `\\u` escapes decode as the JSON and UTF-16 rules say (std's decoder is the
+/// reference): surrogate pairs make one code point, a lone surrogate is kept as WTF-8.
+#[test]
+fn unicode_escapes_decode_like_utf16() {
+    let units: [&[u16]; 6] = [
+        &[0x7f, 0x80, 0x7ff, 0x800],
+        &[0xffff, 0xe000],
+        &[0xd83d, 0xde00],
+        &[0xd800, 0xdc00],
+        &[0xdbff, 0xdfff, 0x41],
+        &[0x10, 0xfeff],
+    ];
+    for u in units {
+        let escaped: String = u.iter().map(|c| format!("\\u{c:04X}")).collect();
+        let doc = format!("[1,0,{{}},[{{\"name\":\"/\"}},{{\"name\":\"{escaped}\"}}]]");
+        let (a, r) = load(doc.as_bytes()).unwrap();
+        let mut name = Vec::new();
+        a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+        assert_eq!(name, String::from_utf16(u).unwrap().into_bytes(), "{escaped}");
+    }
+    // A high surrogate followed by something else: each is kept on its own.
+    let (a, r) = load(b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"\\ud800\\u0041\\udc00\"}]]").unwrap();
+    let mut name = Vec::new();
+    a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+    assert_eq!(name, b"\xed\xa0\x80A\xed\xb0\x80", "WTF-8 of U+D800, A, U+DC00");
+}
+
+/// Names up to the 32 KiB limit are read whole; one byte more is refused.
+#[test]
+fn names_up_to_32_kib_are_read_and_longer_ones_refused() {
+    let doc = |len: usize| format!("[1,0,{{}},[{{\"name\":\"/\"}},{{\"name\":\"{}\"}}]]", "n".repeat(len));
+    let (a, r) = load(doc(32 * 1024).as_bytes()).unwrap();
+    let mut name = Vec::new();
+    a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+    assert_eq!(name.len(), 32 * 1024);
+    let err = load(doc(32 * 1024 + 1).as_bytes()).err().expect("a name over 32 KiB");
+    assert!(err.msg.contains("longer than 32 KiB"), "{err}");
+}
+
+/// ncdu 1.x marks hard links with `hlnkc` alone (no `nlink`): names of one inode are
+/// still counted once.
+#[test]
+fn hlnkc_without_nlink_counts_a_link_once() {
+    let doc = b"[1,0,{},[{\"name\":\"/\",\"dsize\":4096},{\"name\":\"a\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true},{\"name\":\"b\",\"dsize\":8192,\"ino\":5,\"hlnkc\":true}]]";
+    let (a, r) = load(doc).unwrap();
+    assert_eq!(a.dir_totals(r.root).0, 4096 + 8192);
+    // `hlnkc` means "more than one link": what we write back says at least 2.
+    let out = String::from_utf8(export_bytes(&a, r.root)).unwrap();
+    let nlinks: Vec<u64> =
+        out.split("\"nlink\":").skip(1).map(|t| t.split(['}', ',']).next().unwrap().parse().unwrap()).collect();
+    assert!(nlinks.len() == 2 && nlinks.iter().all(|&n| n >= 2), "{out}");
+}
+
+/// An entry that could not be read marks every directory above it (the browser's
+/// "error below" mark, as ncdu shows it), and no directory beside it.
+#[test]
+fn errors_mark_every_directory_above() {
+    let doc = b"[1,0,{},[{\"name\":\"/\"},[{\"name\":\"a\"},[{\"name\":\"b\"},{\"name\":\"bad\",\"read_error\":true}]],[{\"name\":\"clean\"}]]]";
+    let (a, r) = load(doc).unwrap();
+    let sub = |dir: u32, k: u32| a.dir_of(a.children(dir).unwrap().start + k);
+    let (d_a, d_clean) = (sub(r.root, 0), sub(r.root, 1));
+    let d_b = sub(d_a, 0);
+    for d in [r.root, d_a, d_b] {
+        assert!(a.dir_flags(d) & arena::D_ERROR_BELOW != 0, "dir {d}");
+    }
+    assert_eq!(a.dir_flags(d_clean) & arena::D_ERROR_BELOW, 0);
+}
+
+/// A deterministic generator (xorshift) so failures reproduce.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
+    let mut v = base.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(v.len() + 1);
+        const TOKENS: &[&[u8]] = &[
+            b"[",
+            b"]",
+            b"{",
+            b"}",
+            b",",
+            b":",
+            b"\"",
+            b"\\",
+            b"\\u",
+            b"-",
+            b"1e9",
+            b"99999999999999999999",
+            b"\xff",
+            b"\0",
+            b"null",
+            b"{\"name\":\"x\"}",
+            b"[{\"name\":\"d\"}",
+        ];
+        match rng.below(6) {
+            0 => v.truncate(at),
+            1 => {
+                if at < v.len() {
+                    v[at] = rng.next() as u8;
+                }
+            }
+            2 => {
+                let t = TOKENS[rng.below(TOKENS.len())];
+                v.splice(at..at, t.iter().copied());
+            }
+            3 => {
+                let end = (at + rng.below(40)).min(v.len());
+                v.drain(at..end);
+            }
+            4 => {
+                let end = (at + rng.below(200)).min(v.len());
+                let piece = v[at..end].to_vec();
+                v.splice(at..at, piece);
+            }
+            _ => {
+                if at < v.len() {
+                    v[at] = b"[]{},:\"0"[rng.below(8)];
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Ten thousand damaged inputs: every one is either read or refused with an
+/// error, never a panic, and what is read stays proportional to the input.
+#[test]
+fn survives_ten_thousand_corrupted_inputs() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let base = sample();
+    let (big_arena, big) = load(&base).unwrap();
+    let bigger = export_bytes(&big_arena, big.root);
+    let mut accepted = 0;
+    // DFDU_FUZZ_ITERS=1000000 for a longer hunt; crashers go to tests/corpus/ncdu.
+    let iters: usize = std::env::var("DFDU_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    for i in 0..iters {
+        let input = mutate(&mut rng, if i % 2 == 0 { &base } else { &bigger });
+        let a = Arena::new();
+        match import(&input[..], &a) {
+            Ok(_) => {
+                accepted += 1;
+                assert!(a.entry_count() as usize <= input.len(), "entries beyond what the input can hold");
+            }
+            Err(e) => assert!(e.offset <= input.len() as u64 + 1, "offset {} past the end", e.offset),
+        }
+    }
+    assert!(accepted > 0 && accepted < iters, "the mutations must produce both kinds: {accepted}");
+}
+
+/// Inputs that once broke the reader (tests/corpus/ncdu), kept as regressions.
+#[test]
+fn corpus_of_past_failures() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/ncdu");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let input = std::fs::read(entry.unwrap().path()).unwrap();
+        let _ = load(&input);
+        n += 1;
+    }
+    assert!(n > 0, "the corpus is empty");
+}
+
+/// Issue 10.11: an import into an arena that runs out of ids is an error that says so.
+#[test]
+fn an_import_that_fills_the_arena_fails_with_a_message() {
+    let json = br#"[1,2,{"progname":"t"},[{"name":"/r"},{"name":"a"},{"name":"b"},[{"name":"c"},{"name":"d"}]]]"#;
+    let a = Arena::new();
+    a.leave_ids(2);
+    let e = import(&json[..], &a).err().expect("the arena is full");
+    assert!(e.msg.contains("too many entries"), "{}", e.msg);
+    assert!(import(&json[..], &Arena::new()).is_ok());
+}
+
+/// Issue 10, item 7: the importer held about 64 bytes per child (plus its name) until
+/// the folder closed. Counts the bytes its staging holds at most while importing one
+/// folder of 100,000 entries, and bounds them per entry.
+#[test]
+fn one_huge_folder_stages_few_bytes_per_entry() {
+    let n = 100_000u64;
+    let mut json = String::from("[1,2,{\"progname\":\"x\",\"progver\":\"1\",\"timestamp\":1},[{\"name\":\"/r\"}");
+    for i in 0..n {
+        json.push_str(&format!(",{{\"name\":\"file-{i:06}\",\"asize\":{},\"dsize\":{}}}", i * 7, i * 4096));
+    }
+    json.push_str(",{\"name\":\"linked\",\"asize\":1,\"dsize\":512,\"ino\":9,\"nlink\":2,\"hlnkc\":true}");
+    json.push_str("]]\n");
+    STAGED_BYTES.with(|c| c.set((0, 0)));
+    let a = Arena::new();
+    let root = import(json.as_bytes(), &a).expect("imports").root;
+    let (now, peak) = STAGED_BYTES.with(|c| c.get());
+    assert_eq!(now, 0, "staging is given back when the folder closes");
+    let per_entry = peak.saturating_sub(1 << 16) as f64 / n as f64;
+    assert!(per_entry <= 32.0, "staging held {peak} bytes at most: {per_entry:.1} per entry");
+    // And it all arrived.
+    assert_eq!(a.dir_totals(root).2, n + 1);
+    let kids = a.children(root).unwrap();
+    let mut name = Vec::new();
+    a.child_name(root, kids.start + 12_345, &mut name);
+    assert_eq!(name, b"file-012345");
+    assert_eq!(a.own_sizes(kids.start + 12_345), (12_345 * 4096, 12_345 * 7));
+    assert!(a.link_of(kids.end - 1).is_some());
+}
