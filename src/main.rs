@@ -35,8 +35,9 @@
 //! * `du/` — the drop-in: `cli.rs` (`DuOptions`: GNU getopt behaviour, messages, help),
 //!   `records.rs` (`Records`, du's sink: one record per directory), `mod.rs` (per-argument
 //!   logic and the ordered pass that prints).
-//! * `tree/` — the whole tree in memory: `arena.rs` (`Arena`: every entry in 8 bytes plus
-//!   its name), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's JSON format: `export.rs`
+//! * `tree/` — the whole tree in memory: `arena/` (`Arena`: every entry in 8 bytes plus
+//!   its name; `mod.rs` the layout and the scan's side, `change.rs` deletes, rescans and
+//!   reuse, `chunked.rs` its storage, `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's JSON format: `export.rs`
 //!   the writer, `import.rs` the reader, `tests.rs` their unit tests),
 //!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
 //!   roots), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:

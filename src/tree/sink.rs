@@ -4,7 +4,7 @@
 //! A listing gets one contiguous id range (`listed` reserves it before any chunk of the
 //! directory is stat'ed); each commit writes its entries into that range, adds their
 //! sizes to the directory (only: a subdirectory adds its totals to its parent once it is
-//! done, see `arena.rs`), and creates records for subdirectories. `written` publishes the
+//! done, see `arena/mod.rs`), and creates records for subdirectories. `written` publishes the
 //! children and finishes the directory's own unit of work.
 //! Multiply-linked files count once per (dev, ino): the first name committed is counted,
 //! later names carry `F_DUP_LINK` (which name wins depends on thread timing; totals do not).
