@@ -37,6 +37,7 @@ pub use run::*;
 use view::*;
 
 use crate::tree::roots::WalkArgs;
+use crate::walk::opts::Cli;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -115,18 +116,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         dir: OsString::new(),
     };
     let mut dirs = Vec::new();
-    let mut p = lexopt::Parser::from_args(args);
-    let bad = |msg: String| -> i32 {
-        eprintln!("{prog} browse: {msg}\nTry '{prog} browse --help' for more information.");
-        2
-    };
-    loop {
-        let arg = match p.next() {
-            Ok(Some(arg)) => arg,
-            Ok(None) => break,
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        match arg {
+    let mut cli = Cli::new(prog, "browse", args);
+    while let Some(opt) = cli.next()? {
+        match opt.arg() {
             Long("apparent-size") => a.apparent = true,
             Long("si") => a.si = true,
             Long("read-only") => a.read_only = true,
@@ -134,26 +126,23 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("no-color") | Long("no-colour") => a.no_color = true,
             Long("shared") => a.shared = true,
             Long("no-shared") => a.shared = false,
-            Long("diff") => a.diff = Some(p.value().map_err(|e| bad(e.to_string()))?),
+            Long("diff") => a.diff = Some(cli.value()?),
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), HELP)),
             Long("version") => {
                 return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::du::cli::version_line()))
             }
             Value(v) => dirs.push(v),
-            other => {
-                let name = crate::tree::roots::OptName::of(&other);
-                a.walk.take(name, &mut p, &bad)?
-            }
+            _ => a.walk.take(&opt, &mut cli)?,
         }
     }
     if a.walk.input.is_some() && !dirs.is_empty() {
-        return Err(bad("-f reads an export; it takes no directory".into()));
+        return Err(cli.bad("-f reads an export; it takes no directory"));
     }
     if a.diff.as_deref().is_some_and(|d| d == "-") && a.walk.input.as_deref().is_some_and(|f| f == "-") {
-        return Err(bad("only one of --diff and -f can read standard input".into()));
+        return Err(cli.bad("only one of --diff and -f can read standard input"));
     }
     if dirs.len() > 1 {
-        return Err(bad("browse takes one directory".into()));
+        return Err(cli.bad("browse takes one directory"));
     }
     a.dir = dirs.pop().unwrap_or_else(|| ".".into());
     Ok(a)
