@@ -62,7 +62,7 @@ pub struct BrowseArgs {
     pub no_color: bool,
     /// Read extent maps for sharing-aware figures (`--shared`).
     pub shared: bool,
-    /// An export to compare with (`--diff`).
+    /// An export or a directory to compare with (`--diff`).
     pub diff: Option<OsString>,
     pub dir: OsString,
 }
@@ -83,9 +83,10 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
                          scanning; - reads standard input; nothing can be deleted
       --apparent-size    start by showing apparent sizes instead of disk usage
       --si               units of 1000 instead of 1024
-      --diff=OLD         compare with the export OLD (ncdu 1.x/2.x, gdu, dfdu):
-                         a change column (+ grown, \u{2212} shrunk, new), what was
-                         removed from the shown directory, and D to sort by change
+      --diff=OLD         compare with OLD, an export (ncdu 1.x/2.x, gdu, dfdu; -
+                         reads standard input) or a directory, scanned first with
+                         the options above: a change column (+ grown, \u{2212} shrunk,
+                         new), rows for what was removed (R), D to sort by change
       --read-only        no deleting
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
