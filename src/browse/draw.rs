@@ -521,12 +521,12 @@ impl Browser<'_> {
             let minus = if self.look.ascii { '-' } else { '\u{2212}' };
             let change = match self.items.iter().find(|it| it.id == id) {
                 Some(it) if it.removed => {
-                    format!("removed ({minus}{}); the sizes above are the old ones", size(it.size))
+                    format!("removed ({minus}{}, {minus}{} bytes)", size(it.size), grouped(it.size))
                 }
                 Some(Item { change: Some(c), size: now, .. }) => {
-                    let was = (*now as i128 - c) as u64;
+                    let (was, by) = ((*now as i128 - c) as u64, c.unsigned_abs() as u64);
                     let sign = if *c >= 0 { "+".to_string() } else { minus.to_string() };
-                    format!("{sign}{} (was {})", size(c.unsigned_abs() as u64), size(was))
+                    format!("{sign}{} ({sign}{} bytes; was {})", size(by), grouped(by), size(was))
                 }
                 _ => "new (not in the compared tree)".into(),
             };

@@ -606,7 +606,10 @@ fn removed_entries_are_rows_that_can_be_entered_but_not_deleted() {
     j.type_str(" ");
     assert_eq!(j.type_str("r"), [Action::Rescan { dir: new }]);
     j.type_str("i");
-    assert!(j.text().contains("Path:      /old/gone") && j.text().contains("Change:    removed (-305.9 KiB)"));
+    assert!(
+        j.text().contains("Path:      /old/gone")
+            && j.text().contains("Change:    removed (-305.9 KiB, -313,192 bytes)")
+    );
     assert!(j.text().contains("not on disk"), "{}", j.text());
     j.type_str("i");
     // Into the removed directory: what it held, all removed, with bars among themselves.

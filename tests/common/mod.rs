@@ -24,6 +24,8 @@
 
 #![allow(dead_code)] // Each test binary that includes this module uses a different part of it.
 
+pub mod tmux;
+
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
