@@ -4,17 +4,18 @@
 //! totals, the directories that grew and shrank most, and the entries added and removed.
 
 use crate::meta::os_bytes;
-use crate::text::quote::{json_str, quotef};
+use crate::text::quote::json_str;
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
 use crate::tree::arena::{self, Arena};
 use crate::tree::diff::{self, Event, Measure};
-use crate::tree::roots::{import_file, stat_root, OptName, WalkArgs};
+use crate::tree::roots::{load_side, ScanFn, Side};
 use crate::tree::sink::ArenaSink;
+use crate::walk::opts::{Cli, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
-use std::ffi::{CString, OsString};
+use std::collections::BinaryHeap;
+use std::ffi::OsString;
 use std::io::{self, Write};
 
 /// Version of the `--json` diff layout; bump on any incompatible change.
@@ -26,7 +27,7 @@ pub struct DiffArgs {
     pub bytes: bool,
     pub si: bool,
     pub apparent: bool,
-    pub walk: WalkArgs,
+    pub walk: WalkOpts,
     pub json: bool,
     pub top: usize,
     pub min_change: u64,
@@ -77,7 +78,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
         bytes: false,
         si: false,
         apparent: false,
-        walk: WalkArgs::default(),
+        walk: WalkOpts::default(),
         json: false,
         top: 10,
         min_change: 1,
@@ -85,36 +86,26 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
         new: OsString::new(),
     };
     let mut sides = Vec::new();
-    let mut p = lexopt::Parser::from_args(args);
-    let bad = |msg: String| -> i32 {
-        eprintln!("{prog} diff: {msg}\nTry '{prog} diff --help' for more information.");
-        2
-    };
-    loop {
-        let arg = match p.next() {
-            Ok(Some(arg)) => arg,
-            Ok(None) => break,
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        let value = |p: &mut lexopt::Parser| p.value().map_err(|e| bad(e.to_string()));
-        match arg {
+    let mut cli = Cli::new(prog, "diff", args);
+    while let Some(opt) = cli.next()? {
+        match opt.arg() {
             Short('b') | Long("bytes") => a.bytes = true,
             Short('h') | Long("human-readable") => a.si = false,
             Long("si") => a.si = true,
             Long("apparent-size") => a.apparent = true,
             Long("json") => a.json = true,
             Long("top") => {
-                let v = value(&mut p)?;
+                let v = cli.value()?;
                 match v.to_str().and_then(|s| s.parse().ok()) {
                     Some(n) if n <= 100_000 => a.top = n,
-                    _ => return Err(bad(format!("invalid --top value '{}'", v.to_string_lossy()))),
+                    _ => return Err(cli.bad(format!("invalid --top value '{}'", v.to_string_lossy()))),
                 }
             }
             Long("min-change") => {
-                let v = value(&mut p)?;
+                let v = cli.value()?;
                 match parse_with_suffix(&os_bytes(&v), THRESHOLD_SUFFIXES) {
                     Ok(n) => a.min_change = n,
-                    Err(_) => return Err(bad(format!("invalid --min-change value '{}'", v.to_string_lossy()))),
+                    Err(_) => return Err(cli.bad(format!("invalid --min-change value '{}'", v.to_string_lossy()))),
                 }
             }
             Long("help") => {
@@ -122,53 +113,19 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
                 return Err(0);
             }
             Value(v) => sides.push(v),
-            other => {
-                let name = OptName::of(&other);
-                if name_is_file(&other) {
-                    return Err(bad("-f: give the exports as OLD and NEW".into()));
-                }
-                a.walk.take(name, &mut p, &bad)?
-            }
+            _ if opt.is('f', "file") => return Err(cli.bad("-f: give the exports as OLD and NEW")),
+            _ => a.walk.take(&opt, &mut cli)?,
         }
     }
     if sides.len() != 2 {
-        return Err(bad(format!("expected OLD and NEW, got {} operand(s)", sides.len())));
+        return Err(cli.bad(format!("expected OLD and NEW, got {} operand(s)", sides.len())));
     }
     if sides[0] == "-" && sides[1] == "-" {
-        return Err(bad("only one side can be standard input".into()));
+        return Err(cli.bad("only one side can be standard input"));
     }
     a.new = sides.pop().unwrap_or_default();
     a.old = sides.pop().unwrap_or_default();
     Ok(a)
-}
-
-fn name_is_file(arg: &lexopt::Arg) -> bool {
-    matches!(arg, lexopt::Arg::Short('f') | lexopt::Arg::Long("file"))
-}
-
-/// One side, in the arena: its root and where it came from.
-struct Side {
-    root: u32,
-    source: String,
-}
-
-/// Imports or scans `what` into `arena`. `Err` holds the message (without prefix).
-fn load<R: Reader>(what: &OsString, arena: &Arena, args: &DiffArgs, threads: usize, fd: usize) -> Result<Side, String> {
-    let path = os_bytes(what);
-    let is_dir = what != "-" && std::fs::metadata(what).is_ok_and(|m| m.is_dir());
-    if !is_dir {
-        let imported = import_file(what, arena)?;
-        let source = format!("import of a {} export", imported.progname.escape_debug());
-        return Ok(Side { root: imported.root, source });
-    }
-    let cpath = CString::new(path.clone()).map_err(|_| format!("{}: a NUL byte in the name", quotef(&path)))?;
-    let meta = stat_root(&cpath, R::stat_path)?;
-    let sink = ArenaSink::new(arena);
-    let root = sink.add_root(&path, &meta).map_err(|_| "the tree is too large".to_string())?;
-    let empty = HashSet::new();
-    let walk = args.walk.walk(threads, fd, args.walk.one_fs.then_some(meta.dev), &empty);
-    scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
-    Ok(Side { root, source: "scan".into() })
 }
 
 /// Unreadable entries below `root` (listing or stat failures).
@@ -378,7 +335,8 @@ pub fn run<R: Reader>(args: &DiffArgs, threads: usize, fd_budget: usize) -> i32 
     let arena = Arena::new();
     let mut sides = Vec::new();
     for what in [&args.old, &args.new] {
-        match load::<R>(what, &arena, args, threads, fd_budget) {
+        let scan: ScanFn = |w, sink, root, meta, token| scan::scan_as::<R, ArenaSink>(w, sink, root, meta, token);
+        match load_side(what, &arena, &args.walk, (threads, fd_budget), R::stat_path, scan) {
             Ok(s) => sides.push(s),
             Err(e) => {
                 eprintln!("{} diff: {e}", args.prog);

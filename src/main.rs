@@ -28,7 +28,9 @@
 //! * `walk/` — `scan.rs`: the pool and its protocol (documented at the top of the file),
 //!   `Walk` settings, handing entries to a `Sink`; `reader.rs`: the `Reader` seam (`Native`,
 //!   `Portable`); `extents.rs`: one file's extent figures (`--shared`); `floor.rs`: the
-//!   benchmark's minimal walker.
+//!   benchmark's minimal walker; `opts.rs`: the command line of every walking subcommand
+//!   (`Cli`, the parse loop's frame and usage errors; `WalkOpts`: `-x`, `--exclude`, `-X`,
+//!   `-L`, `-j`).
 //! * `term/` — the terminal without a TUI crate: `mod.rs` (`Screen` and its diffing
 //!   painter, the key `Decoder`, `escape`, `fit`, the raw-mode `Session`), `width.rs`
 //!   (columns per character).
@@ -39,8 +41,8 @@
 //!   its name; `mod.rs` the layout and the scan's side, `change.rs` deletes, rescans and
 //!   reuse, `chunked.rs` its storage, `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's JSON format: `export.rs`
 //!   the writer, `import.rs` the reader, `tests.rs` their unit tests),
-//!   `roots.rs` (`WalkArgs`, the options scan and browse share; importing or stat'ing the
-//!   roots), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
+//!   `roots.rs` (`WalkArgs`: `WalkOpts` plus `-f`; importing or stat'ing the roots; one
+//!   side of a comparison, imported or scanned), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
 //!   total, exclusive, set shared and disk once per directory, folded bottom-up), `diff.rs` (two trees in one arena
 //!   matched by path, and which changed directories a report lists), `treemap.rs` (the
 //!   SVG treemap of `scan --treemap`).
@@ -294,7 +296,7 @@ fn run_dupes(prog: &str, mode: dupes::Mode, args: Vec<OsString>) -> i32 {
         Err(code) => return code,
     };
     let name = if mode == dupes::Mode::Dedupe { "dedupe" } else { "dupes" };
-    let Ok((threads, fd_budget)) = resources(a.threads).map_err(|v| {
+    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
         eprintln!("{prog} {name}: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
     }) else {
         return 2;

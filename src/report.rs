@@ -8,9 +8,10 @@ use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
 use crate::tree::diff::Measure;
 use crate::tree::path::{child_path, dir_path};
-use crate::tree::roots::{import_file, io_text, stat_root, OptName, WalkArgs};
+use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::shared::Share;
 use crate::tree::sink::ArenaSink;
+use crate::walk::opts::{io_text, Cli};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
 use std::cmp::Reverse;
@@ -109,28 +110,18 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         quiet: false,
         dirs: Vec::new(),
     };
-    let mut p = lexopt::Parser::from_args(args);
-    let bad = |msg: String| -> i32 {
-        eprintln!("{prog} scan: {msg}\nTry '{prog} scan --help' for more information.");
-        2
-    };
-    loop {
-        let arg = match p.next() {
-            Ok(Some(arg)) => arg,
-            Ok(None) => break,
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        let value = |p: &mut lexopt::Parser| p.value().map_err(|e| bad(e.to_string()));
-        match arg {
+    let mut cli = Cli::new(prog, "scan", args);
+    while let Some(opt) = cli.next()? {
+        match opt.arg() {
             Short('b') | Long("bytes") => a.bytes = true,
             Short('h') | Long("human-readable") => a.si = false,
             Long("si") => a.si = true,
             Long("apparent-size") => a.apparent = true,
             Long("top") => {
-                let v = value(&mut p)?;
+                let v = cli.value()?;
                 match v.to_str().and_then(|s| s.parse().ok()) {
                     Some(n) if n <= 100_000 => a.top = n,
-                    _ => return Err(bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
+                    _ => return Err(cli.bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
                 }
             }
             Long("json") => a.json = true,
@@ -140,31 +131,28 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
                 a.by_exclusive = true;
                 a.shared = true;
             }
-            Short('o') | Long("output") => a.output = Some(value(&mut p)?),
-            Long("treemap") => a.treemap = Some(value(&mut p)?),
+            Short('o') | Long("output") => a.output = Some(cli.value()?),
+            Long("treemap") => a.treemap = Some(cli.value()?),
             Short('q') | Long("quiet") => a.quiet = true,
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), HELP)),
             Long("version") => {
                 return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), &crate::du::cli::version_line()))
             }
             Value(v) => a.dirs.push(v),
-            other => {
-                let name = OptName::of(&other);
-                a.walk.take(name, &mut p, &bad)?
-            }
+            _ => a.walk.take(&opt, &mut cli)?,
         }
     }
     if a.walk.input.is_some() && !a.dirs.is_empty() {
-        return Err(bad("-f reads an export; it takes no directories".into()));
+        return Err(cli.bad("-f reads an export; it takes no directories"));
     }
     if a.json && a.output.as_deref().is_some_and(|o| o == "-") {
-        return Err(bad("--json and -o - both write to standard output; give -o a file name".into()));
+        return Err(cli.bad("--json and -o - both write to standard output; give -o a file name"));
     }
     if a.treemap.is_some() && a.dirs.len() > 1 {
-        return Err(bad("a treemap shows one directory; give one DIR with --treemap".into()));
+        return Err(cli.bad("a treemap shows one directory; give one DIR with --treemap"));
     }
     if a.output.is_some() && a.dirs.len() > 1 {
-        return Err(bad("an export holds one directory; give one DIR with -o".into()));
+        return Err(cli.bad("an export holds one directory; give one DIR with -o"));
     }
     if a.dirs.is_empty() && a.walk.input.is_none() {
         a.dirs.push(".".into());

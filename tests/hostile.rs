@@ -11,25 +11,20 @@
 //! `DFDU_REQUIRE_ROOT=1` says they must run (CI runs as root). Mounts are undone by a
 //! guard on drop, also when the test fails (`umount`, then `umount -l`).
 
+mod common;
+
+use common::tmux::{self, listing_with_sizes, write, Term, WAIT};
+use common::Scratch;
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(30);
-
 // ---------------------------------------------------------------------------------------
-// Harness: scratch trees, mounts, a terminal.
+// Harness: mounts and deep chains (scratch trees and the terminal are in tests/common).
 
 fn have_tmux() -> bool {
-    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIP: tmux is not installed; the hostile-tree journeys of dfdu browse did not run");
-        assert!(std::env::var_os("DFDU_REQUIRE_TMUX").is_none(), "DFDU_REQUIRE_TMUX is set but tmux is missing");
-    }
-    ok
+    tmux::have_tmux("the hostile-tree journeys of dfdu browse")
 }
 
 /// Whether this test may mount; prints `SKIP:` when not (and fails if it must run).
@@ -40,80 +35,6 @@ fn can_mount(test: &str) -> bool {
         assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none_or(|v| v != "1"), "DFDU_REQUIRE_ROOT=1 but not root");
     }
     root
-}
-
-/// A fresh directory for one test, removed on drop (after the mounts in it are undone).
-struct Scratch {
-    dir: PathBuf,
-    mounts: Vec<PathBuf>,
-}
-
-impl Scratch {
-    fn new(label: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("dfdu-hostile-{label}-{}", std::process::id()));
-        if dir.exists() {
-            let _ = Command::new("rm").arg("-rf").arg(&dir).status();
-        }
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch { dir, mounts: Vec::new() }
-    }
-
-    fn mount(&mut self, args: &[&str], at: &Path) {
-        let out = Command::new("mount").args(args).arg(at).output().expect("mount runs");
-        assert!(out.status.success(), "mount {args:?} {}: {}", at.display(), String::from_utf8_lossy(&out.stderr));
-        self.mounts.push(at.to_path_buf());
-    }
-
-    fn bind(&mut self, from: &Path, at: &Path) {
-        self.mount(&["--bind", from.to_str().unwrap()], at);
-    }
-
-    fn tmpfs(&mut self, at: &Path) {
-        self.mount(&["-t", "tmpfs", "-o", "size=16m", "dfdu-hostile"], at);
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let mut all = true;
-        for at in self.mounts.iter().rev() {
-            let ok = Command::new("umount").arg(at).status().is_ok_and(|s| s.success())
-                || Command::new("umount").arg("-l").arg(at).status().is_ok_and(|s| s.success());
-            all &= ok;
-        }
-        if all {
-            let _ = Command::new("rm").arg("-rf").arg(&self.dir).status();
-        } else {
-            eprintln!("hostile: could not unmount under {}; left in place", self.dir.display());
-        }
-    }
-}
-
-fn write(p: &Path, bytes: usize) {
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, vec![b'x'; bytes]).unwrap();
-}
-
-/// Every path below `root` with its size for files (through mounts: their contents count
-/// as what must stay), relative, directories with a trailing `/`.
-fn listing(root: &Path) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            let ty = e.file_type().unwrap();
-            if ty.is_dir() {
-                out.insert(format!("{rel}/"));
-                stack.push(p);
-            } else {
-                out.insert(format!("{rel} {}", e.metadata().unwrap().len()));
-            }
-        }
-    }
-    out
 }
 
 /// Whether `path` is a mount point now (from the mount table).
@@ -144,111 +65,9 @@ fn at_bottom(top: &Path, levels: usize, f: impl FnOnce(&Path)) {
     f(Path::new(&format!("/proc/self/fd/{}", dir.as_raw_fd())));
 }
 
-/// One tmux server with one window running `dfdu browse`.
-struct Term {
-    socket: String,
-    script: PathBuf,
-}
-
-static SERVERS: AtomicUsize = AtomicUsize::new(0);
-
-impl Term {
-    /// Starts `PREFIX dfdu browse ARGS` in an 100×30 window; after dfdu exits, the pane
-    /// shows `EXIT=<status>` and `MODE=icanon` (or `-icanon`) and stays.
-    fn start(dir: &Path, prefix: &str, args: &str) -> Term {
-        let socket = format!("dfdu-hostile-{}-{}", std::process::id(), SERVERS.fetch_add(1, Ordering::Relaxed));
-        // The script lives beside the scratch tree, not in it: the tree is compared.
-        let script = dir.with_extension(format!("{socket}.sh"));
-        let body = format!(
-            "export LC_ALL=C.UTF-8 LANG=C.UTF-8\n{prefix} '{}' browse {args}\nst=$?\necho \"EXIT=$st\"\n\
-             echo $st > '{}.exit'\n\
-             stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon | sed 's/^/MODE=/'\nsleep 600\n",
-            env!("CARGO_BIN_EXE_dfdu"),
-            script.display()
-        );
-        std::fs::write(&script, body).unwrap();
-        let t = Term { socket, script };
-        let cmd = ["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "sh"];
-        let mut args: Vec<&str> = cmd.to_vec();
-        args.push(t.script.to_str().unwrap());
-        t.tmux(&args);
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux").arg("-u").arg("-L").arg(&self.socket).args(args).output().expect("tmux runs");
-        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        out
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            self.tmux(&["send-keys", "-t", "t", k]);
-        }
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
-    }
-
-    /// A tmux format evaluated for the pane (e.g. `#{alternate_on}`).
-    fn pane(&self, format: &str) -> String {
-        let out = self.tmux(&["display-message", "-p", "-t", "t", format]);
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    fn wait_for(&self, text: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if s.contains(text) {
-                return s;
-            }
-            assert!(start.elapsed() < WAIT, "timed out waiting for {text:?}; the screen was:\n{s}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The listing's names, top to bottom (last word of each row).
-    fn names(&self) -> Vec<String> {
-        let s = self.screen();
-        s.lines()
-            .skip(2)
-            .take_while(|l| l.contains(" [") && !l.trim().is_empty())
-            .map(|l| l.split_whitespace().last().unwrap_or_default().to_string())
-            .collect()
-    }
-
-    /// Moves the cursor onto the row named `name`.
-    fn select(&self, name: &str) {
-        self.keys(&["Home"]);
-        let names = self.names();
-        let k = names.iter().position(|n| n == name).unwrap_or_else(|| panic!("{name} not in {names:?}"));
-        for _ in 0..k {
-            self.keys(&["j"]);
-        }
-    }
-
-    /// Selects `name`, presses `d`, waits for the confirmation and returns it.
-    fn ask_delete(&self, name: &str) -> String {
-        self.select(name);
-        self.keys(&["d"]);
-        self.wait_for("Confirm delete")
-    }
-
-    /// Confirms and waits until the deletion is reported; returns the screen.
-    fn confirm(&self) -> String {
-        self.keys(&["y"]);
-        self.wait_for("Deleted ")
-    }
-}
-
-impl Drop for Term {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
-        let _ = std::fs::remove_file(&self.script);
-        let _ = std::fs::remove_file(format!("{}.exit", self.script.display()));
-    }
+/// `dfdu browse ARGS` after `prefix`, in a 100 × 30 window.
+fn browse(dir: &Path, prefix: &str, args: &str) -> Term {
+    Term::start(dir, prefix, args, 100, 30)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -267,15 +86,15 @@ fn delete_through_a_bind_mount_of_an_ancestor_removes_nothing() {
     write(&bl.join("file"), 3000);
     std::fs::create_dir(bl.join("sub")).unwrap();
     write(&t.dir.join("beside/keep"), 10);
-    t.bind(&bl, &bl.join("sub"));
-    let before = listing(&t.dir);
-    let term = Term::start(&t.dir, "", &format!("'{}'", bl.display()));
+    t.mount_bind(&bl, &bl.join("sub")).unwrap();
+    let before = listing_with_sizes(&t.dir);
+    let term = browse(&t.dir, "", &format!("'{}'", bl.display()));
     term.wait_for("Scan finished");
     let ask = term.ask_delete("/sub");
     assert!(ask.contains("It holds 1 mount point"), "the confirmation says it first:\n{ask}");
     let done = term.confirm();
     assert!(done.contains("1 mount point left alone"), "{done}");
-    assert_eq!(listing(&t.dir), before, "nothing on disk changed");
+    assert_eq!(listing_with_sizes(&t.dir), before, "nothing on disk changed");
     assert!(is_mounted(&bl.join("sub")), "the bind mount is still there");
 
     // The scan marked `sub` as a loop (`^`) and did not enter it, so nothing inside it can
@@ -289,7 +108,7 @@ fn delete_through_a_bind_mount_of_an_ancestor_removes_nothing() {
     term.keys(&["Enter"]);
     std::thread::sleep(Duration::from_millis(300));
     assert!(!term.names().iter().any(|n| n == "file"), "the loop was entered:\n{}", term.screen());
-    assert_eq!(listing(&t.dir), before, "nothing on disk changed");
+    assert_eq!(listing_with_sizes(&t.dir), before, "nothing on disk changed");
 }
 
 /// A tmpfs and a same-device bind mount of a directory outside the tree sit inside the
@@ -312,12 +131,12 @@ fn mount_points_inside_a_selection_are_left_alone() {
         write(&tree.join("keep/k"), 100);
         write(&t.dir.join("outside/precious"), 2000);
         write(&t.dir.join("outside/sub/f2"), 3000);
-        t.tmpfs(&tree.join("sel/tmp"));
+        t.mount_tmpfs(&tree.join("sel/tmp")).unwrap();
         write(&tree.join("sel/tmp/inside/f"), 4000);
-        t.bind(&t.dir.join("outside"), &tree.join("sel/deep/bind"));
-        let before = listing(&t.dir);
+        t.mount_bind(&t.dir.join("outside"), &tree.join("sel/deep/bind")).unwrap();
+        let before = listing_with_sizes(&t.dir);
 
-        let term = Term::start(&t.dir, "", &format!("{args} '{}'", tree.display()));
+        let term = browse(&t.dir, "", &format!("{args} '{}'", tree.display()));
         term.wait_for("Scan finished");
         let ask = term.ask_delete("/sel");
         assert!(ask.contains("It holds 2 mount points"), "dfdu browse {args}: the confirmation says it first:\n{ask}");
@@ -327,7 +146,11 @@ fn mount_points_inside_a_selection_are_left_alone() {
 
         let gone = ["tree/sel/a 5000", "tree/sel/x/", "tree/sel/x/y/", "tree/sel/x/y/z 7000"];
         let expected: BTreeSet<String> = before.iter().filter(|p| !gone.contains(&p.as_str())).cloned().collect();
-        assert_eq!(listing(&t.dir), expected, "dfdu browse {args}: only the selection outside the mounts went");
+        assert_eq!(
+            listing_with_sizes(&t.dir),
+            expected,
+            "dfdu browse {args}: only the selection outside the mounts went"
+        );
         assert!(is_mounted(&tree.join("sel/tmp")) && is_mounted(&tree.join("sel/deep/bind")));
     }
 }
@@ -346,7 +169,7 @@ fn a_deep_selection_under_a_low_open_file_limit() {
     // "chain" and 2,999 directories below it, with one file at the bottom.
     chain(&tree.join("chain"), 2999);
     let prlimit = "prlimit --nofile=1024:1024";
-    let term = Term::start(&t.dir, prlimit, &format!("'{}'", tree.display()));
+    let term = browse(&t.dir, prlimit, &format!("'{}'", tree.display()));
     term.wait_for("Scan finished");
     term.ask_delete("/chain");
     let done = term.confirm();
@@ -357,7 +180,7 @@ fn a_deep_selection_under_a_low_open_file_limit() {
 
     // A file created at the bottom after the scan keeps all 3,000 directories.
     chain(&tree.join("chain"), 2999);
-    let term = Term::start(&t.dir, prlimit, &format!("'{}'", tree.display()));
+    let term = browse(&t.dir, prlimit, &format!("'{}'", tree.display()));
     term.wait_for("Scan finished");
     at_bottom(&tree.join("chain"), 2999, |bottom| write(&bottom.join("late"), 4));
     term.ask_delete("/chain");
@@ -378,7 +201,7 @@ fn an_ancestor_replaced_after_the_scan_is_not_deleted_through() {
     let tree = t.dir.join("tree");
     write(&tree.join("mid/victim.txt"), 3000);
     write(&tree.join("mid/other"), 10);
-    let term = Term::start(&t.dir, "", &format!("'{}'", tree.display()));
+    let term = browse(&t.dir, "", &format!("'{}'", tree.display()));
     term.wait_for("Scan finished");
     term.select("/mid");
     term.keys(&["Enter"]);
@@ -386,11 +209,11 @@ fn an_ancestor_replaced_after_the_scan_is_not_deleted_through() {
     std::fs::rename(tree.join("mid"), tree.join("old-mid")).unwrap();
     write(&tree.join("mid/victim.txt"), 3000);
     write(&tree.join("mid/new"), 10);
-    let before = listing(&t.dir);
+    let before = listing_with_sizes(&t.dir);
     term.ask_delete("victim.txt");
     let done = term.confirm();
     assert!(done.contains("no longer the") && done.contains("1 failed"), "{done}");
-    assert_eq!(listing(&t.dir), before, "nothing changed on disk");
+    assert_eq!(listing_with_sizes(&t.dir), before, "nothing changed on disk");
 }
 
 /// Out of memory while browsing ended the process with the alternate screen still on
@@ -408,7 +231,7 @@ fn out_of_memory_in_the_browser_restores_the_terminal() {
     let t = Scratch::new("oom");
     let tree = t.dir.join("tree");
     write(&tree.join("a/file"), 5000);
-    let term = Term::start(&t.dir, "DFDU_DEBUG_OOM_AFTER_FRAMES=2", &format!("'{}'", tree.display()));
+    let term = browse(&t.dir, "DFDU_DEBUG_OOM_AFTER_FRAMES=2", &format!("'{}'", tree.display()));
     // The exit status also goes to a file: on a terminal left raw, "EXIT=" may never
     // show as one word.
     let exit = PathBuf::from(format!("{}.exit", term.script.display()));

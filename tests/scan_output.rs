@@ -410,6 +410,9 @@ fn messages_use_one_prefix_right_plurals_and_no_rust_wording() {
         &["scan", "-f", "/nonexistent.json"][..],
         &["scan", "-X", "/nonexistent"],
         &["browse", "-f", "/nonexistent.json"],
+        // One parser for the walk options (walk/opts.rs): dupes said "(os error 2)" here.
+        &["dupes", "-X", "/nonexistent", "."],
+        &["diff", "-X", "/nonexistent", ".", "."],
     ] {
         let out = run(args);
         let err = text(&out.stderr);

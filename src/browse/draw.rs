@@ -67,7 +67,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("left, h, <, Bksp", "go to the parent directory"),
     ("s  n  C  M", "sort by size, name, items, mtime"),
     ("x", "sort by exclusive bytes (--shared)"),
-    ("D", "sort by change (with --diff)"),
+    ("D", "sort by change (with --diff; R rows last)"),
     ("", "(the same key again reverses)"),
     ("t", "directories first, on / off"),
     ("a", "apparent size / disk usage"),
@@ -89,7 +89,9 @@ pub(super) const HELP_MARKS: &[(&str, &str)] = &[
     ("@", "symbolic link or special file"),
     ("H", "file with several hard links"),
     ("e", "empty directory"),
-    ("", ""),
+    ("R", "removed since the compared tree (--diff): not on"),
+    ("", "disk; right/Enter shows what a removed directory"),
+    ("", "held (all R); d and r do nothing there"),
     ("/name", "a directory"),
     ("", ""),
     ("", "Sizes of directories still being scanned grow"),
@@ -129,7 +131,8 @@ impl Browser<'_> {
         let mut list_end = h - 2;
         let info = matches!(self.modal, Modal::Info) && self.sel_id.is_some();
         // Four more lines for the sharing-aware figures.
-        let info_h = if self.a.shared_figures().is_some() { 15 } else { 11 }.min(h - 5);
+        let info_h =
+            (if self.a.shared_figures().is_some() { 15 } else { 11 } + usize::from(self.compare.is_some())).min(h - 5);
         if info {
             list_end = (h - 2 - info_h).max(list_top + 1);
         }
@@ -192,6 +195,9 @@ impl Browser<'_> {
         let hc = self.frame_chars().h;
         let scanning = self.a.dir_flags(self.cwd) & arena::D_DONE == 0;
         let mut note = if scanning { " (scanning)".to_string() } else { String::new() };
+        if self.trail.is_some() {
+            note.push_str(" (removed since the compared tree: not on disk)");
+        }
         if let Some((n, size)) = self.removed_here() {
             let minus = if self.look.ascii { '-' } else { '\u{2212}' };
             if self.compare.as_ref().is_some_and(|c| c.old_dir.is_none()) {
@@ -225,7 +231,10 @@ impl Browser<'_> {
         }
         let (total_disk, total_apparent, _) = self.a.dir_totals(self.cwd);
         let total = if self.apparent { total_apparent } else { total_disk };
-        let max = self.items.iter().map(|it| it.size).max().unwrap_or(0);
+        // Bars compare what is here; removed rows have none (inside a removed directory
+        // all rows are removed, and compare with each other).
+        let here = |it: &&Item| !it.removed || self.trail.is_some();
+        let max = self.items.iter().filter(here).map(|it| it.size).max().unwrap_or(0);
         let shown: Vec<usize> = (self.top..self.items.len()).take(list_end - list_top).collect();
         for (r, k) in shown.into_iter().enumerate() {
             self.draw_row(scr, list_top + r, k, total, max);
@@ -235,6 +244,9 @@ impl Browser<'_> {
     pub(super) fn mark(&self, id: u32) -> (char, Color) {
         let a = self.a;
         let flags = a.flags(id);
+        if self.is_gone(id) {
+            return ('R', Color::Yellow);
+        }
         if flags & arena::F_ERROR != 0 {
             return ('!', Color::Red);
         }
@@ -293,6 +305,16 @@ impl Browser<'_> {
         }
     }
 
+    /// The graph column of a removed row: as wide as the graph, saying so.
+    pub(super) fn removed_graph_text(&self) -> String {
+        match self.graph {
+            Graph::Bar => "[ removed  ] ".into(),
+            Graph::Percent => "  gone ".into(),
+            Graph::Both => "  gone [ removed  ] ".into(),
+            Graph::Off => String::new(),
+        }
+    }
+
     pub(super) fn draw_row(&mut self, scr: &mut Screen, row: usize, k: usize, total: u64, max: u64) {
         let w = scr.width;
         let id = self.items[k].id;
@@ -308,14 +330,21 @@ impl Browser<'_> {
         // A space between the mark and the size: a nine-character size ("186.4 MiB") would
         // otherwise touch it.
         x = scr.put(row, x, &format!(" {} ", size_text(size, self.look.si)), base);
-        x = scr.put(row, x, &self.graph_text(size, total, max), paint(self.tint(Style::PLAIN, Color::Green)));
+        let graph = if self.items[k].removed && self.trail.is_none() {
+            self.removed_graph_text()
+        } else {
+            self.graph_text(size, total, max)
+        };
+        x = scr.put(row, x, &graph, paint(self.tint(Style::PLAIN, Color::Green)));
         let is_dir = is_dir_entry(self.a, id);
         if self.compare.is_some() {
             let (text, color) = match self.items[k].change {
                 None => ("new".to_string(), Color::Yellow),
                 Some(0) => ("=".to_string(), Color::Default),
-                Some(c) if c > 0 => (format!("+{}", size_text(c as u64, self.look.si)), Color::Red),
-                Some(c) => (format!("\u{2212}{}", size_text(c.unsigned_abs() as u64, self.look.si)), Color::Green),
+                Some(c) if c > 0 => (format!("+{}", size_text(c as u64, self.look.si).trim()), Color::Red),
+                Some(c) => {
+                    (format!("\u{2212}{}", size_text(c.unsigned_abs() as u64, self.look.si).trim()), Color::Green)
+                }
             };
             let text = if self.look.ascii { text.replace('\u{2212}', "-") } else { text };
             x = scr.put(row, x, &format!("{text:>10} "), paint(self.tint(Style::PLAIN, color)));
@@ -349,8 +378,16 @@ impl Browser<'_> {
         let app = ("Apparent size", apparent);
         let (first, second) = if self.apparent { (app, disk) } else { (disk, app) };
         let size = |n: u64| size_text(n, self.look.si).trim().to_string();
-        let mut s =
-            format!(" {}: {}  {}: {}  Items: {}", first.0, size(first.1), second.0, size(second.1), grouped(items));
+        // Inside a removed directory the figures are the compared tree's: say so first.
+        let was = if self.trail.is_some() { " Removed:" } else { "" };
+        let mut s = format!(
+            "{was} {}: {}  {}: {}  Items: {}",
+            first.0,
+            size(first.1),
+            second.0,
+            size(second.1),
+            grouped(items)
+        );
         if let Some(sh) = self.a.shared_figures().and_then(|f| f.get(self.cwd)) {
             s.push_str(&format!("  Sharing counted once: {}", size(sh.disk_once)));
         }
@@ -474,11 +511,27 @@ impl Browser<'_> {
         let sized = |n: u64| format!("{} ({} bytes)", size_text(n, self.look.si).trim(), grouped(n));
         let mut lines = vec![
             format!("Name:      {}", escape(self.names.get(id))),
-            format!("Path:      {}", escape(&child_path(a, self.cwd, id))),
+            format!("Path:      {}", escape(&child_path(a, self.parent_of(id), id))),
             format!("Type:      {kind_text}"),
             format!("Disk use:  {}", sized(disk)),
             format!("Apparent:  {}", sized(apparent)),
         ];
+        if self.compare.is_some() {
+            let size = |n: u64| size_text(n, self.look.si).trim().to_string();
+            let minus = if self.look.ascii { '-' } else { '\u{2212}' };
+            let change = match self.items.iter().find(|it| it.id == id) {
+                Some(it) if it.removed => {
+                    format!("removed ({minus}{}, {minus}{} bytes)", size(it.size), grouped(it.size))
+                }
+                Some(Item { change: Some(c), size: now, .. }) => {
+                    let (was, by) = ((*now as i128 - c) as u64, c.unsigned_abs() as u64);
+                    let sign = if *c >= 0 { "+".to_string() } else { minus.to_string() };
+                    format!("{sign}{} ({sign}{} bytes; was {})", size(by), grouped(by), size(was))
+                }
+                _ => "new (not in the compared tree)".into(),
+            };
+            lines.push(format!("Change:    {change}"));
+        }
         if is_dir {
             lines.push(format!("Items:     {}", grouped(a.dir_totals(a.dir_of(id)).2)));
             if let Some(sh) = a.shared_figures().and_then(|f| f.get(a.dir_of(id))) {
@@ -496,6 +549,9 @@ impl Browser<'_> {
             lines.push(format!("Links:     {nlink} names, inode {ino}{counted}"));
         }
         let mut notes = Vec::new();
+        if self.is_gone(id) {
+            notes.push("not on disk: only in the compared tree");
+        }
         if flags & arena::F_ERROR != 0 {
             notes.push("could not be read");
         }

@@ -37,6 +37,7 @@ pub use run::*;
 use view::*;
 
 use crate::tree::roots::WalkArgs;
+use crate::walk::opts::Cli;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -61,7 +62,7 @@ pub struct BrowseArgs {
     pub no_color: bool,
     /// Read extent maps for sharing-aware figures (`--shared`).
     pub shared: bool,
-    /// An export to compare with (`--diff`).
+    /// An export or a directory to compare with (`--diff`).
     pub diff: Option<OsString>,
     pub dir: OsString,
 }
@@ -82,9 +83,10 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
                          scanning; - reads standard input; nothing can be deleted
       --apparent-size    start by showing apparent sizes instead of disk usage
       --si               units of 1000 instead of 1024
-      --diff=OLD         compare with the export OLD (ncdu 1.x/2.x, gdu, dfdu):
-                         a change column (+ grown, \u{2212} shrunk, new), what was
-                         removed from the shown directory, and D to sort by change
+      --diff=OLD         compare with OLD, an export (ncdu 1.x/2.x, gdu, dfdu; -
+                         reads standard input) or a directory, scanned first with
+                         the options above: a change column (+ grown, \u{2212} shrunk,
+                         new), rows for what was removed (R), D to sort by change
       --read-only        no deleting
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
@@ -115,18 +117,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         dir: OsString::new(),
     };
     let mut dirs = Vec::new();
-    let mut p = lexopt::Parser::from_args(args);
-    let bad = |msg: String| -> i32 {
-        eprintln!("{prog} browse: {msg}\nTry '{prog} browse --help' for more information.");
-        2
-    };
-    loop {
-        let arg = match p.next() {
-            Ok(Some(arg)) => arg,
-            Ok(None) => break,
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        match arg {
+    let mut cli = Cli::new(prog, "browse", args);
+    while let Some(opt) = cli.next()? {
+        match opt.arg() {
             Long("apparent-size") => a.apparent = true,
             Long("si") => a.si = true,
             Long("read-only") => a.read_only = true,
@@ -134,26 +127,23 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("no-color") | Long("no-colour") => a.no_color = true,
             Long("shared") => a.shared = true,
             Long("no-shared") => a.shared = false,
-            Long("diff") => a.diff = Some(p.value().map_err(|e| bad(e.to_string()))?),
+            Long("diff") => a.diff = Some(cli.value()?),
             Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), HELP)),
             Long("version") => {
                 return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::du::cli::version_line()))
             }
             Value(v) => dirs.push(v),
-            other => {
-                let name = crate::tree::roots::OptName::of(&other);
-                a.walk.take(name, &mut p, &bad)?
-            }
+            _ => a.walk.take(&opt, &mut cli)?,
         }
     }
     if a.walk.input.is_some() && !dirs.is_empty() {
-        return Err(bad("-f reads an export; it takes no directory".into()));
+        return Err(cli.bad("-f reads an export; it takes no directory"));
     }
     if a.diff.as_deref().is_some_and(|d| d == "-") && a.walk.input.as_deref().is_some_and(|f| f == "-") {
-        return Err(bad("only one of --diff and -f can read standard input".into()));
+        return Err(cli.bad("only one of --diff and -f can read standard input"));
     }
     if dirs.len() > 1 {
-        return Err(bad("browse takes one directory".into()));
+        return Err(cli.bad("browse takes one directory"));
     }
     a.dir = dirs.pop().unwrap_or_else(|| ".".into());
     Ok(a)

@@ -8,7 +8,7 @@ use crate::platform;
 use crate::term::{escape, fit, width, Decoder, Key, Screen, Session};
 use crate::tree::arena::{self, Arena, NO_DIR};
 use crate::tree::path::{child_path, dir_path};
-use crate::tree::roots::{import_file, stat_root};
+use crate::tree::roots::{import_file, load_side, stat_root};
 use crate::tree::sink::ArenaSink;
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
@@ -148,10 +148,11 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let sink = Arc::new(ArenaSink::new(&arena));
     let no_links = HashSet::new();
     let prog = &args.prog;
-    // The compared tree goes in first: its import errors come before any terminal use.
+    // The compared tree goes in first (imported, or scanned with the same options): its
+    // errors come before any terminal use.
     let old_root = match &args.diff {
-        Some(f) => match import_file(f, &arena) {
-            Ok(imported) => Some(imported.root),
+        Some(f) => match load_side(f, &arena, &args.walk, (threads, fd_budget), fs.stat_path, fs.scan) {
+            Ok(side) => Some(side.root),
             Err(e) => {
                 eprintln!("{prog} browse: {e}");
                 return 1;
@@ -438,6 +439,10 @@ fn full_lines(full: arena::Full) -> Vec<String> {
 
 pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, j: Job, scanning: bool) {
     browser.mark_stale();
+    if j.delete.is_some() {
+        // What was deleted and the compared tree had is now a removed row.
+        browser.recompare();
+    }
     if !scanning {
         status.errors = Some(count_errors(a, browser.root));
     }

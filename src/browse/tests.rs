@@ -18,6 +18,13 @@ struct Node {
 /// Builds `files` (path, bytes) under a root named `/r`; every directory is done
 /// except those named in `unlisted` (listed nowhere, still "scanning").
 fn tree(files: &[(&[u8], u64)], unlisted: &[&[u8]]) -> (Arena, u32) {
+    let a = Arena::new();
+    let root = tree_in(&a, b"/r", files, unlisted);
+    (a, root)
+}
+
+/// As `tree`, into `a` under a root named `name` (two trees in one arena for `--diff`).
+fn tree_in(a: &Arena, name: &[u8], files: &[(&[u8], u64)], unlisted: &[&[u8]]) -> u32 {
     let mut top = Node { is_dir: true, ..Default::default() };
     for (path, size) in files {
         let mut n = &mut top;
@@ -31,7 +38,6 @@ fn tree(files: &[(&[u8], u64)], unlisted: &[&[u8]]) -> (Arena, u32) {
             }
         }
     }
-    let a = Arena::new();
     let id = a.reserve_entries(1).unwrap();
     a.write_entry(
         id,
@@ -39,8 +45,8 @@ fn tree(files: &[(&[u8], u64)], unlisted: &[&[u8]]) -> (Arena, u32) {
         a.reserve_names(1).unwrap(),
     );
     let root = a.new_dir(id, NO_DIR, 4096, 4096).unwrap();
-    a.set_root_name(root, b"/r");
-    let mut todo = vec![(root, &top, b"/r".to_vec())];
+    a.set_root_name(root, name);
+    let mut todo = vec![(root, &top, name.to_vec())];
     while let Some((dir, node, path)) = todo.pop() {
         let kids: Vec<(&Vec<u8>, &Node)> = node.kids.iter().filter(|(k, _)| !k.is_empty()).collect();
         let first = a.reserve_entries(kids.len() as u32).unwrap();
@@ -73,7 +79,7 @@ fn tree(files: &[(&[u8], u64)], unlisted: &[&[u8]]) -> (Arena, u32) {
         a.publish_children(dir, first, kids.len() as u32);
         a.set_dir_flags(dir, arena::D_DONE);
     }
-    (a, root)
+    root
 }
 
 fn sample() -> (Arena, u32) {
@@ -557,4 +563,75 @@ fn a_full_arena_is_reported_after_the_scan() {
     j.draw();
     assert!(j.text().contains("The tree is too large") && j.text().contains("incomplete"), "{}", j.text());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--diff`: what the compared tree had and the browsed one has not is listed as rows
+/// marked R with a negative change, after what is on disk (first by the change key
+/// reversed); they cannot be deleted or rescanned, and entering a removed directory shows
+/// what it held, all removed, until left again.
+#[test]
+fn removed_entries_are_rows_that_can_be_entered_but_not_deleted() {
+    let a = Arena::new();
+    let old_files: &[(&[u8], u64)] =
+        &[(b"keep/f", 1000), (b"gone/g1", 300_000), (b"gone/sub/g2", 5000), (b"grow/x", 10), (b"kind", 7)];
+    let old = tree_in(&a, b"/old", old_files, &[]);
+    let new_files: &[(&[u8], u64)] =
+        &[(b"keep/f", 1000), (b"grow/x", 10), (b"grow/y", 900_000), (b"kind/", 0), (b"fresh", 50)];
+    let new = tree_in(&a, b"/r", new_files, &[]);
+    let mut j = Journey::new(&a, new);
+    j.b.set_compare(old);
+    j.draw();
+    // By size: what is here, then the removed rows (a file that became a directory is
+    // new as a directory and removed as a file).
+    assert_eq!(j.names(), ["/grow", "/keep", "/kind", "fresh", "/gone", "kind"], "{}", j.text());
+    let row = |j: &Journey, name: &str| {
+        let text = j.text();
+        text.lines().find(|l| l.ends_with(name)).unwrap_or_default().to_string()
+    };
+    // 4096 (its own) + 300,000 + 4096 + 5000 bytes.
+    assert!(row(&j, "/gone").starts_with("R 305.9 KiB [ removed  ] -305.9 KiB /gone"), "{}", j.text());
+    // 7 bytes take one 512-byte block.
+    assert!(row(&j, " kind").starts_with("R   512 B   [ removed  ]     -512 B  kind"), "{}", j.text());
+    assert!(row(&j, "/kind").contains("        new /kind"), "{}", j.text());
+    assert!(j.screen.row_text(1).contains("(removed here: 2, -306.4 KiB)"), "{}", j.text());
+    // The footer counts what is on disk.
+    assert!(j.screen.row_text(23).contains("Items: 7"), "{}", j.screen.row_text(23));
+    j.type_str("D");
+    assert_eq!(j.names(), ["/grow", "/kind", "fresh", "/keep", "kind", "/gone"]);
+    j.type_str("D");
+    assert_eq!(j.names(), ["/gone", "kind", "/keep", "fresh", "/kind", "/grow"], "reversed: what went first");
+    // Not on disk: no delete, and r rescans the directory shown.
+    assert!(j.type_str("d").is_empty());
+    assert!(j.text().contains("gone was removed since the compared tree: it is not on disk"), "{}", j.text());
+    j.type_str(" ");
+    assert_eq!(j.type_str("r"), [Action::Rescan { dir: new }]);
+    j.type_str("i");
+    assert!(
+        j.text().contains("Path:      /old/gone")
+            && j.text().contains("Change:    removed (-305.9 KiB, -313,192 bytes)")
+    );
+    assert!(j.text().contains("not on disk"), "{}", j.text());
+    j.type_str("i");
+    // Into the removed directory: what it held, all removed, with bars among themselves.
+    j.keys(&[Key::Enter]);
+    assert_eq!(j.names(), ["g1", "/sub"], "{}", j.text());
+    assert!(j.screen.row_text(1).contains("/old/gone (removed since the compared tree: not on disk)"));
+    assert!(row(&j, "g1").starts_with("R 293.0 KiB [##########] -293.0 KiB  g1"), "{}", j.text());
+    assert!(j.screen.row_text(23).starts_with(" Removed: Total disk usage: 305.9 KiB"), "{}", j.text());
+    assert!(j.type_str("d").is_empty() && j.text().contains("not on disk"));
+    j.type_str(" ");
+    assert!(j.type_str("r").is_empty() && j.text().contains("nothing to rescan"), "{}", j.text());
+    j.type_str(" j");
+    j.keys(&[Key::Enter]);
+    assert_eq!(j.names(), ["g2"]);
+    j.keys(&[Key::Left, Key::Left]);
+    assert_eq!(j.b.cwd(), new, "back where the user came from");
+    assert_eq!(j.selected_row(), "/gone");
+    assert!(!j.screen.row_text(1).contains("not on disk"));
+    // Deleting what the compared tree had makes it a removed row.
+    let keep = a.children(new).unwrap().find(|&id| j.b.names.get(id) == b"keep").unwrap();
+    assert!(a.remove(new, keep));
+    j.b.recompare();
+    j.draw();
+    assert!(row(&j, "/keep").starts_with("R "), "{}", j.text());
 }

@@ -87,25 +87,29 @@ pub(super) enum Modal {
     },
 }
 
-/// The names of one directory's children, read once.
+/// The names of one directory's children, read once, and of the rows it shows for
+/// entries of the compared tree that it has not (`add`).
 pub(super) struct Names {
     pub(super) dir: u32,
     pub(super) first: u32,
+    /// Children of `dir`: ids `first..first + n`.
+    pub(super) n: u32,
     pub(super) blob: Vec<u8>,
-    /// `n + 1` offsets into `blob`.
+    /// One offset into `blob` per name, and one past the last.
     pub(super) at: Vec<u32>,
+    /// Further names by entry id (removed rows): their slot in `at`.
+    pub(super) more: HashMap<u32, usize>,
 }
 
 impl Names {
     pub(super) fn empty() -> Names {
-        Names { dir: NO_DIR, first: 0, blob: Vec::new(), at: vec![0] }
+        Names { dir: NO_DIR, first: 0, n: 0, blob: Vec::new(), at: vec![0], more: HashMap::new() }
     }
 
     pub(super) fn load(a: &Arena, dir: u32, kids: std::ops::Range<u32>) -> Names {
-        let mut n = Names { dir, first: kids.start, blob: Vec::new(), at: Vec::with_capacity(kids.len() + 1) };
+        let mut n = Names { dir, first: kids.start, n: kids.len() as u32, ..Names::empty() };
         let mut pos = a.names_at(dir);
         let mut name = Vec::new();
-        n.at.push(0);
         for _ in kids {
             pos = a.read_name(pos, &mut name);
             n.blob.extend_from_slice(&name);
@@ -114,9 +118,32 @@ impl Names {
         n
     }
 
+    /// Whether `id` is a child of `dir` (not a further name).
+    pub(super) fn is_child(&self, id: u32) -> bool {
+        id.wrapping_sub(self.first) < self.n
+    }
+
+    /// Adds the name of `id`, an entry shown in `dir` that is not its child.
+    pub(super) fn add(&mut self, id: u32, name: &[u8]) {
+        self.more.insert(id, self.at.len() - 1);
+        self.blob.extend_from_slice(name);
+        self.at.push(self.blob.len() as u32);
+    }
+
+    /// Forgets the names `add` gave.
+    pub(super) fn clear_more(&mut self) {
+        self.more.clear();
+        let end = self.n as usize;
+        self.blob.truncate(self.at[end] as usize);
+        self.at.truncate(end + 1);
+    }
+
     pub(super) fn get(&self, id: u32) -> &[u8] {
-        let k = (id - self.first) as usize;
-        &self.blob[self.at[k] as usize..self.at[k + 1] as usize]
+        let k = if self.is_child(id) { (id - self.first) as usize } else { self.more.get(&id).copied().unwrap_or(0) };
+        match self.at.get(k + 1) {
+            Some(&end) => &self.blob[self.at[k] as usize..end as usize],
+            None => b"",
+        }
     }
 }
 
@@ -131,6 +158,8 @@ pub(super) struct Item {
     pub(super) exclusive: u64,
     /// Size change against the compared tree; `None` for an entry it did not have.
     pub(super) change: Option<i128>,
+    /// An entry of the compared tree that is gone (a row for what was removed).
+    pub(super) removed: bool,
 }
 
 /// The tree the browser compares with (`--diff OLD`), in the same arena: its root, and
@@ -142,7 +171,18 @@ pub(super) struct Compare {
     pub(super) for_dir: u32,
     pub(super) old_dir: Option<u32>,
     pub(super) kids: HashMap<Vec<u8>, u32>,
+    /// Children of `old_dir` that the shown directory has not, or has with the other kind
+    /// (a file that became a directory): sorted ids, shown as removed rows.
     pub(super) removed: Vec<u32>,
+}
+
+/// Where the user is when they went into a removed directory: the old directory they
+/// entered and the directory (of the browsed tree) they came from. Everything below it
+/// is of the compared tree only, shown as removed, and nothing there is on disk.
+#[derive(Clone, Copy)]
+pub(super) struct Trail {
+    pub(super) entered: u32,
+    pub(super) from: u32,
 }
 
 /// Stats a path for its modification time (seconds); the browser's only file access.
@@ -187,6 +227,8 @@ pub struct Browser<'a> {
     /// A rescan or delete is running (the loop says so before each key and frame).
     pub(super) busy: bool,
     pub(super) compare: Option<Compare>,
+    /// Set while the shown directory is a removed one (see `Trail`).
+    pub(super) trail: Option<Trail>,
 }
 
 pub(super) fn is_dir_entry(a: &Arena, id: u32) -> bool {
@@ -221,6 +263,7 @@ impl<'a> Browser<'a> {
             mtimes: HashMap::new(),
             busy: false,
             compare: None,
+            trail: None,
         }
     }
 
@@ -258,37 +301,68 @@ impl<'a> Browser<'a> {
         Some(old)
     }
 
-    /// Brings `compare` to the shown directory (once per directory entered).
+    /// Brings `compare` to the shown directory (once per directory entered, and again
+    /// after a delete), and gives the names of its removed rows to `names`.
     fn compare_cwd(&mut self) {
         let Some(c) = &self.compare else { return };
         if c.for_dir == self.cwd {
             return;
         }
-        let old_dir = self.old_match(c.root, self.cwd);
+        let root = c.root;
+        let old_dir = self.old_match(root, self.cwd);
         let mut kids = HashMap::new();
-        if let Some(range) = old_dir.and_then(|d| self.a.children(d)) {
-            let mut at = self.a.names_at(old_dir.unwrap_or(0));
+        if let Some((d, range)) = old_dir.and_then(|d| Some((d, self.a.children(d)?))) {
+            let mut at = self.a.names_at(d);
             let mut name = Vec::new();
             for id in range {
                 at = self.a.read_name(at, &mut name);
                 kids.insert(name.clone(), id);
             }
         }
-        let mut removed = Vec::new();
-        let mut seen: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
-        if let Some(range) = self.a.children(self.cwd) {
-            for id in range {
-                seen.insert(self.names.get(id));
+        // What is here now (deleted entries are not), by name, with its kind.
+        let mut here: HashMap<&[u8], bool> = HashMap::new();
+        for id in self.a.children(self.cwd).unwrap_or(0..0) {
+            if !self.a.removed(id) {
+                here.insert(self.names.get(id), is_dir_entry(self.a, id));
             }
         }
-        for (name, &id) in &kids {
-            if !seen.contains(name.as_slice()) {
-                removed.push(id);
-            }
-        }
+        let mut removed: Vec<(u32, &Vec<u8>)> = kids
+            .iter()
+            .filter(|(name, &id)| here.get(name.as_slice()) != Some(&is_dir_entry(self.a, id)))
+            .map(|(name, &id)| (id, name))
+            .collect();
         removed.sort_unstable();
-        let root = c.root;
+        let mut names = std::mem::replace(&mut self.names, Names::empty());
+        names.clear_more();
+        for (id, name) in &removed {
+            names.add(*id, name);
+        }
+        let removed = removed.into_iter().map(|(id, _)| id).collect();
+        self.names = names;
         self.compare = Some(Compare { root, for_dir: self.cwd, old_dir, kids, removed });
+    }
+
+    /// Asks for the comparison of the shown directory again (entries were deleted).
+    pub fn recompare(&mut self) {
+        if let Some(c) = &mut self.compare {
+            c.for_dir = NO_DIR;
+        }
+        self.stale = true;
+    }
+
+    /// Whether row `id` is an entry of the compared tree that is gone: a removed row, or
+    /// anything inside a removed directory.
+    pub(super) fn is_gone(&self, id: u32) -> bool {
+        self.trail.is_some() || self.compare.as_ref().is_some_and(|c| c.removed.binary_search(&id).is_ok())
+    }
+
+    /// The directory holding row `id`: the shown one, or for a removed row the compared
+    /// directory.
+    pub(super) fn parent_of(&self, id: u32) -> u32 {
+        match &self.compare {
+            Some(c) if !self.names.is_child(id) => c.old_dir.unwrap_or(self.cwd),
+            _ => self.cwd,
+        }
     }
 
     /// Size change of child `id` of the shown directory against the compared tree;
@@ -304,7 +378,7 @@ impl<'a> Browser<'a> {
 
     /// (entries, size) the compared directory had that the shown one has not.
     pub(super) fn removed_here(&self) -> Option<(usize, u64)> {
-        let c = self.compare.as_ref()?;
+        let c = self.compare.as_ref().filter(|_| self.trail.is_none())?;
         let size = c.removed.iter().map(|&id| self.size_of(id)).sum();
         Some((c.removed.len(), size))
     }
@@ -339,6 +413,9 @@ impl<'a> Browser<'a> {
     pub fn replace_dir(&mut self, old: u32, new: u32) {
         if self.cwd == old {
             self.cwd = new;
+        }
+        if let Some(t) = self.trail.as_mut().filter(|t| t.from == old) {
+            t.from = new;
         }
         if self.root == old {
             self.root = new;
@@ -388,6 +465,10 @@ impl<'a> Browser<'a> {
         if let Some(&t) = self.mtimes.get(&id) {
             return t;
         }
+        // Not on disk: a stat would find something else or nothing.
+        if self.is_gone(id) {
+            return None;
+        }
         let f = self.mtime_of.as_ref()?;
         let t = f(&child_path(self.a, self.cwd, id));
         self.mtimes.insert(id, t);
@@ -413,8 +494,11 @@ impl<'a> Browser<'a> {
         if self.names.dir != self.cwd {
             self.names = Names::load(self.a, self.cwd, kids.clone());
             self.mtimes.clear();
+            if let Some(c) = &mut self.compare {
+                c.for_dir = NO_DIR;
+            }
         }
-        if self.compare.as_ref().is_some_and(|c| c.for_dir != self.cwd) {
+        if self.trail.is_none() && self.compare.as_ref().is_some_and(|c| c.for_dir != self.cwd) {
             self.compare_cwd();
         }
         let mut items = std::mem::take(&mut self.items);
@@ -429,12 +513,31 @@ impl<'a> Browser<'a> {
             let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
             let exclusive = figures.as_ref().filter(|_| is_dir).and_then(|f| f.get(self.a.dir_of(id)));
             let exclusive = exclusive.map_or(0, |s| s.exclusive);
+            let size = self.size_of(id);
+            if self.trail.is_some() {
+                // Inside a removed directory: every row went, with all of its size.
+                let change = Some(-(size as i128));
+                items.push(Item { id, is_dir, size, count, mtime, exclusive: 0, change, removed: true });
+                continue;
+            }
             let change = self.change_of(id);
-            items.push(Item { id, is_dir, size: self.size_of(id), count, mtime, exclusive, change });
+            items.push(Item { id, is_dir, size, count, mtime, exclusive, change, removed: false });
+        }
+        let gone = self.compare.as_ref().filter(|_| self.trail.is_none()).map_or(Vec::new(), |c| c.removed.clone());
+        for id in gone {
+            let is_dir = is_dir_entry(self.a, id);
+            let count = if is_dir { self.a.dir_totals(self.a.dir_of(id)).2 } else { 0 };
+            let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
+            let size = self.size_of(id);
+            let change = Some(-(size as i128));
+            items.push(Item { id, is_dir, size, count, mtime, exclusive: 0, change, removed: true });
         }
         let names = &self.names;
         let (sort, desc, dirs_first) = (self.sort, self.desc, self.dirs_first);
         items.sort_unstable_by(|x, y| {
+            // Removed rows come after what is on disk, except in the change order, where
+            // they are the largest shrinkage.
+            let gone = if sort == SortKey::Change { Ordering::Equal } else { x.removed.cmp(&y.removed) };
             let dirs = if dirs_first { y.is_dir.cmp(&x.is_dir) } else { Ordering::Equal };
             let primary = match sort {
                 SortKey::Size => x.size.cmp(&y.size),
@@ -449,7 +552,7 @@ impl<'a> Browser<'a> {
                 }
             };
             let primary = if desc { primary.reverse() } else { primary };
-            dirs.then(primary).then_with(|| names.get(x.id).cmp(names.get(y.id))).then(x.id.cmp(&y.id))
+            gone.then(dirs).then(primary).then_with(|| names.get(x.id).cmp(names.get(y.id))).then(x.id.cmp(&y.id))
         });
         self.items = items;
         // Follow the chosen entry to its new row; if it is gone, stay on the row.
@@ -544,12 +647,21 @@ impl<'a> Browser<'a> {
             Key::End => self.select(usize::MAX),
             Key::Right | Key::Char('l') | Key::Enter => {
                 if let Some(id) = self.sel_id.filter(|&id| is_dir_entry(self.a, id)) {
+                    if self.trail.is_none() && self.is_gone(id) {
+                        self.trail = Some(Trail { entered: self.a.dir_of(id), from: self.cwd });
+                    }
                     self.open(self.a.dir_of(id), None);
                 }
             }
             Key::Left | Key::Char('h') | Key::Backspace | Key::Char('<') if self.cwd != self.root => {
                 let came_from = self.a.dir_entry(self.cwd);
-                self.open(self.a.dir_parent(self.cwd), Some(came_from));
+                match self.trail {
+                    Some(t) if t.entered == self.cwd => {
+                        self.trail = None;
+                        self.open(t.from, Some(came_from));
+                    }
+                    _ => self.open(self.a.dir_parent(self.cwd), Some(came_from)),
+                }
             }
             Key::Char('s') => self.set_sort(SortKey::Size),
             Key::Char('n') => self.set_sort(SortKey::Name),
@@ -590,6 +702,12 @@ impl<'a> Browser<'a> {
 
     pub(super) fn ask_delete(&mut self) {
         let Some(id) = self.sel_id else { return };
+        if self.is_gone(id) {
+            let name = crate::term::escape(self.names.get(id));
+            return self.refuse(&format!(
+                "{name} was removed since the compared tree: it is not on disk, so there is nothing to delete."
+            ));
+        }
         if self.limits.imported {
             return self.refuse("Deleting needs a scan of the file system; this is an imported export.");
         }
@@ -610,6 +728,12 @@ impl<'a> Browser<'a> {
     }
 
     pub(super) fn ask_rescan(&mut self) -> Action {
+        if self.trail.is_some() {
+            self.refuse(
+                "This directory was removed since the compared tree: it is not on disk, so there is nothing to rescan.",
+            );
+            return Action::None;
+        }
         if self.limits.imported {
             self.refuse("Rescanning needs the file system; this is an imported export.");
             return Action::None;
@@ -620,7 +744,7 @@ impl<'a> Browser<'a> {
         }
         let flags_ok = |id: u32| self.a.flags(id) & (arena::F_EXCLUDED | arena::F_OTHER_FS) == 0;
         let dir = match self.sel_id {
-            Some(id) if is_dir_entry(self.a, id) && flags_ok(id) => self.a.dir_of(id),
+            Some(id) if is_dir_entry(self.a, id) && flags_ok(id) && !self.is_gone(id) => self.a.dir_of(id),
             _ => self.cwd,
         };
         if self.a.dir_flags(dir) & arena::D_DONE == 0 {

@@ -19,9 +19,9 @@ mod sink;
 
 use crate::meta::{os_bytes, Kind};
 use crate::platform;
-use crate::text::exclude::Exclude;
 use crate::text::quote::quotef;
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
+use crate::walk::opts::{Cli, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
 use find::{Group, Stats};
@@ -58,9 +58,8 @@ pub struct Args {
     pub paths: Vec<OsString>,
     pub min_size: u64,
     pub max_size: u64,
-    pub one_fs: bool,
-    pub exclude: Exclude,
-    pub threads: Option<usize>,
+    /// `-x`, `--exclude`, `-X`, `-j` (no `-L`: links are never followed).
+    pub walk: WalkOpts,
     pub hashfile: Option<OsString>,
     pub sizes: bool,
     pub nul: bool,
@@ -153,9 +152,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
         paths: Vec::new(),
         min_size: 1,
         max_size: u64::MAX,
-        one_fs: false,
-        exclude: Exclude::default(),
-        threads: None,
+        walk: WalkOpts::default(),
         hashfile: None,
         sizes: false,
         nul: false,
@@ -163,29 +160,19 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
         quiet: false,
         dry_run: false,
     };
-    let bad = |msg: String| -> i32 {
-        eprintln!("{prog} {cmd}: {msg}\nTry '{prog} {cmd} --help' for more information.");
-        2
-    };
-    let mut p = lexopt::Parser::from_args(args);
-    loop {
-        let arg = match p.next() {
-            Ok(Some(arg)) => arg,
-            Ok(None) => break,
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        let value = |p: &mut lexopt::Parser| p.value().map_err(|e| bad(e.to_string()));
-        match arg {
+    let mut cli = Cli::new(prog, cmd, args);
+    while let Some(opt) = cli.next()? {
+        match opt.arg() {
             Short('S') | Long("size") => a.sizes = true,
             Short('0') | Long("null") => a.nul = true,
             Long("json") => a.json = true,
             Short('q') | Long("quiet") => a.quiet = true,
             Long("dry-run") if mode == Mode::Dedupe => a.dry_run = true,
-            Long("min-size") | Long("max-size") => {
-                let max = matches!(arg, Long("max-size"));
-                let v = value(&mut p)?;
+            Long(l @ ("min-size" | "max-size")) => {
+                let max = l == "max-size";
+                let v = cli.value()?;
                 let Some(n) = number(&v) else {
-                    return Err(bad(format!("invalid size '{}'", v.to_string_lossy())));
+                    return Err(cli.bad(format!("invalid size '{}'", v.to_string_lossy())));
                 };
                 if max {
                     a.max_size = n;
@@ -193,39 +180,24 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
                     a.min_size = n.max(1);
                 }
             }
-            Short('x') | Long("one-file-system") => a.one_fs = true,
-            Long("exclude") => a.exclude.add(&os_bytes(&value(&mut p)?)),
-            Short('X') | Long("exclude-from") => {
-                let f = value(&mut p)?;
-                match std::fs::read(&f) {
-                    Ok(text) => a.exclude.add_lines(&text),
-                    Err(e) => return Err(bad(format!("{}: {e}", quotef(&os_bytes(&f))))),
-                }
-            }
-            Short('j') | Long("threads") => {
-                let v = value(&mut p)?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if (1..=1024).contains(&n) => a.threads = Some(n),
-                    _ => return Err(bad(format!("invalid number of threads '{}'", v.to_string_lossy()))),
-                }
-            }
-            Long("hashfile") => a.hashfile = Some(value(&mut p)?),
+            Long("hashfile") => a.hashfile = Some(cli.value()?),
             Long("help") => {
                 print!("{}", if mode == Mode::Dupes { DUPES_HELP } else { DEDUPE_HELP });
                 return Err(0);
             }
             Value(v) => a.paths.push(v),
-            other => return Err(bad(other.unexpected().to_string())),
+            // Duplicates are files: symbolic links are never followed, so no -L.
+            _ => a.walk.take_no_follow(&opt, &mut cli)?,
         }
     }
     if a.paths.is_empty() {
-        return Err(bad("missing PATH".into()));
+        return Err(cli.bad("missing PATH"));
     }
     if [a.sizes, a.nul, a.json].iter().filter(|&&x| x).count() > 1 && a.json {
-        return Err(bad("--json cannot be combined with -S or -0".into()));
+        return Err(cli.bad("--json cannot be combined with -S or -0"));
     }
     if a.min_size > a.max_size {
-        return Err(bad("--min-size is larger than --max-size".into()));
+        return Err(cli.bad("--min-size is larger than --max-size"));
     }
     Ok(a)
 }
@@ -283,16 +255,9 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
                     return false;
                 };
                 let walk = Walk {
-                    threads,
-                    follow_all: false,
                     follow_root: false,
-                    one_fs_dev: a.one_fs.then_some(meta.dev),
-                    exclude: (!a.exclude.is_empty()).then_some(&a.exclude),
-                    seen_before: &seen_before,
                     claim_dirs: false,
-                    fd_budget,
-                    check_moved: false,
-                    shared: false,
+                    ..a.walk.walk(threads, fd_budget, a.walk.one_fs.then_some(meta.dev), &seen_before)
                 };
                 scan::scan_as::<R, _>(&walk, sink, &c, &meta, token);
             }

@@ -1,101 +1,86 @@
-//! Where a tree comes from, for `dfdu scan` and `dfdu browse` alike: the options both
-//! take (`WalkArgs`, parsed one `OptName` at a time), the scanner settings they describe
-//! (`WalkArgs::walk`), an ncdu export imported into the arena (`import_file`), and a
-//! directory checked before it becomes a root (`stat_root`). Errors come back as the
-//! text after the command's prefix; the caller prints them and picks the exit status.
+//! Where a tree comes from, for `dfdu scan`, `dfdu browse` and `dfdu diff` alike: the
+//! options they take (`WalkArgs`: `walk::opts::WalkOpts` and `-f`), an ncdu export
+//! imported into the arena (`import_file`), a directory checked before it becomes a
+//! root (`stat_root`), and one side of a comparison, imported or scanned (`load_side`). Errors come back as the text after the command's prefix; the
+//! caller prints them and picks the exit status.
 
 use crate::meta::{os_bytes, Errno, Kind, Meta};
 use crate::platform;
-use crate::text::exclude::Exclude;
-use crate::text::quote::quoteaf;
+use crate::text::quote::{quoteaf, quotef};
 use crate::tree::arena::Arena;
 use crate::tree::ncdu::{self, Imported};
+use crate::tree::sink::ArenaSink;
+use crate::walk::opts::{io_text, Cli, Opt, WalkOpts};
 use crate::walk::scan::Walk;
 use std::collections::HashSet;
-use std::ffi::{CStr, OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 
-/// An option as lexopt returned it, owned, so the parser is free to read its value.
-pub struct OptName {
-    short: Option<char>,
-    long: String,
-    unexpected: String,
-}
-
-impl OptName {
-    pub fn of(arg: &lexopt::Arg) -> OptName {
-        let (short, long) = match arg {
-            lexopt::Arg::Short(c) => (Some(*c), String::new()),
-            lexopt::Arg::Long(l) => (None, l.to_string()),
-            lexopt::Arg::Value(_) => (None, String::new()),
-        };
-        OptName { short, long, unexpected: arg.clone().unexpected().to_string() }
-    }
-}
-
-/// The options `dfdu scan` and `dfdu browse` share: what to walk and how.
+/// The options `dfdu scan`, `dfdu browse` and `dfdu diff` share: what to walk and how
+/// (`WalkOpts`, reached through `Deref`), and an export to read instead (`-f`).
 #[derive(Default)]
 pub struct WalkArgs {
-    pub one_fs: bool,
-    pub exclude: Exclude,
-    pub follow: bool,
-    pub threads: Option<usize>,
+    pub opts: WalkOpts,
     /// An export to read instead of scanning (`-f`).
     pub input: Option<OsString>,
 }
 
-impl WalkArgs {
-    /// Takes `arg`, one of the shared options (reading its value from `p`); anything else
-    /// is a usage error. `bad` reports a usage error and gives the exit status.
-    pub fn take(&mut self, arg: OptName, p: &mut lexopt::Parser, bad: &dyn Fn(String) -> i32) -> Result<(), i32> {
-        let OptName { short, long, unexpected } = arg;
-        let mut value = || p.value().map_err(|e| bad(e.to_string()));
-        match (short, long.as_str()) {
-            (Some('x'), _) | (_, "one-file-system") => self.one_fs = true,
-            (_, "exclude") => self.exclude.add(&os_bytes(&value()?)),
-            (Some('X'), _) | (_, "exclude-from") => {
-                let f = value()?;
-                match std::fs::read(&f) {
-                    Ok(text) => self.exclude.add_lines(&text),
-                    Err(e) => return Err(bad(format!("{}: {}", quoteaf(&os_bytes(&f)), io_text(&e)))),
-                }
-            }
-            (Some('L'), _) | (_, "dereference") => self.follow = true,
-            (Some('j'), _) | (_, "threads") => {
-                let v = value()?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if (1..=1024).contains(&n) => self.threads = Some(n),
-                    _ => return Err(bad(format!("invalid number of threads {}", quoteaf(&os_bytes(&v))))),
-                }
-            }
-            (Some('f'), _) | (_, "file") => self.input = Some(value()?),
-            _ => return Err(bad(unexpected)),
-        }
-        Ok(())
+impl std::ops::Deref for WalkArgs {
+    type Target = WalkOpts;
+    fn deref(&self) -> &WalkOpts {
+        &self.opts
     }
+}
 
-    /// The scanner's settings for one root: `one_fs_dev` is the root's device when `-x`
-    /// applies, `seen_before` the hard links already counted elsewhere.
-    pub fn walk<'a>(
-        &'a self,
-        threads: usize,
-        fd_budget: usize,
-        one_fs_dev: Option<u64>,
-        seen_before: &'a HashSet<(u64, u64)>,
-    ) -> Walk<'a> {
-        Walk {
-            threads,
-            follow_all: self.follow,
-            follow_root: true,
-            one_fs_dev,
-            exclude: (!self.exclude.is_empty()).then_some(&self.exclude),
-            seen_before,
-            claim_dirs: true,
-            fd_budget,
-            check_moved: false,
-            shared: false,
+impl WalkArgs {
+    /// Takes `opt`, `-f FILE` or one of the walk options (reading its value from `cli`);
+    /// anything else is a usage error.
+    pub fn take(&mut self, opt: &Opt, cli: &mut Cli) -> Result<(), i32> {
+        if opt.is('f', "file") {
+            self.input = Some(cli.value()?);
+            return Ok(());
         }
+        self.opts.take(opt, cli)
     }
+}
+
+/// One side of a comparison (`dfdu diff`, `dfdu browse --diff`) in the arena: its root
+/// and where it came from ("scan", or "import of a gdu export").
+pub struct Side {
+    pub root: u32,
+    pub source: String,
+}
+
+/// How a directory side is scanned: a `Reader`'s stat of the root and its scan into an
+/// `ArenaSink`, as plain function pointers (the caller picks the reader).
+pub type StatFn = fn(&CStr, bool) -> Result<Meta, Errno>;
+pub type ScanFn = fn(&Walk, &ArenaSink, &CStr, &Meta, u32);
+
+/// Loads `what` into `arena`: a directory is scanned now with `opts` and
+/// (threads, fd budget) `pool`; anything else (`-` is standard input) is imported as
+/// an export. `Err` holds the message, without the command's prefix.
+pub fn load_side(
+    what: &OsStr,
+    arena: &Arena,
+    opts: &WalkOpts,
+    (threads, fd_budget): (usize, usize),
+    stat: StatFn,
+    scan: ScanFn,
+) -> Result<Side, String> {
+    let path = os_bytes(what);
+    let is_dir = what != "-" && std::fs::metadata(what).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        let imported = import_file(what, arena)?;
+        let source = format!("import of a {} export", imported.progname.escape_debug());
+        return Ok(Side { root: imported.root, source });
+    }
+    let cpath = CString::new(path.clone()).map_err(|_| format!("{}: a NUL byte in the name", quotef(&path)))?;
+    let meta = stat_root(&cpath, stat)?;
+    let sink = ArenaSink::new(arena);
+    let root = sink.add_root(&path, &meta).map_err(|_| "the tree is too large".to_string())?;
+    let no_links = HashSet::new();
+    scan(&opts.walk(threads, fd_budget, opts.one_fs.then_some(meta.dev), &no_links), &sink, &cpath, &meta, root);
+    Ok(Side { root, source: "scan".into() })
 }
 
 /// Imports the export `f` (`-` for standard input) into `arena`.
@@ -118,13 +103,5 @@ pub fn stat_root(path: &CStr, stat: impl Fn(&CStr, bool) -> Result<Meta, Errno>)
         Ok(m) if m.kind == Kind::Dir => Ok(m),
         Ok(_) => Err(format!("{} is not a directory", quoteaf(path.to_bytes()))),
         Err(e) => Err(format!("cannot access {}: {}", quoteaf(path.to_bytes()), platform::errno_text(e))),
-    }
-}
-
-/// The text of an I/O error without Rust's "(os error N)" suffix.
-pub fn io_text(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(n) => platform::errno_text(Errno(n)),
-        None => e.to_string(),
     }
 }

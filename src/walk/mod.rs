@@ -1,10 +1,12 @@
 //! Walking a tree: the parallel scanner and its `Sink` protocol (`scan`), the `Reader`
 //! seam between the scanner and a platform (`reader`: `Native` or the std::fs
-//! `Portable`), one file's extent figures for sharing-aware sizes (`extents`), and the
-//! benchmark's minimal walker (`floor`). Nothing here prints or
+//! `Portable`), one file's extent figures for sharing-aware sizes (`extents`), the
+//! benchmark's minimal walker (`floor`), and the command line every walking subcommand
+//! shares (`opts`: the parse loop's frame and `-x`, `--exclude`, `-X`, `-L`, `-j`). Nothing here prints or
 //! decides what to keep: a sink (du's records, the arena) does.
 
 pub mod extents;
 pub mod floor;
+pub mod opts;
 pub mod reader;
 pub mod scan;

@@ -24,6 +24,8 @@
 
 #![allow(dead_code)] // Each test binary that includes this module uses a different part of it.
 
+pub mod tmux;
+
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
@@ -636,6 +638,10 @@ impl Drop for Scratch {
 /// Removes a tree however deep it is and whatever its modes (std's `remove_dir_all` walks
 /// with `openat`, so paths beyond PATH_MAX are fine); `rm -rf` is the fallback.
 fn remove_tree(dir: &Path) {
+    // A test may have removed it already.
+    if fs::symlink_metadata(dir).is_err() {
+        return;
+    }
     if fs::remove_dir_all(dir).is_err() {
         let _ = Command::new("chmod").arg("-R").arg("u+rwx").arg(dir).status();
         let _ = Command::new("rm").arg("-rf").arg(dir).status();
