@@ -16,11 +16,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::cli::{Arg, Args};
+use crate::image::{self, FsArgs};
 use crate::plan::{Shape, Sizes};
 use crate::{gen, json, machine, run, tools};
 
 pub const HELP: &str = "\
-cargo xtask bench [--entries N] [--wide N] [--seed N] [--runs N] [--cold] [--tools LIST] DIR
+cargo xtask bench [--entries N] [--wide N] [--seed N] [--runs N] [--cold] [--tools LIST]
+                  [--fs btrfs|xfs|ext4 [--mount M]] DIR
 
 Builds dfdu in release mode, generates a seeded test tree in DIR/tree once (the same
 arguments reuse it; DIR/tree.gentree.json records them), times dfdu and every peer found
@@ -39,6 +41,10 @@ yardstick), and writes a Markdown table to DIR/results-<date>T<time>Z.md.
                 cargo xtask run --help for the names)
   --dfdu PATH   time this dfdu binary instead of building one
   --force       regenerate DIR/tree even if it was made with other arguments
+  --fs FS       (Linux, root) the tree on its own btrfs, XFS or ext4: a sparse image
+                DIR/FS.img, made once and loop-mounted at M (the tree is M/tree);
+                later runs reuse it (see cargo xtask gen --help); umount M when done
+  --mount M     the image's mount point (default /mnt/dfdu-FS-<name of DIR>)
 
 Disk: the default 1M tree takes about 7 GB (du -s), 1M files in one folder about 7.3 GB;
 with --sizes none about 0.2 GB per million entries (a wide folder 0.04 GB), but still one
@@ -51,8 +57,10 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let mut run_extra: Vec<OsString> = Vec::new();
     let mut dfdu: Option<PathBuf> = None;
     let mut dir: Option<PathBuf> = None;
+    let mut fs = FsArgs::new();
     while let Some(arg) = args.next()? {
         let name = match arg {
+            Arg::Opt(name) if fs.take(&name, &mut args)? => continue,
             Arg::Pos(path) if dir.is_none() => {
                 dir = Some(PathBuf::from(path));
                 continue;
@@ -90,13 +98,17 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     }
     let dir = dir.ok_or_else(|| "DIR is missing (see cargo xtask bench --help)".to_string())?;
     let id = gen::tree_id(entries, wide, shape, depth, sizes, seed)?;
+    fs.check()?;
     let dfdu = match dfdu {
         Some(path) if path.is_file() => path,
         Some(path) => return Err(format!("--dfdu {}: no such file", path.display())),
         None => build_dfdu()?,
     };
 
-    let tree = dir.join("tree");
+    let tree = match fs.fs {
+        Some(kind) => image::prepare(kind, &dir, fs.mount, &id)?,
+        None => dir.join("tree"),
+    };
     let mut gen_args: Vec<OsString> = id.options().split(' ').map(OsString::from).collect();
     gen_args.extend(gen_extra);
     gen_args.push(tree.clone().into());

@@ -17,12 +17,14 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::cli::{self, Arg, Args};
+use crate::image::{self, FsArgs};
 use crate::plan::{self, Counts, Plan, Shape, Sizes, PLAN_FORMAT};
 use crate::{json, make};
 
 pub const HELP: &str = "\
 cargo xtask gen [--entries N] [--wide N] [--shape tree|wide|chain] [--depth N]
-                [--sizes mixed|none] [--seed N] [--threads N] [--force] [--dry-run] DIR
+                [--sizes mixed|none] [--seed N] [--threads N] [--force] [--dry-run]
+                [--fs btrfs|xfs|ext4 [--mount M]] DIR
 
 Generates a deterministic test tree at DIR (which must not exist, or be a tree made by an
 earlier run). The same arguments give the same names, sizes and link structure.
@@ -42,6 +44,11 @@ earlier run). The same arguments give the same names, sizes and link structure.
                 is made by one thread)
   --force       delete the tree at DIR (only one with a marker) and regenerate it
   --dry-run     plan only: print the summary and a disk-use estimate, create nothing
+  --fs FS       (Linux, root) make the tree on a file system of its own: DIR holds a
+                sparse image file DIR/FS.img (made with mkfs.FS once, sized for the tree,
+                never on tmpfs), loop-mounted at M, and the tree is M/tree; later runs
+                reuse the mounted image, or mount it again. Unmount with umount M
+  --mount M     where the image is mounted (default /mnt/dfdu-FS-<name of DIR>)
 
 A marker DIR.gentree.json records the arguments; a rerun with the same arguments reuses
 the tree at once; other arguments are refused without --force.";
@@ -65,7 +72,7 @@ pub struct TreeId {
 }
 
 impl TreeId {
-    fn counts(&self) -> Counts {
+    pub fn counts(&self) -> Counts {
         match self.shape {
             Shape::Tree => Counts::for_tree(self.entries),
             Shape::Wide => Counts::for_wide(self.entries - 1),
@@ -90,6 +97,7 @@ impl TreeId {
 
 struct GenArgs {
     id: TreeId,
+    fs: FsArgs,
     threads: usize,
     force: bool,
     dry_run: bool,
@@ -97,13 +105,16 @@ struct GenArgs {
 }
 
 pub fn main(args: Vec<OsString>) -> Result<(), String> {
-    let args = parse(args)?;
+    let mut args = parse(args)?;
     if args.dry_run {
         let started = Instant::now();
         let tree = plan::plan(args.id.shape, args.id.counts(), args.id.sizes, args.id.seed);
         print_summary(&args.dir, &tree, started.elapsed().as_secs_f64());
         say!("  (dry run: planned only, nothing created)");
         return Ok(());
+    }
+    if let Some(fs) = args.fs.fs {
+        args.dir = image::prepare(fs, &args.dir, args.fs.mount.take(), &args.id)?;
     }
     let marker_path = marker_path(&args.dir);
     if reuse_or_clear(&args, &marker_path)? {
@@ -146,8 +157,10 @@ fn parse(args: Vec<OsString>) -> Result<GenArgs, String> {
     let (mut shape, mut sizes, mut force, mut dry_run) = (None, Sizes::Mixed, false, false);
     let mut threads = cli::available_cores() * 2;
     let mut dir: Option<PathBuf> = None;
+    let mut fs = FsArgs::new();
     while let Some(arg) = args.next()? {
         match arg {
+            Arg::Opt(name) if fs.take(&name, &mut args)? => {}
             Arg::Opt(name) => match name.as_str() {
                 "--entries" => entries = Some(args.value_u64(&name)?),
                 "--wide" => wide = Some(args.value_u64(&name)?),
@@ -173,7 +186,8 @@ fn parse(args: Vec<OsString>) -> Result<GenArgs, String> {
     let dir = dir.ok_or_else(|| "DIR is missing (see cargo xtask gen --help)".to_string())?;
     let id = tree_id(entries, wide, shape, depth, sizes, seed)?;
     let dir = strip_trailing_slashes(dir);
-    Ok(GenArgs { id, threads, force, dry_run, dir })
+    fs.check()?;
+    Ok(GenArgs { id, fs, threads, force, dry_run, dir })
 }
 
 /// Checks the size options against each other and the limits, in words a user can act on.

@@ -11,6 +11,7 @@
 //! - `plan.rs`: the whole tree decided in memory before any I/O: shape, sizes, links.
 //! - `make.rs`: creates a plan on disk with worker threads (a deep chain with one thread).
 //! - `gen.rs`: the `gen` subcommand, the `DIR.gentree.json` marker, the summary.
+//! - `image.rs`: `--fs`: a loop-mounted btrfs, XFS or ext4 image file for the tree.
 //! - `json.rs`: writes the marker, reads one field back.
 //! - `tools.rs`: the peer tools: commands, discovery, versions, byte-total parsing.
 //! - `measure.rs`: one timed run of one command (GNU time for CPU and peak RSS).
@@ -41,6 +42,8 @@ pub mod bench;
 mod cli;
 #[cfg(unix)]
 pub mod gen;
+#[cfg(unix)]
+mod image;
 #[cfg(unix)]
 mod json;
 #[cfg(unix)]

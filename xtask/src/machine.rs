@@ -72,7 +72,7 @@ pub fn filesystem_of(dir: &Path) -> String {
 }
 
 /// mountinfo writes space, tab, newline and backslash as `\040`-style octal escapes.
-fn unescape_octal(field: &str) -> String {
+pub fn unescape_octal(field: &str) -> String {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut pos = 0;
