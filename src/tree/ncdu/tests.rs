@@ -98,6 +98,10 @@ fn bad_input_gets_an_error_with_its_offset() {
         (b"[1,10001,{},[{\"name\":\"/\"}]]", "invalid minor version"),
         (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"l\",\"nlink\":4294967296}]]", "integer out of range"),
         (b"[1,0,{},[{\"name\":\"/\",\"x\":tru}]]", "invalid literal"),
+        // JSON has no raw control characters in strings; ncdu 1.18 stops there too
+        // ("Invalid character").
+        (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\tb\"}]]", "control character"),
+        (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\x01b\"}]]", "control character"),
     ];
     for (input, want) in cases {
         let err = load(input).err().unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(input)));
@@ -227,6 +231,11 @@ fn unicode_escapes_decode_like_utf16() {
     let mut name = Vec::new();
     a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
     assert_eq!(name, b"\xed\xa0\x80A\xed\xb0\x80", "WTF-8 of U+D800, A, U+DC00");
+    // Any other code point followed by an escape: the escape is not taken as its pair.
+    let (a, r) = load(b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"\\u00e9\\n\\u0041\\udc00\"}]]").unwrap();
+    let mut name = Vec::new();
+    a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+    assert_eq!(name, b"\xc3\xa9\nA\xed\xb0\x80", "U+00E9, newline, A, WTF-8 of U+DC00");
 }
 
 /// Names up to the 32 KiB limit are read whole; one byte more is refused.
@@ -541,4 +550,14 @@ fn export_of_a_scan_is_what_ncdu_writes_for_the_same_tree() {
     // And the round trip through dfdu's reader keeps every field.
     let (b, r2) = load(&ours).unwrap();
     assert_eq!(canonical(&body(&export_bytes(&b, r2.root))), canonical(&body(&ours)));
+}
+
+/// dfdu's sharing-aware figures (`scan --shared`) ride along as extra keys on directories
+/// only; an import keeps them and the next export writes them back unchanged.
+#[test]
+fn sharing_figures_go_round_on_directories() {
+    let doc = "[1,2,{\"progname\":\"dfdu\",\"progver\":\"0\",\"timestamp\":42},\n[{\"name\":\"/r\",\"asize\":4096,\"dsize\":4096,\"dev\":7,\"dfdu_total_bytes\":20480,\"dfdu_exclusive_bytes\":8192,\"dfdu_set_shared_bytes\":4096,\"dfdu_disk_once_bytes\":16384},\n{\"name\":\"f\",\"asize\":1,\"dsize\":4096},\n[{\"name\":\"d\",\"asize\":4096,\"dsize\":4096,\"dfdu_total_bytes\":12288,\"dfdu_exclusive_bytes\":4096,\"dfdu_set_shared_bytes\":8192,\"dfdu_disk_once_bytes\":12288},\n{\"name\":\"g\",\"asize\":0,\"dsize\":8192}]]]\n";
+    let (a, r) = load(doc.as_bytes()).unwrap();
+    let out = String::from_utf8(export_bytes(&a, r.root)).unwrap();
+    assert_eq!(body(out.as_bytes()), body(doc.replace("\"asize\":0,", "").as_bytes()));
 }
