@@ -578,6 +578,19 @@ fn open_ends_of_the_format_are_accepted() {
     let (a, r) = load(b"[1,10000,{},[{\"name\":\"/r\",\"asize\":3}]]").unwrap();
     assert_eq!(a.dir_totals(r.root).1, 3);
     assert!(load(b"[1,10001,{},[{\"name\":\"/r\"}]]").is_err());
+    // The largest size and link count accepted, and one more.
+    let max = format!(
+        "[1,2,{{}},[{{\"name\":\"/r\",\"asize\":{},\"dsize\":{}}},{{\"name\":\"l\",\"nlink\":{}}}]]",
+        1u64 << 60,
+        1u64 << 60,
+        u32::MAX
+    );
+    let (a, r) = load(max.as_bytes()).unwrap();
+    assert_eq!(a.dir_totals(r.root).1, 1 << 60);
+    for over in [max.replacen("1152921504606846976", "1152921504606846977", 1), max.replace("4294967295", "4294967296")]
+    {
+        assert!(load(over.as_bytes()).is_err(), "{over}");
+    }
     let doc = b"[1,2,{},[{\"name\":\"/r\",\"asize\":3}],{\"later\":[1,2]},\"x\"]";
     let (a, r) = load(doc).unwrap();
     assert_eq!(a.dir_totals(r.root).1, 3);
