@@ -98,6 +98,12 @@ fn bad_input_gets_an_error_with_its_offset() {
         (b"[1,10001,{},[{\"name\":\"/\"}]]", "invalid minor version"),
         (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"l\",\"nlink\":4294967296}]]", "integer out of range"),
         (b"[1,0,{},[{\"name\":\"/\",\"x\":tru}]]", "invalid literal"),
+        // JSON has no raw control characters in strings; ncdu 1.18 stops there too
+        // ("Invalid character").
+        (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\tb\"}]]", "control character"),
+        (b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"a\x01b\"}]]", "control character"),
+        (b"[1,0,{},[{\"name\":\"/\",\"x\":[1}}]]", "expected ',' or a closing bracket"),
+        (b"[1,0,{},[{\"name\":\"/\",\"x\":{\"a\":1]}]]", "expected ',' or a closing bracket"),
     ];
     for (input, want) in cases {
         let err = load(input).err().unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(input)));
@@ -123,6 +129,11 @@ fn nesting_deeper_than_any_real_tree_is_refused_without_recursion() {
     let mut v = b"[1,0,{\"x\":".to_vec();
     v.extend(std::iter::repeat_n(b'[', 100_000));
     assert!(load(&v).err().expect("deep unknown value").msg.contains("nested too deeply"));
+    // Unknown values inside an entry: 64 levels of arrays are read past, 65 are refused.
+    let unknown =
+        |levels: usize| format!("[1,0,{{}},[{{\"name\":\"/\",\"x\":{}{}}}]]", "[".repeat(levels), "]".repeat(levels));
+    assert!(load(unknown(64).as_bytes()).is_ok());
+    assert!(load(unknown(65).as_bytes()).err().expect("65 levels").msg.contains("nested too deeply"));
 }
 
 /// Debian's ncdu reading `input` (`-f -`) and writing it back (`-o -`); everything after
@@ -186,6 +197,8 @@ fn names_and_escapes_read_and_written_as_ncdu_does() {
     // directories with hard links between them, an excluded entry, another file system.
     doc.push_str(",\n[{\"name\":\"locked\",\"asize\":4096,\"dsize\":4096,\"read_error\":true}],\n{\"name\":\"gone\",\"read_error\":true}");
     doc.push_str(",\n{\"name\":\"one-link\",\"asize\":2,\"ino\":99,\"nlink\":1}");
+    // `false` where a flag is expected: as if it were absent.
+    doc.push_str(",\n{\"name\":\"all-false\",\"asize\":4,\"notreg\":false,\"read_error\":false,\"hlnkc\":false}");
     doc.push_str(",\n{\"name\":\"unknown-keys\",\"asize\":1,\"x1\":true,\"x2\":false,\"x3\":null,\"x4\":-1.5e3,\"x5\":\"s\",\"x6\":{\"a\":[1,{}]}}");
     doc.push_str(",\n[{\"name\":\"d1\",\"asize\":4096,\"dsize\":4096},\n{\"name\":\"l1\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3},\n[{\"name\":\"d2\",\"asize\":4096,\"dsize\":4096,\"dev\":9},\n{\"name\":\"l2\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":3}],\n{\"name\":\"after\",\"asize\":3,\"dsize\":512}]");
     // Not `[{"name":..,"excluded":"pattern"}]`: we write that directory back as a plain
@@ -227,6 +240,11 @@ fn unicode_escapes_decode_like_utf16() {
     let mut name = Vec::new();
     a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
     assert_eq!(name, b"\xed\xa0\x80A\xed\xb0\x80", "WTF-8 of U+D800, A, U+DC00");
+    // Any other code point followed by an escape: the escape is not taken as its pair.
+    let (a, r) = load(b"[1,0,{},[{\"name\":\"/\"},{\"name\":\"\\u00e9\\n\\u0041\\udc00\"}]]").unwrap();
+    let mut name = Vec::new();
+    a.child_name(r.root, a.children(r.root).unwrap().start, &mut name);
+    assert_eq!(name, b"\xc3\xa9\nA\xed\xb0\x80", "U+00E9, newline, A, WTF-8 of U+DC00");
 }
 
 /// Names up to the 32 KiB limit are read whole; one byte more is refused.
@@ -541,4 +559,42 @@ fn export_of_a_scan_is_what_ncdu_writes_for_the_same_tree() {
     // And the round trip through dfdu's reader keeps every field.
     let (b, r2) = load(&ours).unwrap();
     assert_eq!(canonical(&body(&export_bytes(&b, r2.root))), canonical(&body(&ours)));
+}
+
+/// dfdu's sharing-aware figures (`scan --shared`) ride along as extra keys on directories
+/// only; an import keeps them and the next export writes them back unchanged.
+#[test]
+fn sharing_figures_go_round_on_directories() {
+    let doc = "[1,2,{\"progname\":\"dfdu\",\"progver\":\"0\",\"timestamp\":42},\n[{\"name\":\"/r\",\"asize\":4096,\"dsize\":4096,\"dev\":7,\"dfdu_total_bytes\":20480,\"dfdu_exclusive_bytes\":8192,\"dfdu_set_shared_bytes\":4096,\"dfdu_disk_once_bytes\":16384},\n{\"name\":\"f\",\"asize\":1,\"dsize\":4096},\n[{\"name\":\"d\",\"asize\":4096,\"dsize\":4096,\"dfdu_total_bytes\":12288,\"dfdu_exclusive_bytes\":4096,\"dfdu_set_shared_bytes\":8192,\"dfdu_disk_once_bytes\":12288},\n{\"name\":\"g\",\"asize\":0,\"dsize\":8192}]]]\n";
+    let (a, r) = load(doc.as_bytes()).unwrap();
+    let out = String::from_utf8(export_bytes(&a, r.root)).unwrap();
+    assert_eq!(body(out.as_bytes()), body(doc.replace("\"asize\":0,", "").as_bytes()));
+}
+
+/// What the format leaves open is accepted: minor versions up to 10,000, and further
+/// values after the tree in the top-level array (read past, as ncdu does).
+#[test]
+fn open_ends_of_the_format_are_accepted() {
+    let (a, r) = load(b"[1,10000,{},[{\"name\":\"/r\",\"asize\":3}]]").unwrap();
+    assert_eq!(a.dir_totals(r.root).1, 3);
+    assert!(load(b"[1,10001,{},[{\"name\":\"/r\"}]]").is_err());
+    // The largest size and link count accepted, and one more.
+    let max = format!(
+        "[1,2,{{}},[{{\"name\":\"/r\",\"asize\":{},\"dsize\":{}}},{{\"name\":\"l\",\"nlink\":{}}}]]",
+        1u64 << 60,
+        1u64 << 60,
+        u32::MAX
+    );
+    let (a, r) = load(max.as_bytes()).unwrap();
+    assert_eq!(a.dir_totals(r.root).1, 1 << 60);
+    for over in [max.replacen("1152921504606846976", "1152921504606846977", 1), max.replace("4294967295", "4294967296")]
+    {
+        assert!(load(over.as_bytes()).is_err(), "{over}");
+    }
+    let doc = b"[1,2,{},[{\"name\":\"/r\",\"asize\":3}],{\"later\":[1,2]},\"x\"]";
+    let (a, r) = load(doc).unwrap();
+    assert_eq!(a.dir_totals(r.root).1, 3);
+    if let Some(back) = through_ncdu(doc) {
+        assert_eq!(String::from_utf8_lossy(&back), "[{\"name\":\"/r\",\"asize\":3}]]", "ncdu reads past them too");
+    }
 }
