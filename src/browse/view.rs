@@ -508,30 +508,50 @@ impl<'a> Browser<'a> {
             if self.a.removed(id) {
                 continue;
             }
+            // Inside a removed directory every row is one.
+            if self.trail.is_some() {
+                items.push(self.removed_item(id));
+                continue;
+            }
             let is_dir = is_dir_entry(self.a, id);
             let count = if is_dir { self.a.dir_totals(self.a.dir_of(id)).2 } else { 0 };
             let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
             let exclusive = figures.as_ref().filter(|_| is_dir).and_then(|f| f.get(self.a.dir_of(id)));
             let exclusive = exclusive.map_or(0, |s| s.exclusive);
-            let size = self.size_of(id);
-            if self.trail.is_some() {
-                // Inside a removed directory: every row went, with all of its size.
-                let change = Some(-(size as i128));
-                items.push(Item { id, is_dir, size, count, mtime, exclusive: 0, change, removed: true });
-                continue;
-            }
             let change = self.change_of(id);
-            items.push(Item { id, is_dir, size, count, mtime, exclusive, change, removed: false });
+            items.push(Item { id, is_dir, size: self.size_of(id), count, mtime, exclusive, change, removed: false });
         }
         let gone = self.compare.as_ref().filter(|_| self.trail.is_none()).map_or(Vec::new(), |c| c.removed.clone());
         for id in gone {
-            let is_dir = is_dir_entry(self.a, id);
-            let count = if is_dir { self.a.dir_totals(self.a.dir_of(id)).2 } else { 0 };
-            let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
-            let size = self.size_of(id);
-            let change = Some(-(size as i128));
-            items.push(Item { id, is_dir, size, count, mtime, exclusive: 0, change, removed: true });
+            items.push(self.removed_item(id));
         }
+        self.sort_items(&mut items);
+        self.items = items;
+        // Follow the chosen entry to its new row; if it is gone, stay on the row.
+        if !self.chosen {
+            self.sel = 0;
+        } else if let Some(id) = self.sel_id {
+            if let Some(k) = self.items.iter().position(|it| it.id == id) {
+                self.sel = k;
+            }
+        }
+        self.sel = self.sel.min(self.items.len().saturating_sub(1));
+        self.sel_id = self.items.get(self.sel).map(|it| it.id);
+    }
+
+    /// The row of `id`, an entry of the compared tree that is gone: it went with all of
+    /// its size.
+    fn removed_item(&mut self, id: u32) -> Item {
+        let is_dir = is_dir_entry(self.a, id);
+        let count = if is_dir { self.a.dir_totals(self.a.dir_of(id)).2 } else { 0 };
+        let mtime = if self.sort == SortKey::Mtime { self.mtime_for(id).unwrap_or(0) } else { 0 };
+        let size = self.size_of(id);
+        Item { id, is_dir, size, count, mtime, exclusive: 0, change: Some(-(size as i128)), removed: true }
+    }
+
+    /// Sorts the listing by the chosen key, then by name and id (a total order, so equal
+    /// keys never swap between frames).
+    fn sort_items(&self, items: &mut [Item]) {
         let names = &self.names;
         let (sort, desc, dirs_first) = (self.sort, self.desc, self.dirs_first);
         items.sort_unstable_by(|x, y| {
@@ -554,17 +574,6 @@ impl<'a> Browser<'a> {
             let primary = if desc { primary.reverse() } else { primary };
             gone.then(dirs).then(primary).then_with(|| names.get(x.id).cmp(names.get(y.id))).then(x.id.cmp(&y.id))
         });
-        self.items = items;
-        // Follow the chosen entry to its new row; if it is gone, stay on the row.
-        if !self.chosen {
-            self.sel = 0;
-        } else if let Some(id) = self.sel_id {
-            if let Some(k) = self.items.iter().position(|it| it.id == id) {
-                self.sel = k;
-            }
-        }
-        self.sel = self.sel.min(self.items.len().saturating_sub(1));
-        self.sel_id = self.items.get(self.sel).map(|it| it.id);
     }
 
     pub(super) fn select(&mut self, k: usize) {
