@@ -416,19 +416,25 @@ fn progress(a: &Arena, sink: &ArenaSink, root: u32, start: Instant, stop: &Atomi
         let (disk, _, _) = a.dir_totals(root);
         let secs = start.elapsed().as_secs_f64().max(0.001);
         let dir = sink.last_dir.load(Ordering::Relaxed);
-        let path = crate::term::escape(&dir_path(a, dir));
-        let head = format!("{n} entries, {}, {:.0}/s ", format_size(disk, Scale::human(true)), n as f64 / secs);
-        let room = width.saturating_sub(head.chars().count() + 1);
-        let tail: String = if path.chars().count() > room {
-            let skip = path.chars().count() - room.saturating_sub(3);
-            format!("...{}", path.chars().skip(skip).collect::<String>())
-        } else {
-            path
-        };
-        let _ = write!(err, "\r\x1b[K{head}{tail}");
+        let line = progress_line(n, disk, secs, crate::term::escape(&dir_path(a, dir)), width);
+        let _ = write!(err, "\r\x1b[K{line}");
         let _ = err.flush();
     }
     let _ = write!(err, "\r\x1b[K");
+}
+
+/// "N entries, SIZE, RATE/s PATH" for a terminal `width` columns wide: a path too long for
+/// the rest of the line loses its start (shown as "...").
+fn progress_line(n: u32, disk: u64, secs: f64, path: String, width: usize) -> String {
+    let head = format!("{n} entries, {}, {:.0}/s ", format_size(disk, Scale::human(true)), f64::from(n) / secs);
+    let room = width.saturating_sub(head.chars().count() + 1);
+    let tail: String = if path.chars().count() > room {
+        let skip = path.chars().count() - room.saturating_sub(3);
+        format!("...{}", path.chars().skip(skip).collect::<String>())
+    } else {
+        path
+    };
+    head + &tail
 }
 
 /// Runs `dfdu scan`; returns the exit status.

@@ -397,3 +397,49 @@ fn problems_are_named_like_du() {
     assert_eq!(lines, sorted_du, "GNU du -L said: {du_err:?}");
     assert_eq!(lines[0], format!("dfdu scan: cannot access '{root}b-dangling'"));
 }
+
+#[test]
+fn progress_line_fits_the_terminal() {
+    let line = |path: &str, width| progress_line(1500, 2 << 20, 0.5, path.to_string(), width);
+    assert_eq!(line("/short/path", 80), "1500 entries, 2.0M, 3000/s /short/path");
+    // 27 columns of head and one left free: 12 for the path at width 40.
+    assert_eq!(line("/abc/def/ghi", 40), "1500 entries, 2.0M, 3000/s /abc/def/ghi");
+    assert_eq!(line("/a/very/long/path/name", 40), "1500 entries, 2.0M, 3000/s ...path/name");
+    assert_eq!(line("/a/very/long/path/name", 40).chars().count(), 39);
+    assert_eq!(line("/abc/def/ghij", 40), "1500 entries, 2.0M, 3000/s .../def/ghij");
+}
+
+/// A bind mount of a directory inside itself is a loop: counted as an entry and as a loop,
+/// not entered (it needs root to mount).
+#[test]
+fn loops_are_counted_and_shown() {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").map_or(true, |m| m.uid() != 0) {
+        assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none(), "DFDU_REQUIRE_ROOT is set but this is not root");
+        eprintln!("SKIP: report loops_are_counted_and_shown needs root to bind-mount");
+        return;
+    }
+    let scratch = Scratch::new("loops");
+    let t = scratch.0.join("t");
+    std::fs::create_dir_all(t.join("sub")).unwrap();
+    std::fs::write(t.join("f"), b"data").unwrap();
+    let mount = |args: &[&std::ffi::OsStr]| std::process::Command::new(args[0]).args(&args[1..]).status().unwrap();
+    if !mount(&["mount".as_ref(), "--bind".as_ref(), t.as_os_str(), t.join("sub").as_os_str()]).success() {
+        panic!("mount --bind failed as root");
+    }
+    let root = t.to_str().unwrap().to_string();
+    let a = parse_ok(&["-b", &root]);
+    let arena = Arena::new();
+    let sink = ArenaSink::new(&arena);
+    let cpath = CString::new(root.clone()).unwrap();
+    let meta = Native::stat_path(&cpath, true).unwrap();
+    let r = sink.add_root(root.as_bytes(), &meta).unwrap();
+    let empty = HashSet::new();
+    scan::scan_as::<Native, ArenaSink>(&a.walk.walk(2, 64, None, &empty), &sink, &cpath, &meta, r);
+    mount(&["umount".as_ref(), t.join("sub").as_os_str()]);
+    let s = summarize(&arena, r, 10, false, false);
+    assert_eq!((s.entries, s.dirs, s.files, s.loops, s.errors), (3, 1, 1, 1, 0));
+    let text = text_of(&arena, &s, &a);
+    assert!(text.contains("(1 directory, 1 file, 0 symlinks, 0 other, 1 loop)"), "{text}");
+    assert!(text.contains("\n  loops                     1  directories that are their own ancestors"), "{text}");
+}
