@@ -959,21 +959,25 @@ const LINK_TREE: &[&str] = &[
     "d d4/sub",
     "s d4/sub/to-d4 ../../d4",
     "f d4/sub/g 7000",
-    // Under -L each tN is reached at depth 1 and through pN/q/to-tN at depth 3: the scan
-    // meets tN first, while GNU lists it under whichever name comes first in readdir order
-    // (pN before tN for some of the six pairs, whatever the directory's hash order).
-    "f t1/data 3000",
-    "s p1/q/to-t1 ../../t1",
-    "f t2/data 3000",
-    "s p2/q/to-t2 ../../t2",
-    "f t3/data 3000",
-    "s p3/q/to-t3 ../../t3",
-    "f t4/data 3000",
-    "s p4/q/to-t4 ../../t4",
-    "f t5/data 3000",
-    "s p5/q/to-t5 ../../t5",
-    "f t6/data 3000",
-    "s p6/q/to-t6 ../../t6",
+    // Under -L each dNt is reached at depth 1 and through dNl/q/to at depth 3: the scan
+    // meets dNt first, while GNU lists it under whichever name comes first in readdir
+    // order (dNl before dNt for some of the eight pairs, whatever the hash order).
+    "f d1t/data 3000",
+    "s d1l/q/to ../../d1t",
+    "f d2t/data 3000",
+    "s d2l/q/to ../../d2t",
+    "f d3t/data 3000",
+    "s d3l/q/to ../../d3t",
+    "f d4t/data 3000",
+    "s d4l/q/to ../../d4t",
+    "f d5t/data 3000",
+    "s d5l/q/to ../../d5t",
+    "f d6t/data 3000",
+    "s d6l/q/to ../../d6t",
+    "f d7t/data 3000",
+    "s d7l/q/to ../../d7t",
+    "f d8t/data 3000",
+    "s d8l/q/to ../../d8t",
 ];
 
 #[test]
