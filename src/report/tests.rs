@@ -357,6 +357,8 @@ fn run_reports_exports_and_exits_as_documented() {
     let (code, text) = run_scan(&["-q", "-b", &missing, &tp]);
     assert_eq!((code, text.lines().next()), (1, Some(tp.as_str())));
     assert_eq!(run_scan(&["-q", &missing]), (1, String::new()));
+    // `run` is `run_to` on the real standard output (which it leaves alone here).
+    assert_eq!(run::<Native>(&parse_ok(&["-q", &missing]), 2, 64), 1);
     assert_eq!(run_scan(&["-q", &file, &missing]), (1, String::new()));
     // An export that cannot be written is an error.
     assert_eq!(run_scan(&["-q", &tp, "-o", &path(&scratch.0.join("no/such/dir"))]).0, 1);
