@@ -85,17 +85,23 @@ MUTANTS_JOBS ?= 1
 SHARD ?=
 # RE='write_failed|fts_root' runs only the mutants whose names match (after a fix).
 RE ?=
+# SLOW=1 runs a module's longer test set where it has one (MUTANTS_TESTS_MOD_slow): for
+# du, the big directories, tmpfs, out-of-range times, the streaming order and the unit
+# tests of records.rs; meant with RE= for what the quick set let through.
+SLOW ?=
 # du builds the binary and du_compat, the others only the unit tests: two warm build
 # directories, so du can run beside another module.
 MUTANTS_FILES_ncdu   := src/tree/ncdu/mod.rs src/tree/ncdu/export.rs src/tree/ncdu/import.rs
 MUTANTS_TESTS_ncdu   := -C --bin -C dfdu -- tree::ncdu::
 MUTANTS_FILES_du     := src/du/mod.rs src/du/records.rs
-MUTANTS_TESTS_du     := -C --test -C du_compat -- -- options_alone depth_and_threshold operands exclude files0_from times links unreadable_as_nobody write_error big_dir_12k
+MUTANTS_DU_QUICK    := options_alone depth_and_threshold operands exclude files0_from times links unreadable_as_nobody write_error bind_mount_loop
+MUTANTS_TESTS_du     := -C --test -C du_compat -- -- $(MUTANTS_DU_QUICK)
+MUTANTS_TESTS_du_slow := -C --test -C du_compat -C --bin -C dfdu -- -- $(MUTANTS_DU_QUICK) big_dir_10k_boundary big_dir_12k big_dir_100k tmpfs_one_file_system time_out_of_range streaming_order du::records
 MUTANTS_FILES_delete := src/browse/delete.rs
 MUTANTS_TESTS_delete := -C --bin -C dfdu -- browse::
 MUTANTS_FILES_arena  := src/tree/arena/mod.rs src/tree/arena/change.rs src/tree/arena/chunked.rs src/tree/sink.rs
 MUTANTS_TESTS_arena  := -C --bin -C dfdu -- tree::
-MUTANTS_FILES_report := src/report.rs
+MUTANTS_FILES_report := src/report/mod.rs
 MUTANTS_TESTS_report := -C --bin -C dfdu -- report::
 MUTANTS_FILES_dupes  := src/dupes/*.rs
 MUTANTS_TESTS_dupes  := -C --bin -C dfdu -- dupes::
@@ -103,10 +109,11 @@ MUTANTS_TESTS_dupes  := -C --bin -C dfdu -- dupes::
 .PHONY: mutants mutants-list
 mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD
 	@test -n "$(MUTANTS_FILES_$(MOD))" || { echo "unknown MOD=$(MOD)"; exit 2; }
+	@test -z "$(SLOW)" || test -n "$(MUTANTS_TESTS_$(MOD)_slow)" || { echo "MOD=$(MOD) has no SLOW set"; exit 2; }
 	mkdir -p target/mutants-out/$(MOD)
 	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(if $(filter du,$(MOD)),du,bin)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
 	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants-out/$(MOD) \
-	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(if $(RE),--re '$(RE)') $(MUTANTS_TESTS_$(MOD)) \
+	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(if $(RE),--re '$(RE)') $(MUTANTS_TESTS_$(MOD)$(if $(SLOW),_slow)) \
 	  || true
 	@mutants/score target/mutants-out/$(MOD)/mutants.out $(MOD)
 

@@ -51,7 +51,8 @@
 //!   inode one file, sample, BLAKE3; protocol at its top), `cache.rs` (the `--hashfile`
 //!   format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/dupes_linux.rs` (FIEMAP,
 //!   FIDEDUPERANGE, flock, statfs) and `platform/dupes_std.rs` (std::fs elsewhere).
-//! * `report.rs` — `dfdu scan`: totals, counts, largest entries, JSON, export, treemap.
+//! * `report/` — `dfdu scan`: totals, counts, largest entries, JSON, export, treemap
+//!   (`mod.rs`; its unit tests in `tests.rs`).
 //! * `diff.rs` — `dfdu diff OLD NEW`: load both sides, report what grew, shrank, came
 //!   and went.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no

@@ -492,3 +492,113 @@ impl Sink for Records {
         self.flag(dir, REC_UNREADABLE | REC_GONE, Some(err));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn meta(kind: Kind, ino: u64, blocks: u64) -> Meta {
+        let t = Timespec::default();
+        Meta { kind, dev: 7, ino, nlink: 1, blocks, size: blocks * 512, mtime: t, atime: t, ctime: t }
+    }
+
+    fn keep(files_depth: Option<u32>) -> Keep {
+        Keep {
+            measure: Measure::Disk,
+            time: None,
+            files_depth,
+            all_candidates: false,
+            collect_inodes: false,
+            claims: false,
+            fold_links: false,
+        }
+    }
+
+    fn pos(idx: u32, depth: u32) -> Pos {
+        Pos { idx, d_ino: 100 + u64::from(idx), depth, name_pos: 0 }
+    }
+
+    fn listed(entries: u32) -> Option<Listed> {
+        Some(Listed { entries, sort_by_inode: false, error: None })
+    }
+
+    /// du prints while it scans: the ordered pass gets a directory once the scan has said
+    /// all its items are in (`written`) and leaves it once its subtree is done (`finished`),
+    /// without waiting for the end of the scan (`close`, which comes only at the end here).
+    #[test]
+    fn the_ordered_pass_does_not_wait_for_the_end_of_the_scan() {
+        let sink = Records::new(keep(None), &meta(Kind::Dir, 1, 8));
+        let (tx, rx) = mpsc::channel::<&str>();
+        std::thread::scope(|s| {
+            let consumer = s.spawn(|| {
+                let (view, items) = sink.enter(0);
+                tx.send("entered the root").unwrap();
+                let sub = items.items[0].target;
+                let (sub_view, _) = sink.enter(sub);
+                let sub_left = sink.leave(sub);
+                tx.send("entered and left the subdirectory").unwrap();
+                let left = sink.leave(0);
+                tx.send("left the root").unwrap();
+                (view.rec, items.items.len(), sub_view.rec, sub_left.rec, left.rec)
+            });
+            // Each step of the ordered pass must come before the scan ends; if one does not
+            // come, the scan is closed so that the thread ends, and the test fails.
+            let step = |want: &str| match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(got) => assert_eq!(got, want),
+                Err(_) => {
+                    sink.close();
+                    panic!("the ordered pass waited for the end of the scan before: {want}");
+                }
+            };
+            let mut l = Local::default();
+            let mut children = Vec::new();
+            sink.entry(&mut l, pos(0, 0), b"sub", Seen::Ok(&meta(Kind::Dir, 2, 8)));
+            sink.entry(&mut l, pos(1, 0), b"file", Seen::Ok(&meta(Kind::File, 3, 16)));
+            sink.commit(&mut l, 0, listed(2), &mut children);
+            sink.written(0);
+            step("entered the root");
+            assert_eq!(children.len(), 1, "one subdirectory to scan");
+            let sub = children[0].dir;
+            sink.entry(&mut l, pos(0, 1), b"inner", Seen::Ok(&meta(Kind::File, 4, 24)));
+            sink.commit(&mut l, sub, listed(1), &mut children);
+            sink.written(sub);
+            sink.finished(sub);
+            step("entered and left the subdirectory");
+            sink.finished(0);
+            step("left the root");
+            sink.close();
+            let (root, n_items, sub_entered, sub_left, root_left) = consumer.join().unwrap();
+            assert_eq!((root.files_bytes, root.files_count, root.n_entries, n_items), (16 * 512, 1, 2, 1));
+            assert_eq!((sub_entered.files_bytes, sub_entered.files_count), (24 * 512, 1));
+            assert_eq!((sub_left.ino, sub_left.self_bytes), (2, 8 * 512));
+            assert_eq!((root_left.ino, root_left.self_bytes), (1, 8 * 512));
+        });
+    }
+
+    /// A directory of more than 2,048 entries is committed in several parts (the scan's
+    /// chunks): the ordered pass gets the items of every part, each with its own name, and
+    /// the sums of all of them.
+    #[test]
+    fn a_directory_committed_in_parts_keeps_every_name_and_sum() {
+        let sink = Records::new(keep(Some(1)), &meta(Kind::Dir, 1, 8));
+        let mut l = Local::default();
+        let mut children = Vec::new();
+        sink.entry(&mut l, pos(0, 0), b"first", Seen::Ok(&meta(Kind::File, 10, 1)));
+        sink.entry(&mut l, pos(1, 0), b"second", Seen::Ok(&meta(Kind::File, 11, 2)));
+        sink.commit(&mut l, 0, None, &mut children);
+        sink.entry(&mut l, pos(2, 0), b"third-part", Seen::Ok(&meta(Kind::File, 12, 4)));
+        sink.entry(&mut l, pos(3, 0), b"dir", Seen::Ok(&meta(Kind::Dir, 13, 8)));
+        sink.commit(&mut l, 0, listed(4), &mut children);
+        sink.written(0);
+        sink.close();
+        let (view, items) = sink.enter(0);
+        let names: Vec<&[u8]> = items.items.iter().map(|it| items.name(it)).collect();
+        assert_eq!(names, [&b"first"[..], b"second", b"third-part", b"dir"]);
+        let kinds: Vec<ItemKind> = items.items.iter().map(|it| it.kind).collect();
+        assert_eq!(kinds, [ItemKind::File, ItemKind::File, ItemKind::File, ItemKind::Dir]);
+        assert_eq!(items.items[3].target, children[0].dir);
+        assert_eq!((view.rec.files_bytes, view.rec.files_count, view.rec.n_entries), (7 * 512, 3, 4));
+    }
+}

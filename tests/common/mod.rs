@@ -195,11 +195,14 @@ pub struct Case {
     pub cwd: Option<PathBuf>,
     /// Bytes fed to standard input; standard input is `/dev/null` when `None`.
     pub stdin: Option<Vec<u8>>,
+    /// Standard error goes where standard output goes (`2>&1`, one file): then `stdout`
+    /// holds both, in the order they were written.
+    pub merged: bool,
 }
 
 /// A case from one line of arguments (split by `words`).
 pub fn case(args: &str) -> Case {
-    Case { args: words(args), env: Vec::new(), cwd: None, stdin: None }
+    Case { args: words(args), env: Vec::new(), cwd: None, stdin: None, merged: false }
 }
 
 /// One case per line.
@@ -243,6 +246,12 @@ impl Case {
         self
     }
 
+    /// Runs with standard error sent to standard output (`2>&1`).
+    pub fn merged(mut self) -> Case {
+        self.merged = true;
+        self
+    }
+
     /// The case as one line: `[cwd: DIR] NAME=VALUE du ARGS [stdin: BYTES]`.
     pub fn show(&self) -> String {
         let mut out = String::new();
@@ -263,6 +272,9 @@ impl Case {
         for arg in &self.args {
             out.push(' ');
             out.push_str(&show_word(arg));
+        }
+        if self.merged {
+            out.push_str(" 2>&1");
         }
         if let Some(bytes) = &self.stdin {
             let _ = write!(out, "  <<< \"{}\"", escape(bytes));
@@ -348,14 +360,38 @@ fn run(tool: &Tool, root: &Path, case: &Case) -> Outcome {
         cmd.uid(uid).gid(uid);
     }
     let stdin = if case.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
-    cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
-    match cmd.spawn() {
+    cmd.stdin(stdin);
+    // `2>&1` into a file rather than a pipe: both streams share one file offset, so the file
+    // holds the writes in the order they were made.
+    let merged_file = case.merged.then(|| {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "dfdu-merged-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = fs::File::create(&path).expect("create the 2>&1 file");
+        cmd.stdout(Stdio::from(file.try_clone().expect("dup the 2>&1 file"))).stderr(Stdio::from(file));
+        path
+    });
+    if merged_file.is_none() {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    let outcome = match cmd.spawn() {
         Ok(child) => collect(child, case.stdin.clone()),
         Err(e) => Outcome {
             status: format!("could not start {}: {e}", tool.program.display()),
             stdout: Vec::new(),
             stderr: Vec::new(),
         },
+    };
+    match merged_file {
+        Some(path) => {
+            let both = fs::read(&path).expect("read the 2>&1 file");
+            let _ = fs::remove_file(&path);
+            Outcome { stdout: both, ..outcome }
+        }
+        None => outcome,
     }
 }
 
@@ -367,8 +403,8 @@ fn collect(mut child: Child, stdin: Option<Vec<u8>>) -> Outcome {
             let _ = pipe.write_all(&bytes);
         });
     }
-    let stdout = drain(child.stdout.take().expect("piped stdout"));
-    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let stdout = child.stdout.take().map(drain);
+    let stderr = child.stderr.take().map(drain);
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
@@ -383,7 +419,8 @@ fn collect(mut child: Child, stdin: Option<Vec<u8>>) -> Outcome {
             format!("timed out after {} s and was killed", RUN_TIMEOUT.as_secs())
         }
     };
-    Outcome { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() }
+    let joined = |h: Option<thread::JoinHandle<Vec<u8>>>| h.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+    Outcome { status, stdout: joined(stdout), stderr: joined(stderr) }
 }
 
 fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {

@@ -416,23 +416,34 @@ fn progress(a: &Arena, sink: &ArenaSink, root: u32, start: Instant, stop: &Atomi
         let (disk, _, _) = a.dir_totals(root);
         let secs = start.elapsed().as_secs_f64().max(0.001);
         let dir = sink.last_dir.load(Ordering::Relaxed);
-        let path = crate::term::escape(&dir_path(a, dir));
-        let head = format!("{n} entries, {}, {:.0}/s ", format_size(disk, Scale::human(true)), n as f64 / secs);
-        let room = width.saturating_sub(head.chars().count() + 1);
-        let tail: String = if path.chars().count() > room {
-            let skip = path.chars().count() - room.saturating_sub(3);
-            format!("...{}", path.chars().skip(skip).collect::<String>())
-        } else {
-            path
-        };
-        let _ = write!(err, "\r\x1b[K{head}{tail}");
+        let line = progress_line(n, disk, secs, crate::term::escape(&dir_path(a, dir)), width);
+        let _ = write!(err, "\r\x1b[K{line}");
         let _ = err.flush();
     }
     let _ = write!(err, "\r\x1b[K");
 }
 
+/// "N entries, SIZE, RATE/s PATH" for a terminal `width` columns wide: a path too long for
+/// the rest of the line loses its start (shown as "...").
+fn progress_line(n: u32, disk: u64, secs: f64, path: String, width: usize) -> String {
+    let head = format!("{n} entries, {}, {:.0}/s ", format_size(disk, Scale::human(true)), f64::from(n) / secs);
+    let room = width.saturating_sub(head.chars().count() + 1);
+    let tail: String = if path.chars().count() > room {
+        let skip = path.chars().count() - room.saturating_sub(3);
+        format!("...{}", path.chars().skip(skip).collect::<String>())
+    } else {
+        path
+    };
+    head + &tail
+}
+
 /// Runs `dfdu scan`; returns the exit status.
 pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 {
+    run_to::<R>(args, threads, fd_budget, &mut io::stdout().lock())
+}
+
+/// `run` with standard output given: the report, or the export with `-o -`, goes to `stdout`.
+fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: &mut dyn Write) -> i32 {
     let arena = Arena::new();
     let start = Instant::now();
     let mut roots = Vec::new();
@@ -481,7 +492,10 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
             scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
             stop.store(true, Ordering::Relaxed);
         });
-        name_problems(&arena, &args.prog, sink.take_problems());
+        let mut err = io::stderr().lock();
+        for line in problem_lines(&arena, &args.prog, sink.take_problems()) {
+            let _ = writeln!(err, "{line}");
+        }
         roots.push(root);
     }
     if args.shared {
@@ -499,7 +513,7 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
         if let Some(&root) = roots.first() {
             let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             let written = if to_stdout {
-                crate::tree::ncdu::export(&arena, root, ts, &mut io::stdout().lock())
+                crate::tree::ncdu::export(&arena, root, ts, stdout).and_then(|()| stdout.flush())
             } else {
                 std::fs::File::create(out)
                     .and_then(|f| crate::tree::ncdu::export(&arena, root, ts, &mut io::BufWriter::new(f)))
@@ -525,14 +539,13 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     }
     // Nothing was scanned (every root was missing): the messages said it all.
     if !to_stdout && !roots.is_empty() {
-        let stdout = io::stdout();
-        let mut out = stdout.lock();
+        let out = stdout;
         let written = if args.json {
             out.write_all(json_report(&arena, &sums, elapsed, &source, args).as_bytes())
         } else {
             let mut r = Ok(());
             for s in &sums {
-                r = r.and_then(|_| print_text(&mut out, &arena, s, args));
+                r = r.and_then(|_| print_text(out, &arena, s, args));
             }
             let n: u64 = sums.iter().map(|s| s.entries).sum();
             r.and_then(|_| {
@@ -558,9 +571,9 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     0
 }
 
-/// Names on standard error what a scan could not read, in the shape du uses ("cannot
-/// read directory 'x': reason", "cannot access 'x': reason"), sorted by path.
-fn name_problems(a: &Arena, prog: &str, problems: Vec<crate::tree::sink::Problem>) {
+/// The lines that name on standard error what a scan could not read, in the shape du uses
+/// ("cannot read directory 'x': reason", "cannot access 'x': reason"), sorted by path.
+fn problem_lines(a: &Arena, prog: &str, problems: Vec<crate::tree::sink::Problem>) -> Vec<String> {
     let mut lines: Vec<(Vec<u8>, String)> = problems
         .into_iter()
         .map(|p| {
@@ -582,13 +595,13 @@ fn name_problems(a: &Arena, prog: &str, problems: Vec<crate::tree::sink::Problem
         })
         .collect();
     lines.sort();
-    let mut err = io::stderr().lock();
-    for (_, line) in lines {
-        let _ = writeln!(err, "{line}");
-    }
+    lines.into_iter().map(|(_, line)| line).collect()
 }
 
 /// "1 entry", "2 entries": a count and its noun.
 pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
+
+#[cfg(test)]
+mod tests;
