@@ -211,6 +211,23 @@ pub struct Arena {
     /// Sharing-aware figures by directory, once a scan with `--shared` (or an import
     /// carrying them) has produced them.
     shared: Mutex<Option<std::sync::Arc<crate::tree::shared::Figures>>>,
+    /// The browser's extent figures of every file, kept to compute `shared` again after
+    /// a delete or a rescan.
+    shared_input: Mutex<Option<crate::tree::shared::Collector>>,
+}
+
+/// The arena's answer to "is this still in the tree?" for `Collector::compute`.
+struct ArenaLive<'a>(&'a Arena);
+
+impl crate::tree::shared::Liveness for ArenaLive<'_> {
+    fn dir_live(&self, dir: u32) -> bool {
+        // Only the record itself: `compute` carries an ancestor's death down.
+        let entry = self.0.dir_entry(dir);
+        self.0.dir_of(entry) == dir && !self.0.removed(entry)
+    }
+    fn entry_live(&self, entry: u32) -> bool {
+        !self.0.removed(entry)
+    }
 }
 
 impl Default for Arena {
@@ -242,6 +259,7 @@ impl Arena {
             #[cfg(test)]
             steps: AtomicU64::new(0),
             shared: Mutex::new(None),
+            shared_input: Mutex::new(None),
         }
     }
 
@@ -252,6 +270,39 @@ impl Arena {
 
     pub fn set_shared_figures(&self, f: crate::tree::shared::Figures) {
         *self.shared.lock().unwrap() = Some(std::sync::Arc::new(f));
+    }
+
+    /// Computes the sharing-aware figures from a scan's extent figures. A collector
+    /// that keeps its files (the browser's) is kept, merged with those of later rescans,
+    /// for `refresh_shared`; any other is used once.
+    pub fn add_shared_input(&self, c: crate::tree::shared::Collector) {
+        if !c.keeps_files() {
+            let figures = c.compute(self.dir_count(), |d| self.dir_parent(d), |d| self.dir_totals(d).0, &self.live());
+            self.set_shared_figures(figures);
+            return;
+        }
+        {
+            let mut kept = self.shared_input.lock().unwrap();
+            match kept.as_mut() {
+                Some(k) => k.merge(c),
+                None => *kept = Some(c),
+            }
+        }
+        self.refresh_shared();
+    }
+
+    /// Computes the sharing-aware figures again from the kept extent figures, leaving
+    /// out what was deleted or replaced by a rescan since. Does nothing without them.
+    pub fn refresh_shared(&self) {
+        let kept = self.shared_input.lock().unwrap();
+        let Some(c) = kept.as_ref() else { return };
+        let figures = c.compute(self.dir_count(), |d| self.dir_parent(d), |d| self.dir_totals(d).0, &self.live());
+        drop(kept);
+        self.set_shared_figures(figures);
+    }
+
+    fn live(&self) -> ArenaLive<'_> {
+        ArenaLive(self)
     }
 
     pub fn full(&self) -> Option<Full> {
