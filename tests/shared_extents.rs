@@ -353,7 +353,17 @@ fn ext4_asks_no_fiemap() {
     let trace = std::fs::read_to_string(&log).unwrap();
     assert!(trace.contains("fstatfs"), "the trace works: the file system type was asked");
     assert!(!trace.contains("FS_IOC_FIEMAP"), "no FIEMAP on ext4:\n{trace}");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"shared\""), "no sharing figures on ext4");
+    let with = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!with.contains("\"shared\""), "no sharing figures on ext4");
+    // And the report is the one a scan without sharing gives (but for the time it took).
+    let without = Command::new(dfdu()).args(["scan", "--no-shared", "-q", "--json"]).arg(&top).output().unwrap();
+    assert!(without.status.success());
+    let untimed = |json: &str| {
+        let at = json.find("\"elapsed_seconds\":").expect("elapsed_seconds");
+        let end = at + json[at..].find(',').expect("a comma after it");
+        format!("{}{}", &json[..at], &json[end..])
+    };
+    assert_eq!(untimed(&with), untimed(&String::from_utf8_lossy(&without.stdout)), "--shared changes nothing on ext4");
 }
 
 #[test]
