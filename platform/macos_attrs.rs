@@ -31,7 +31,7 @@
 //! every group against the buffer. A buffer that does not hold what it claims is a
 //! [`Malformed`] error, never a panic and never a read outside the slice.
 
-use crate::meta::{Kind, Meta, Timespec};
+use crate::meta::{Extent, Kind, Meta, Timespec};
 use std::ffi::CStr;
 
 /// `attribute_set_t`, and the five bitmaps of `struct attrlist`.
@@ -68,6 +68,23 @@ pub const ATTR_DIR_DATALENGTH: u32 = 0x0000_0020;
 pub const ATTR_FILE_LINKCOUNT: u32 = 0x0000_0001;
 pub const ATTR_FILE_ALLOCSIZE: u32 = 0x0000_0004;
 pub const ATTR_FILE_DATALENGTH: u32 = 0x0000_0200;
+
+// Extended common attributes: they live in the fork bitmap (`getattrlistbulk` always
+// sets `FSOPT_ATTR_CMN_EXTENDED`) and are packed after the directory or file
+// attributes, for every kind of entry (XNU `attr_pack_common_extended`).
+/// `off_t`: bytes of the file not shared with a clone (APFS), what deleting it frees.
+pub const ATTR_CMNEXT_PRIVATESIZE: u32 = 0x0000_0008;
+/// `u64`: the clone family: full clones of one file share it (a clone that was written
+/// to gets a new one).
+pub const ATTR_CMNEXT_CLONEID: u32 = 0x0000_0100;
+/// `u64`: the `EF_*` flags below.
+pub const ATTR_CMNEXT_EXT_FLAGS: u32 = 0x0000_0200;
+
+/// `EF_*` (`sys/stat.h`): the file may share blocks with another file.
+#[cfg(test)]
+pub const EF_MAY_SHARE_BLOCKS: u64 = 0x0000_0001;
+/// The file shares all of its blocks with another file (an unmodified clone).
+pub const EF_SHARES_ALL_BLOCKS: u64 = 0x0000_0040;
 
 /// `ATTR_DIR_MOUNTSTATUS` bit: something is mounted on this directory.
 pub const DIR_MNTSTATUS_MNTPOINT: u32 = 0x0000_0001;
@@ -115,6 +132,19 @@ pub const REQUEST: Request = Request {
     pack_invalid: true,
 };
 
+/// `REQUEST` plus the APFS clone attributes, for sharing-aware figures (`--shared`).
+pub const REQUEST_CLONES: Request = Request {
+    attrs: AttrSet { fork: ATTR_CMNEXT_PRIVATESIZE | ATTR_CMNEXT_CLONEID | ATTR_CMNEXT_EXT_FLAGS, ..REQUEST.attrs },
+    pack_invalid: true,
+};
+
+/// One file's metadata and clone attributes through `getattrlist(2)`, where
+/// `ATTR_CMN_ERROR` is not valid (it belongs to `getattrlistbulk`).
+pub const REQUEST_ONE_CLONES: Request = Request {
+    attrs: AttrSet { common: REQUEST_CLONES.attrs.common & !ATTR_CMN_ERROR, ..REQUEST_CLONES.attrs },
+    pack_invalid: true,
+};
+
 /// A field the parser fills; which one a slot holds decides how many bytes it takes.
 #[derive(Clone, Copy, Debug)]
 enum Field {
@@ -129,6 +159,9 @@ enum Field {
     MountStatus,
     AllocSize,
     DataLength,
+    PrivateSize,
+    CloneId,
+    ExtFlags,
 }
 
 /// Common attributes after the name, in ascending bit order (the packing order).
@@ -153,6 +186,13 @@ const FILE_SLOTS: &[(u32, Field)] = &[
     (ATTR_FILE_DATALENGTH, Field::DataLength),
 ];
 
+/// Extended common attributes, in bit order, after the directory or file ones.
+const EXTENDED_SLOTS: &[(u32, Field)] = &[
+    (ATTR_CMNEXT_PRIVATESIZE, Field::PrivateSize),
+    (ATTR_CMNEXT_CLONEID, Field::CloneId),
+    (ATTR_CMNEXT_EXT_FLAGS, Field::ExtFlags),
+];
+
 const fn bits_of(slots: &[(u32, Field)]) -> u32 {
     let mut bits = 0;
     let mut i = 0;
@@ -170,9 +210,10 @@ const KNOWN: AttrSet = AttrSet {
     vol: 0,
     dir: bits_of(DIR_SLOTS),
     file: bits_of(FILE_SLOTS),
-    fork: 0,
+    fork: bits_of(EXTENDED_SLOTS),
 };
 const _: () = assert!(REQUEST.attrs.common & !KNOWN.common == 0);
+const _: () = assert!(REQUEST_CLONES.attrs.fork & !KNOWN.fork == 0);
 const _: () = assert!(REQUEST.attrs.dir & !KNOWN.dir == 0);
 const _: () = assert!(REQUEST.attrs.file & !KNOWN.file == 0);
 
@@ -216,6 +257,53 @@ pub struct Entry<'a> {
     /// The file id (`st_ino`), or 0 when the listing did not return it.
     pub ino: u64,
     pub status: Status,
+    /// A regular file's clone figures, when they were asked for and returned.
+    pub clones: Option<Clones>,
+}
+
+/// What APFS says about a regular file's sharing with its clones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clones {
+    /// Bytes not shared with a clone (`ATTR_CMNEXT_PRIVATESIZE`).
+    pub private_bytes: u64,
+    /// The clone family (`ATTR_CMNEXT_CLONEID`), 0 when not returned.
+    pub clone_id: u64,
+    /// `EF_*` flags (`ATTR_CMNEXT_EXT_FLAGS`), 0 when not returned.
+    pub ext_flags: u64,
+}
+
+impl Clones {
+    /// Whether the file shares all its data with the other files of its clone family,
+    /// so that the family's data is counted once.
+    pub fn full_clone(&self) -> bool {
+        self.clone_id != 0 && self.ext_flags & EF_SHARES_ALL_BLOCKS != 0
+    }
+
+    /// The file's figures as extents, for the same accounting as FIEMAP's
+    /// (`walk/extents.rs`, `tree/shared.rs`): of its `alloc_bytes`, the private bytes are
+    /// one unshared extent (exclusive: freed by deleting it), the rest one extent flagged
+    /// shared. APFS does not say where the shared blocks are, so the shared extent gets a
+    /// made-up address: for a full clone, `family_base` (the same for every file of its
+    /// clone family, which then counts once in "set shared"); for a file that shares only
+    /// part of its blocks, `own_base` (unique to the file: its shared bytes are counted
+    /// once per file, an upper bound). The caller hands out bases at least `alloc_bytes`
+    /// apart. Returns the extents and how many of them are used.
+    pub fn extents(&self, alloc_bytes: u64, family_base: u64, own_base: u64) -> ([Extent; 2], usize) {
+        let private = self.private_bytes.min(alloc_bytes);
+        let shared = alloc_bytes - private;
+        let base = if self.full_clone() { family_base } else { own_base };
+        let mut out = [Extent { logical: 0, physical: 0, length: 0, flags: 0 }; 2];
+        let mut n = 0;
+        if private > 0 {
+            out[n] = Extent { logical: 0, physical: own_base, length: private, flags: 0 };
+            n += 1;
+        }
+        if shared > 0 {
+            out[n] = Extent { logical: private, physical: base, length: shared, flags: Extent::SHARED };
+            n += 1;
+        }
+        (out, n)
+    }
 }
 
 impl Entry<'_> {
@@ -266,6 +354,9 @@ struct Raw {
     mount_status: u32,
     alloc_bytes: i64,
     data_bytes: i64,
+    private_bytes: i64,
+    clone_id: u64,
+    ext_flags: u64,
 }
 
 fn parse_group<'a>(group: &'a [u8], req: &Request) -> Result<Option<Entry<'a>>, Malformed> {
@@ -289,7 +380,7 @@ fn parse_group<'a>(group: &'a [u8], req: &Request) -> Result<Option<Entry<'a>>, 
     }
     if returned.common & ATTR_CMN_ERROR != 0 && errno != 0 {
         let errno = i32::try_from(errno).unwrap_or(i32::MAX);
-        return Ok(Some(Entry { name, ino: 0, status: Status::Failed(errno) }));
+        return Ok(Some(Entry { name, ino: 0, status: Status::Failed(errno), clones: None }));
     }
     let mut raw = Raw::default();
     for &(bit, field) in COMMON_SLOTS {
@@ -298,7 +389,7 @@ fn parse_group<'a>(group: &'a [u8], req: &Request) -> Result<Option<Entry<'a>>, 
         }
     }
     let ino = if returned.common & ATTR_CMN_FILEID != 0 { raw.fileid } else { 0 };
-    let needs_stat = Entry { name, ino, status: Status::NeedsStat };
+    let needs_stat = Entry { name, ino, status: Status::NeedsStat, clones: None };
     if returned.common & ATTR_CMN_OBJTYPE == 0 {
         // Without the type there is no telling which group's slots follow.
         return Ok(Some(needs_stat));
@@ -314,6 +405,16 @@ fn parse_group<'a>(group: &'a [u8], req: &Request) -> Result<Option<Entry<'a>>, 
             raw.read(field, &mut c)?;
         }
     }
+    for &(bit, field) in EXTENDED_SLOTS {
+        if layout.fork & bit != 0 {
+            raw.read(field, &mut c)?;
+        }
+    }
+    let clones = (raw.objtype == VREG && returned.fork & ATTR_CMNEXT_PRIVATESIZE != 0).then(|| Clones {
+        private_bytes: u64::try_from(raw.private_bytes).unwrap_or(0),
+        clone_id: if returned.fork & ATTR_CMNEXT_CLONEID != 0 { raw.clone_id } else { 0 },
+        ext_flags: if returned.fork & ATTR_CMNEXT_EXT_FLAGS != 0 { raw.ext_flags } else { 0 },
+    });
     if returned.common & NEEDED_COMMON != NEEDED_COMMON || returned_bits & needed != needed {
         return Ok(Some(needs_stat));
     }
@@ -328,7 +429,7 @@ fn parse_group<'a>(group: &'a [u8], req: &Request) -> Result<Option<Entry<'a>>, 
     } else if is_dir && raw.mount_status & DIR_MNTSTATUS_MNTPOINT != 0 {
         return Ok(Some(needs_stat));
     }
-    Ok(Some(Entry { name, ino, status: Status::Complete(meta) }))
+    Ok(Some(Entry { name, ino, status: Status::Complete(meta), clones }))
 }
 
 fn is_subset(a: AttrSet, b: AttrSet) -> bool {
@@ -353,6 +454,9 @@ impl Raw {
             Field::MountStatus => self.mount_status = c.u32()?,
             Field::AllocSize => self.alloc_bytes = c.i64()?,
             Field::DataLength => self.data_bytes = c.i64()?,
+            Field::PrivateSize => self.private_bytes = c.i64()?,
+            Field::CloneId => self.clone_id = c.u64()?,
+            Field::ExtFlags => self.ext_flags = c.u64()?,
         }
         Ok(())
     }

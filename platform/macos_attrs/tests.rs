@@ -19,6 +19,10 @@ struct Spec {
     alloc_bytes: i64,
     data_bytes: i64,
     error: u32,
+    /// APFS clone attributes: private size, clone id, `EF_*` flags.
+    private_bytes: i64,
+    clone_id: u64,
+    ext_flags: u64,
     /// Attributes the "file system" did not return.
     missing: AttrSet,
 }
@@ -38,6 +42,9 @@ fn file(name: &[u8]) -> Spec {
         alloc_bytes: 4096,
         data_bytes: 1234,
         error: 0,
+        private_bytes: 4096,
+        clone_id: 0,
+        ext_flags: 0,
         missing: AttrSet::default(),
     }
 }
@@ -70,6 +77,7 @@ fn pack(out: &mut Vec<u8>, req: &Request, s: &Spec) {
             common: asked.common & !s.missing.common,
             dir: asked.dir & !s.missing.dir,
             file: asked.file & !s.missing.file,
+            fork: asked.fork & !s.missing.fork,
             ..AttrSet::default()
         }
     };
@@ -120,6 +128,19 @@ fn pack(out: &mut Vec<u8>, req: &Request, s: &Spec) {
             Field::DataLength => g.extend_from_slice(&(if ok { s.data_bytes } else { 0 }).to_ne_bytes()),
             _ => unreachable!("not a directory or file attribute"),
         }
+    }
+    for &(bit, field) in EXTENDED_SLOTS {
+        if layout.fork & bit == 0 {
+            continue;
+        }
+        let ok = real(returned.fork, bit);
+        let v = match field {
+            Field::PrivateSize => s.private_bytes as u64,
+            Field::CloneId => s.clone_id,
+            Field::ExtFlags => s.ext_flags,
+            _ => unreachable!("not an extended common attribute"),
+        };
+        g.extend_from_slice(&(if ok { v } else { 0 }).to_ne_bytes());
     }
     let name_at = g.len();
     g.extend_from_slice(&s.name);
@@ -421,4 +442,81 @@ fn entries_before_a_bad_group_are_delivered() {
 #[test]
 fn an_empty_batch_is_fine() {
     assert_eq!(parse(&[], 0, &REQUEST).unwrap().len(), 0);
+}
+
+/// (name, clones) of every entry.
+fn clones_of(buf: &[u8], count: usize, req: &Request) -> Vec<(Vec<u8>, Option<Clones>)> {
+    let mut got = Vec::new();
+    parse_batch(buf, count, req, &mut |e| got.push((e.name.to_bytes().to_vec(), e.clones))).unwrap();
+    got
+}
+
+const PACKED_CLONES: Request = Request { pack_invalid: false, ..REQUEST_CLONES };
+
+#[test]
+fn clone_attributes_follow_the_file_attributes_and_shift_nothing_before_them() {
+    let clone = Spec {
+        alloc_bytes: 1 << 20,
+        private_bytes: 0,
+        clone_id: 0x1234_5678_9abc,
+        ext_flags: EF_MAY_SHARE_BLOCKS | EF_SHARES_ALL_BLOCKS,
+        ..file(b"clone")
+    };
+    let edited = Spec {
+        alloc_bytes: 1 << 20,
+        private_bytes: 16384,
+        clone_id: 77,
+        ext_flags: EF_MAY_SHARE_BLOCKS,
+        ..file(b"edited")
+    };
+    for req in [REQUEST_CLONES, PACKED_CLONES] {
+        let specs = [file(b"plain"), dir(b"sub"), clone.clone(), edited.clone()];
+        let buf = batch(&req, &specs);
+        let got = parse(&buf, 4, &req).unwrap();
+        // The metadata reads as without the clone attributes.
+        assert_eq!(complete(&got[0].2).blocks, 8);
+        assert_eq!(complete(&got[1].2).size, 96);
+        assert_eq!(complete(&got[2].2).blocks, 2048);
+        let c = clones_of(&buf, 4, &req);
+        assert_eq!(c[0].1, Some(Clones { private_bytes: 4096, clone_id: 0, ext_flags: 0 }));
+        assert_eq!(c[1].1, None, "directories have no clone figures");
+        let full = c[2].1.unwrap();
+        assert_eq!((full.private_bytes, full.clone_id), (0, 0x1234_5678_9abc));
+        assert!(full.full_clone());
+        let part = c[3].1.unwrap();
+        assert_eq!((part.private_bytes, part.clone_id, part.full_clone()), (16384, 77, false));
+    }
+}
+
+#[test]
+fn clone_attributes_not_returned_are_not_figures() {
+    // A file system without clones (HFS+) returns none of them: no figures, the
+    // metadata stays complete. Without the private size there is nothing to count;
+    // without the id or flags the file is not a full clone.
+    let none = Spec { missing: AttrSet { fork: REQUEST_CLONES.attrs.fork, ..AttrSet::default() }, ..file(b"hfs") };
+    let no_id = Spec {
+        clone_id: 9,
+        ext_flags: EF_SHARES_ALL_BLOCKS,
+        missing: AttrSet { fork: ATTR_CMNEXT_CLONEID, ..AttrSet::default() },
+        ..file(b"no-id")
+    };
+    for req in [REQUEST_CLONES, PACKED_CLONES] {
+        let buf = batch(&req, &[none.clone(), no_id.clone(), file(b"after")]);
+        let got = parse(&buf, 3, &req).unwrap();
+        assert!(got.iter().all(|g| matches!(g.2, Status::Complete(_))));
+        let c = clones_of(&buf, 3, &req);
+        assert_eq!(c[0].1, None);
+        let no_id = c[1].1.unwrap();
+        assert_eq!((no_id.clone_id, no_id.full_clone()), (0, false));
+        assert_eq!(c[2].1, Some(Clones { private_bytes: 4096, clone_id: 0, ext_flags: 0 }));
+    }
+    // Asked without the clone attributes, the listing gives no figures.
+    let c = clones_of(&batch(&REQUEST, &[file(b"x")]), 1, &REQUEST);
+    assert_eq!(c[0].1, None);
+}
+
+#[test]
+fn clone_attributes_that_were_not_asked_for_are_an_error() {
+    let buf = batch(&REQUEST_CLONES, &[file(b"x")]);
+    assert_eq!(parse(&buf, 1, &REQUEST).unwrap_err(), Malformed::Unexpected);
 }

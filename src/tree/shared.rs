@@ -155,7 +155,9 @@ impl Collector {
         let unshared_disk = f.disk.saturating_sub(f.shared);
         let mut sums = Sums { charged: f.charged, ..Sums::default() };
         match link {
-            Some((dev, ino)) => self.links.push((dir, entry, Link { dev, ino, total: f.total, exclusive, unshared_disk })),
+            Some((dev, ino)) => {
+                self.links.push((dir, entry, Link { dev, ino, total: f.total, exclusive, unshared_disk }))
+            }
             None => {
                 sums.total = f.total;
                 sums.exclusive = exclusive;
@@ -415,5 +417,44 @@ mod tests {
         let f = c.compute(4, parent, |_| 0, &Gone(vec![1], vec![]));
         assert_eq!(fig(&f, 3), Some((8192, 8192, 0)));
         assert_eq!(fig(&f, 0), Some((8192 + 4096 + 8192, 4096 + 8192, 8192)));
+    }
+
+    /// APFS clone figures (`platform/macos_attrs.rs`) as the reader would hand them on.
+    #[test]
+    fn clone_figures_become_extents_counted_like_fiemap_ones() {
+        use crate::platform::macos_attrs::{Clones, EF_MAY_SHARE_BLOCKS, EF_SHARES_ALL_BLOCKS};
+        let mib = 1u64 << 20;
+        // Three full clones of one 1 MiB file (one family) and an edited clone sharing all
+        // but 16 KiB with something: private bytes are exclusive; the family counts once.
+        let full = Clones { private_bytes: 0, clone_id: 5, ext_flags: EF_MAY_SHARE_BLOCKS | EF_SHARES_ALL_BLOCKS };
+        let edited = Clones { private_bytes: 16384, clone_id: 6, ext_flags: EF_MAY_SHARE_BLOCKS };
+        let plain = Clones { private_bytes: 4096, clone_id: 0, ext_flags: 0 };
+        let family_base = 1u64 << 40;
+        let files = [
+            (full, mib, 2u64 << 40),
+            (full, mib, 3 << 40),
+            (full, mib, 4 << 40),
+            (edited, mib, 5 << 40),
+            (plain, 4096, 6 << 40),
+        ];
+        let mut c = Collector::default();
+        for (cl, alloc, own) in files {
+            let (exts, n) = cl.extents(alloc, family_base, own);
+            let mut f = FileExtents::default();
+            exts[..n].iter().for_each(|e| f.add(e));
+            assert_eq!(f.total, alloc);
+            assert_eq!(f.total - f.shared, cl.private_bytes.min(alloc), "exclusive = private size");
+            let fig = FileFigures { total: f.total, shared: f.shared, disk: alloc, charged: alloc };
+            c.add(0, u32::MAX, None, fig, &f.ranges);
+        }
+        let s = c.compute(1, |_| u32::MAX, |_| 3 * mib + mib + 4096, &AllLive).get(0).unwrap();
+        assert_eq!(s.total, 4 * mib + 4096);
+        assert_eq!(s.exclusive, 16384 + 4096);
+        // Set shared: the family's MiB once, plus the edited clone's shared part once.
+        assert_eq!(s.set_shared, mib + (mib - 16384));
+        assert_eq!(s.disk_once, s.set_shared + s.exclusive);
+        // A private size above the allocation (compressed files) is capped by it.
+        let (exts, n) = Clones { private_bytes: 1 << 30, ..plain }.extents(4096, 0, 0);
+        assert_eq!((n, exts[0].length, exts[0].flags), (1, 4096, 0));
     }
 }
