@@ -210,13 +210,15 @@ impl Collector {
     /// `0..n_dirs`; `parent(d)` is `u32::MAX` for a root, `disk(d)` the subtree's disk
     /// usage as the arena counts it. Needs every child index to be above its parent's.
     /// Directories and entries `live` says are gone (deleted, or replaced by a rescan)
-    /// count nothing; the collector is left as it was, for the next time.
+    /// count nothing. A collector that keeps its files is left as it was, for the next
+    /// time; any other gives up its sums and ranges (a scan computes once, and copying
+    /// them would only cost memory).
     ///
     /// Disk usage with sharing counted once = set shared + Σ over files (each inode once)
     /// of their disk usage minus their shared bytes + what the subtree holds besides
     /// files whose extents were read (directories, symlinks, unreadable maps).
     pub fn compute(
-        &self,
+        &mut self,
         n_dirs: u32,
         parent: impl Fn(u32) -> u32,
         disk: impl Fn(u32) -> u64,
@@ -234,7 +236,7 @@ impl Collector {
         let gone = |dir: u32, entry: u32| {
             dir as usize >= n || dead_dir[dir as usize] || (entry != u32::MAX && !live.entry_live(entry))
         };
-        let mut own = self.own.clone();
+        let mut own = if self.keep_files { self.own.clone() } else { std::mem::take(&mut self.own) };
         own.resize(n, Sums::default());
         for &(dir, entry, s) in &self.files {
             if !gone(dir, entry) {
@@ -250,7 +252,13 @@ impl Collector {
                 own[d] = Sums::default();
             }
         }
-        let mut ranges: Vec<Range> = self.ranges.iter().filter(|r| !gone(r.dir, r.entry)).copied().collect();
+        let mut ranges: Vec<Range> = if self.keep_files {
+            self.ranges.iter().filter(|r| !gone(r.dir, r.entry)).copied().collect()
+        } else {
+            let mut taken = std::mem::take(&mut self.ranges);
+            taken.retain(|r| !gone(r.dir, r.entry));
+            taken
+        };
         ranges.sort_unstable_by_key(|r| r.dir);
         let mut all_links: Vec<(u32, Link)> =
             self.links.iter().filter(|l| !gone(l.0, l.1)).map(|&(d, _, l)| (d, l)).collect();

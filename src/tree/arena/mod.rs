@@ -275,7 +275,7 @@ impl Arena {
     /// Computes the sharing-aware figures from a scan's extent figures. A collector
     /// that keeps its files (the browser's) is kept, merged with those of later rescans,
     /// for `refresh_shared`; any other is used once.
-    pub fn add_shared_input(&self, c: crate::tree::shared::Collector) {
+    pub fn add_shared_input(&self, mut c: crate::tree::shared::Collector) {
         if !c.keeps_files() {
             let figures = c.compute(self.dir_count(), |d| self.dir_parent(d), |d| self.dir_totals(d).0, &self.live());
             self.set_shared_figures(figures);
@@ -294,8 +294,8 @@ impl Arena {
     /// Computes the sharing-aware figures again from the kept extent figures, leaving
     /// out what was deleted or replaced by a rescan since. Does nothing without them.
     pub fn refresh_shared(&self) {
-        let kept = self.shared_input.lock().unwrap();
-        let Some(c) = kept.as_ref() else { return };
+        let mut kept = self.shared_input.lock().unwrap();
+        let Some(c) = kept.as_mut() else { return };
         let figures = c.compute(self.dir_count(), |d| self.dir_parent(d), |d| self.dir_totals(d).0, &self.live());
         drop(kept);
         self.set_shared_figures(figures);
