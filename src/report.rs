@@ -66,8 +66,8 @@ apparent size, counts of entries, and its largest directories and files.
       --shared          on btrfs, XFS, bcachefs, OCFS2, APFS: read each file's
                         extent map (APFS: clone attributes) and report total,
                         exclusive and set-shared bytes and the disk usage with
-                        shared extents counted once (3 more system calls per file
-                        on Linux: 2.6-4.2x the scan's time; see README)
+                        shared extents counted once (3 more system calls per
+                        file on Linux: 2.6-4.2x the scan's time; see README)
       --no-shared       do not read extent maps (the default)
   -o FILE               also write an ncdu-compatible JSON export (- for stdout,
                         instead of the report; not with --json)
