@@ -14,8 +14,9 @@
 //!   whether it is a mount root), `mount_points` (the mount table, where there is one)
 //!   and `remove_at`.
 //! * Sharing-aware sizes (`--shared`): `ExtentBuf` (one worker's buffer, `Default`),
-//!   `fs_shares_extents` and `file_extents_at` (Linux: `linux_fiemap.rs`; elsewhere
-//!   stubs that say no file system shares).
+//!   `fs_shares_extents` and `file_extents_at` (Linux: `linux_fiemap.rs`; macOS: APFS
+//!   clone attributes through `getattrlistat`, in `macos.rs`; elsewhere stubs that say no
+//!   file system shares).
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).

@@ -39,7 +39,8 @@
 //!   logic and the ordered pass that prints).
 //! * `tree/` — the whole tree in memory: `arena/` (`Arena`: every entry in 8 bytes plus
 //!   its name; `mod.rs` the layout and the scan's side, `change.rs` deletes, rescans and
-//!   reuse, `chunked.rs` its storage, `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's JSON format: `export.rs`
+//!   reuse, `chunked.rs` its storage, `shared.rs` the sharing-aware figures kept and
+//!   computed again after deletes and rescans, `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's JSON format: `export.rs`
 //!   the writer, `import.rs` the reader, `tests.rs` their unit tests),
 //!   `roots.rs` (`WalkArgs`: `WalkOpts` plus `-f`; importing or stat'ing the roots; one
 //!   side of a comparison, imported or scanned), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:

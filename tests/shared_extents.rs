@@ -10,7 +10,8 @@
 //!   tree took (statfs), and each directory's exclusive bytes are what deleting it frees.
 //! * ext4: no FIEMAP ioctl at all (strace), and no sharing figures.
 //! * The browser under tmux on btrfs: the exclusive column, its sort key, the `i` box, and
-//!   deleting a directory frees (btrfs data used) exactly what its exclusive figure said.
+//!   deleting a directory frees (btrfs data used) exactly what its exclusive figure said;
+//!   the footer's figure follows each delete, and a rescan reads the extent maps again.
 //!
 //! Without root or the tools, each test prints `SKIP:` and passes, unless
 //! `DFDU_REQUIRE_ROOT=1`, where it fails instead.
@@ -352,7 +353,17 @@ fn ext4_asks_no_fiemap() {
     let trace = std::fs::read_to_string(&log).unwrap();
     assert!(trace.contains("fstatfs"), "the trace works: the file system type was asked");
     assert!(!trace.contains("FS_IOC_FIEMAP"), "no FIEMAP on ext4:\n{trace}");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"shared\""), "no sharing figures on ext4");
+    let with = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!with.contains("\"shared\""), "no sharing figures on ext4");
+    // And the report is the one a scan without sharing gives (but for the time it took).
+    let without = Command::new(dfdu()).args(["scan", "--no-shared", "-q", "--json"]).arg(&top).output().unwrap();
+    assert!(without.status.success());
+    let untimed = |json: &str| {
+        let at = json.find("\"elapsed_seconds\":").expect("elapsed_seconds");
+        let end = at + json[at..].find(',').expect("a comma after it");
+        format!("{}{}", &json[..at], &json[end..])
+    };
+    assert_eq!(untimed(&with), untimed(&String::from_utf8_lossy(&without.stdout)), "--shared changes nothing on ext4");
 }
 
 #[test]
@@ -487,6 +498,9 @@ fn browser_sorts_by_exclusive_and_delete_frees_it_on_btrfs() {
     t.wait("the delete", |s| s.contains("Deleted"));
     let freed = before - btrfs_data_used(&m.at);
     assert_eq!(freed, exclusive, "deleting c freed what its exclusive figure said");
+    // The footer's figure follows the delete (12 MiB before: a's 8 shared with b, b's own
+    // 1, c's 3; btrfs directories take no data blocks).
+    t.wait("the footer without c", |s| footer_once(s).as_deref() == Some("9.0 MiB"));
     // b next: its exclusive MiB is freed; the reflinked 8 MiB stays (a holds it).
     t.keys("Home");
     t.wait("b on top", |s| Tmux::names(s).first().is_some_and(|n| n == "/b"));
@@ -496,4 +510,28 @@ fn browser_sorts_by_exclusive_and_delete_frees_it_on_btrfs() {
     t.keys("y");
     t.wait("the delete", |s| s.matches("Deleted").count() >= 1 && Tmux::names(s) == ["/a"]);
     assert_eq!(before - btrfs_data_used(&m.at), 1 << 20, "deleting b freed its exclusive 1 MiB only");
+    let s = t.wait("the footer without b", |s| footer_once(s).as_deref() == Some("8.0 MiB"));
+    // a's extent was flagged shared when it was read: its exclusive figure is still 0
+    // until a rescan reads its map again, now that b's copy is gone (and synced above).
+    assert_eq!(info_exclusive(&t), 0, "before the rescan:\n{s}");
+    t.keys("r");
+    t.wait("the rescan", |s| s.contains("Rescanned"));
+    assert_eq!(info_exclusive(&t), 8 << 20, "after the rescan a's 8 MiB are its own");
+    t.wait("the footer after the rescan", |s| footer_once(s).as_deref() == Some("8.0 MiB"));
+}
+
+/// The footer's "Sharing counted once" figure.
+fn footer_once(screen: &str) -> Option<String> {
+    let line = screen.lines().rev().find(|l| l.contains("Sharing counted once: "))?;
+    let rest = &line[line.find("Sharing counted once: ")? + 22..];
+    Some(rest.split("  ").next()?.trim().to_string())
+}
+
+/// The exclusive bytes the `i` box gives for the selected row (opens and closes it).
+fn info_exclusive(t: &Tmux) -> u64 {
+    t.keys("i");
+    let s = t.wait("the info box", |s| s.contains("Exclusive:"));
+    t.keys("i");
+    let line = s.lines().find(|l| l.contains("Exclusive:")).unwrap();
+    line[line.find('(').unwrap() + 1..line.find(" bytes").unwrap()].replace(',', "").parse().unwrap()
 }

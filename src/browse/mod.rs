@@ -90,7 +90,7 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
       --read-only        no deleting
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
-      --shared           on btrfs, XFS, bcachefs, OCFS2: read extent maps for an
+      --shared           on btrfs, XFS, bcachefs, OCFS2, APFS: read extent maps for an
                          exclusive-bytes column (what deleting frees; sort: x),
                          the shared figures in the i box, and the footer's disk
                          usage with shared extents counted once (see README)

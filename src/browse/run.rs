@@ -145,7 +145,9 @@ pub(super) fn progress_line(
 /// Runs `dfdu browse`; returns the exit status (quitting exits the process directly).
 pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let arena = Arena::new();
-    let sink = Arc::new(ArenaSink::new(&arena));
+    let sink = ArenaSink::new(&arena);
+    // With --shared the files' extent figures are kept, so deletes and rescans update them.
+    let sink = Arc::new(if args.shared { sink.keeping_extent_files() } else { sink });
     let no_links = HashSet::new();
     let prog = &args.prog;
     // The compared tree goes in first (imported, or scanned with the same options): its
@@ -510,6 +512,8 @@ pub(super) fn start_delete<'s, 'a: 's>(
     let (p, d, start) = (progress.clone(), done.clone(), Instant::now());
     spawn_or_run(s, move || {
         delete::delete(a, dir, id, &p);
+        // The sharing-aware figures without what was deleted (see `Arena::refresh_shared`).
+        a.refresh_shared();
         d.set(start);
     });
     Job { delete: Some((progress, total)), sink: None, done, label, start: Instant::now(), entries_at_start: 0 }
@@ -541,14 +545,18 @@ pub(super) fn start_rescan<'s, 'a: 's>(
     let entries_at_start = a.entry_count();
     let new = a.begin_rescan(old, meta.disk_bytes(), meta.size).map_err(|_| "the arena is full".to_string())?;
     browser.replace_dir(old, new);
-    let sink = Arc::new(ArenaSink::new(a));
+    let sink = ArenaSink::new(a);
+    let sink = Arc::new(if ctx.args.shared { sink.keeping_extent_files() } else { sink });
     sink.adopt(new, &meta);
     let done = Arc::new(Done::default());
     let (sk, d, start) = (sink.clone(), done.clone(), Instant::now());
     spawn_or_run(s, move || {
-        // A rescan reads no extent maps: the sharing-aware figures stay those of the first
-        // scan (the README says so), so collecting them again would only cost time.
-        (ctx.fs.scan)(&Walk { shared: false, ..ctx.walk() }, &sk, &cpath, &meta, new);
+        // With --shared the rescan reads the extent maps again: its figures replace those
+        // of the subtree it replaced, and the whole tree's are computed again.
+        (ctx.fs.scan)(&ctx.walk(), &sk, &cpath, &meta, new);
+        if ctx.args.shared {
+            sk.finish_shared();
+        }
         d.set(start);
     });
     Ok(Job { delete: None, sink: Some(sink), done, label, start: Instant::now(), entries_at_start })

@@ -152,17 +152,24 @@ impl<'a> ArenaSink<'a> {
         self.devs.lock().unwrap().insert(dir, meta.dev);
     }
 
+    /// For the browser: keeps every file's extent figures (in the arena, after the scan),
+    /// so that deletes and rescans can update the figures (`Arena::refresh_shared`).
+    pub fn keeping_extent_files(self) -> Self {
+        *self.shared.lock().unwrap() = Collector::keeping_files();
+        self
+    }
+
     /// After a scan with `Walk::shared`: folds the extent figures into per-directory
     /// figures and stores them in the arena. Does nothing when no scanned directory lay
-    /// on a file system that can share extents.
+    /// on a file system that can share extents. A collector that keeps its files (the
+    /// browser's; a rescan's) is merged into the one the arena keeps, and the figures of
+    /// the whole tree are computed again from it.
     pub fn finish_shared(&self) {
         if !self.sharing_seen.load(Ordering::Relaxed) {
             return;
         }
         let collector = std::mem::take(&mut *self.shared.lock().unwrap());
-        let a = self.arena;
-        let figures = collector.compute(a.dir_count(), |d| a.dir_parent(d), |d| a.dir_totals(d).0);
-        a.set_shared_figures(figures);
+        self.arena.add_shared_input(collector);
     }
 
     fn pending(&self, l: &mut Local, pos: Pos, name: &[u8], flags: u8, meta: Option<&Meta>, descend: bool) {
@@ -335,7 +342,8 @@ impl Sink for ArenaSink<'_> {
                 let dup = first != u32::MAX && a.flags(first + x.idx) & arena::F_DUP_LINK != 0;
                 let charged = if dup || first == u32::MAX { 0 } else { x.disk };
                 let f = FileFigures { total: x.total, shared: x.shared, disk: x.disk, charged };
-                c.add(dir, x.link, f, &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize]);
+                let entry = if first == u32::MAX { u32::MAX } else { first + x.idx };
+                c.add(dir, entry, x.link, f, &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize]);
             }
             l.extents.clear();
             l.ranges.clear();

@@ -58,6 +58,7 @@ use std::sync::Mutex;
 
 mod change;
 mod chunked;
+mod shared;
 #[cfg(test)]
 mod tests;
 
@@ -211,6 +212,9 @@ pub struct Arena {
     /// Sharing-aware figures by directory, once a scan with `--shared` (or an import
     /// carrying them) has produced them.
     shared: Mutex<Option<std::sync::Arc<crate::tree::shared::Figures>>>,
+    /// The browser's extent figures of every file, kept to compute `shared` again after
+    /// a delete or a rescan.
+    shared_input: Mutex<Option<crate::tree::shared::Collector>>,
 }
 
 impl Default for Arena {
@@ -242,16 +246,8 @@ impl Arena {
             #[cfg(test)]
             steps: AtomicU64::new(0),
             shared: Mutex::new(None),
+            shared_input: Mutex::new(None),
         }
-    }
-
-    /// Sharing-aware figures (see `shared.rs`), when the scan or import has them.
-    pub fn shared_figures(&self) -> Option<std::sync::Arc<crate::tree::shared::Figures>> {
-        self.shared.lock().unwrap().clone()
-    }
-
-    pub fn set_shared_figures(&self, f: crate::tree::shared::Figures) {
-        *self.shared.lock().unwrap() = Some(std::sync::Arc::new(f));
     }
 
     pub fn full(&self) -> Option<Full> {

@@ -1,0 +1,62 @@
+//! The arena's sharing-aware figures (`tree/shared.rs`): stored for the outputs, and for
+//! the browser computed again from the kept extent figures after deletes and rescans.
+
+use super::Arena;
+
+impl Arena {
+    /// Sharing-aware figures (see `shared.rs`), when the scan or import has them.
+    pub fn shared_figures(&self) -> Option<std::sync::Arc<crate::tree::shared::Figures>> {
+        self.shared.lock().unwrap().clone()
+    }
+
+    pub fn set_shared_figures(&self, f: crate::tree::shared::Figures) {
+        *self.shared.lock().unwrap() = Some(std::sync::Arc::new(f));
+    }
+
+    /// Computes the sharing-aware figures from a scan's extent figures. A collector
+    /// that keeps its files (the browser's) is kept, merged with those of later rescans,
+    /// for `refresh_shared`; any other is used once.
+    pub fn add_shared_input(&self, mut c: crate::tree::shared::Collector) {
+        if !c.keeps_files() {
+            let figures = c.compute(self.dir_count(), |d| self.dir_parent(d), |d| self.dir_totals(d).0, &self.live());
+            self.set_shared_figures(figures);
+            return;
+        }
+        {
+            let mut kept = self.shared_input.lock().unwrap();
+            match kept.as_mut() {
+                Some(k) => k.merge(c),
+                None => *kept = Some(c),
+            }
+        }
+        self.refresh_shared();
+    }
+
+    /// Computes the sharing-aware figures again from the kept extent figures, leaving
+    /// out what was deleted or replaced by a rescan since. Does nothing without them.
+    pub fn refresh_shared(&self) {
+        let mut kept = self.shared_input.lock().unwrap();
+        let Some(c) = kept.as_mut() else { return };
+        let figures = c.compute(self.dir_count(), |d| self.dir_parent(d), |d| self.dir_totals(d).0, &self.live());
+        drop(kept);
+        self.set_shared_figures(figures);
+    }
+
+    fn live(&self) -> ArenaLive<'_> {
+        ArenaLive(self)
+    }
+}
+
+/// The arena's answer to "is this still in the tree?" for `Collector::compute`.
+struct ArenaLive<'a>(&'a Arena);
+
+impl crate::tree::shared::Liveness for ArenaLive<'_> {
+    fn dir_live(&self, dir: u32) -> bool {
+        // Only the record itself: `compute` carries an ancestor's death down.
+        let entry = self.0.dir_entry(dir);
+        self.0.dir_of(entry) == dir && !self.0.removed(entry)
+    }
+    fn entry_live(&self, entry: u32) -> bool {
+        !self.0.removed(entry)
+    }
+}
