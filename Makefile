@@ -13,8 +13,15 @@ DESTDIR  ?=
 MUSL_X86 := x86_64-unknown-linux-musl
 MUSL_ARM := aarch64-unknown-linux-musl
 CROSS    := aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu
+# make static: a nightly toolchain rebuilds std for size, with panics that abort at once
+# (no panic message machinery, no unwinder, no backtrace printer), no unwind tables and no
+# position-independent code. README "Static binary" has what each part costs.
+NIGHTLY  ?= nightly
+BUILD_STD := -Z build-std=std,panic_abort
+STATIC_FLAGS := -Zunstable-options -Cpanic=immediate-abort -Cforce-unwind-tables=no \
+  -Crelocation-model=static -Zlocation-detail=none
 
-.PHONY: help build release install install-du-link uninstall static test test-du test-gnu test-windows lint check-targets bench bench-deps clean
+.PHONY: help build release install install-du-link uninstall static static-stable test-static test test-du test-gnu test-windows lint check-targets bench bench-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -37,13 +44,26 @@ uninstall: ## remove dfdu (and its du link, if it points at dfdu) from $(DESTDIR
 	if [ "$$(readlink "$(DESTDIR)$(BINDIR)/du")" = dfdu ]; then rm -f "$(DESTDIR)$(BINDIR)/du"; fi
 	rm -f "$(DESTDIR)$(BINDIR)/dfdu"
 
-static: ## static musl binaries for x86_64 and aarch64 (profile "static"), with their sizes
+static: ## static musl binaries for x86_64 and aarch64 (nightly, std rebuilt for size), with their sizes
+	rustup toolchain install $(NIGHTLY) --profile minimal --component rust-src
+	rustup +$(NIGHTLY) target add $(MUSL_X86) $(MUSL_ARM)
+	RUSTFLAGS="$(STATIC_FLAGS)" rustup run $(NIGHTLY) cargo build $(BUILD_STD) --profile static --bin dfdu --target $(MUSL_X86)
+	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld RUSTFLAGS="$(STATIC_FLAGS)" \
+	  rustup run $(NIGHTLY) cargo build $(BUILD_STD) --profile static --bin dfdu --target $(MUSL_ARM)
+	@for t in $(MUSL_X86) $(MUSL_ARM); do \
+	  printf '%s: %s bytes\n' target/$$t/static/dfdu "$$(wc -c < target/$$t/static/dfdu)"; done
+
+static-stable: ## the same with the stable toolchain and std as shipped (bigger: README "Static binary")
 	rustup target add $(MUSL_X86) $(MUSL_ARM) >/dev/null 2>&1 || rustup target add $(MUSL_X86) $(MUSL_ARM)
 	$(CARGO) build --profile static --bin dfdu --target $(MUSL_X86)
 	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
 	  $(CARGO) build --profile static --bin dfdu --target $(MUSL_ARM)
 	@for t in $(MUSL_X86) $(MUSL_ARM); do \
 	  printf '%s: %s bytes\n' target/$$t/static/dfdu "$$(wc -c < target/$$t/static/dfdu)"; done
+
+test-static: static ## du_compat and GNU's tests/du against the static x86_64 binary
+	DFDU_UNDER_TEST=$(CURDIR)/target/$(MUSL_X86)/static/dfdu $(CARGO) test --release --test du_compat
+	DFDU=$(CURDIR)/target/$(MUSL_X86)/static/dfdu CARGO=$(CARGO) tests/gnu/run
 
 test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests
 	$(CARGO) test --release --workspace

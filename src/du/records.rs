@@ -9,7 +9,7 @@ use crate::walk::scan::{Child, Listed, Measure, Pos, Seen, Sink, TimeKind};
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// What an item stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +147,11 @@ struct Tree {
     overflow: bool,
     /// The scan has returned: nothing more will come.
     done: bool,
+    /// What the ordered pass waits for on `Records::ready`: (record, flags), or
+    /// `(u32::MAX, 0)` for the end of the scan.
+    wanted: Option<(u32, u8)>,
+    /// Workers waiting on `Records::drained` in `throttle`.
+    throttled: u32,
 }
 
 /// What is left once the scan and the ordered pass are over.
@@ -175,16 +180,22 @@ pub struct Keep {
 
 /// Bytes of items waiting for the ordered pass above which workers wait for it (only
 /// while it is not itself waiting for them, so neither side can stall the other).
-const PENDING_BUDGET: usize = 4 << 20;
+const PENDING_BUDGET: usize = 2 << 20;
 
 /// The du sink: a `Tree` behind one lock, taken once per directory or chunk.
 pub struct Records {
     keep: Keep,
     /// Bytes of items committed and not yet taken by the ordered pass.
     pending_bytes: AtomicUsize,
-    /// The ordered pass is waiting for the scan.
+    /// The ordered pass is waiting for the scan (`Tree::wanted` is set): a hint for
+    /// `throttle`'s fast path, read without the lock.
     consumer_waits: AtomicBool,
     tree: Mutex<Tree>,
+    /// Signalled (under the `tree` lock, only when `Tree::wanted` is met) for the ordered
+    /// pass: workers pay one comparison per flag, and no syscall when nobody waits.
+    ready: Condvar,
+    /// Signalled for throttled workers when the ordered pass has caught up or waits.
+    drained: Condvar,
     /// (dev, ino) counted so far, with `fold_links`.
     folded: Mutex<HashSet<(u64, u64)>>,
 }
@@ -236,6 +247,8 @@ impl Records {
             pending_bytes: AtomicUsize::new(0),
             consumer_waits: AtomicBool::new(false),
             tree: Mutex::new(tree),
+            ready: Condvar::new(),
+            drained: Condvar::new(),
             folded: Mutex::new(HashSet::new()),
         }
     }
@@ -243,23 +256,33 @@ impl Records {
     /// Says that the scan has returned (also when it panicked): the ordered pass stops
     /// waiting for directories that will never come.
     pub fn close(&self) {
-        self.tree.lock().unwrap_or_else(|e| e.into_inner()).done = true;
+        let mut tree = self.lock();
+        tree.done = true;
+        self.ready.notify_all();
+        self.drained.notify_all();
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Tree> {
+        self.tree.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Waits until `ready` holds for record `rec` or the scan is over, then runs `take`
-    /// under the lock. The ordered pass polls: workers pay nothing for waking it, and it
-    /// never lags more than a moment behind them.
+    /// under the lock. While it waits, `Tree::wanted` says what for, and the worker that
+    /// sets those flags (`flag`) or ends the scan (`close`) signals `Records::ready`.
     fn wait_for<T>(&self, rec: u32, ready: u8, take: impl FnOnce(&mut Tree) -> T) -> T {
+        let mut tree = self.lock();
         loop {
-            {
-                let mut tree = self.tree.lock().unwrap_or_else(|e| e.into_inner());
-                if tree.done || tree.slots.get(&rec).is_some_and(|s| s.rec.flags & ready != 0) {
-                    self.consumer_waits.store(false, Ordering::Relaxed);
-                    return take(&mut tree);
-                }
+            if tree.done || tree.slots.get(&rec).is_some_and(|s| s.rec.flags & ready != 0) {
+                tree.wanted = None;
+                self.consumer_waits.store(false, Ordering::Relaxed);
+                return take(&mut tree);
             }
+            tree.wanted = Some((rec, ready));
             self.consumer_waits.store(true, Ordering::Relaxed);
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            if tree.throttled > 0 {
+                self.drained.notify_all();
+            }
+            tree = self.ready.wait(tree).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -275,7 +298,10 @@ impl Records {
         self.wait_for(rec, REC_WRITTEN | REC_GONE, |tree| {
             let slot = tree.slots.get_mut(&rec);
             let items = slot.and_then(|s| s.extra.as_mut()).map(|e| std::mem::take(&mut e.items)).unwrap_or_default();
-            self.pending_bytes.fetch_sub(pending_cost(&items), Ordering::Relaxed);
+            let left = self.pending_bytes.fetch_sub(pending_cost(&items), Ordering::Relaxed) - pending_cost(&items);
+            if tree.throttled > 0 && left <= PENDING_BUDGET {
+                self.drained.notify_all();
+            }
             (Self::view(tree.slots.get(&rec)), items)
         })
     }
@@ -300,12 +326,15 @@ impl Records {
 
     /// Sets `flags` (and the error) on record `dir`, if it is still held.
     fn flag(&self, dir: u32, flags: u8, err: Option<Errno>) {
-        let mut tree = self.tree.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tree = self.lock();
         if let Some(s) = tree.slots.get_mut(&dir) {
             s.rec.flags |= flags;
             if let Some(e) = err {
                 s.rec.errno = e.0;
             }
+        }
+        if tree.wanted.is_some_and(|(rec, ready)| rec == dir && flags & ready != 0) {
+            self.ready.notify_one();
         }
     }
 
@@ -429,10 +458,15 @@ impl Sink for Records {
             );
             let mine = &mut tree.slots.entry(dir).or_default().extra().items;
             if mine.items.is_empty() {
-                // The common case, one commit per directory: hand the buffers over whole.
+                // The common case, one commit per directory: hand the buffers over whole,
+                // trimmed to what they hold (growth by doubling leaves up to half of a
+                // buffer unused, and with `-a` these wait by the thousand).
                 std::mem::swap(&mut mine.items, &mut l.items);
                 std::mem::swap(&mut mine.names, &mut l.names);
                 std::mem::swap(&mut mine.times, &mut l.item_times);
+                mine.items.shrink_to_fit();
+                mine.names.shrink_to_fit();
+                mine.times.shrink_to_fit();
             } else {
                 let name_base = mine.names.len() as u32;
                 mine.names.extend_from_slice(&l.names);
@@ -469,10 +503,16 @@ impl Sink for Records {
     }
 
     fn throttle(&self) {
-        while self.pending_bytes.load(Ordering::Relaxed) > PENDING_BUDGET
-            && !self.consumer_waits.load(Ordering::Relaxed)
-        {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        if self.pending_bytes.load(Ordering::Relaxed) <= PENDING_BUDGET || self.consumer_waits.load(Ordering::Relaxed) {
+            return;
+        }
+        // Checked again under the lock, which the ordered pass holds when it takes items
+        // or starts to wait, so its signal on `drained` cannot be missed.
+        let mut tree = self.lock();
+        while self.pending_bytes.load(Ordering::Relaxed) > PENDING_BUDGET && tree.wanted.is_none() && !tree.done {
+            tree.throttled += 1;
+            tree = self.drained.wait(tree).unwrap_or_else(|e| e.into_inner());
+            tree.throttled -= 1;
         }
     }
 

@@ -527,11 +527,13 @@ impl Session {
         platform::term_raw_enter()?;
         platform::oom::set_hook(restore);
         static HOOK: std::sync::Once = std::sync::Once::new();
+        // Our own message instead of chaining to std's default hook: taking that hook
+        // links std's backtrace printer (gimli, addr2line, the unwinder: about 150 KB of
+        // the static binary, README "Static binary").
         HOOK.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
+            std::panic::set_hook(Box::new(|info| {
                 restore();
-                previous(info);
+                eprintln!("dfdu: {info}");
             }));
         });
         let s = Session { prev: None, color, out: Vec::with_capacity(16 * 1024) };
