@@ -1,51 +1,21 @@
 //! Linux side of `dfdu dupes` and `dfdu dedupe`: opening files for reading (no-follow,
 //! non-blocking open, `O_NOATIME` where the kernel allows it), `statx` of an open file with
 //! its immutable/append-only attributes, the extent map (`FS_IOC_FIEMAP`), the comparing
-//! `FIDEDUPERANGE` ioctl, `flock`, and free space after `syncfs`.
+//! `FIDEDUPERANGE` ioctl, and free space after `syncfs`.
 //!
 //! Contract (the same names in `dupes_std.rs` for every other OS): `open_file`,
-//! `check_file`, `layout`, `Layout`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`, `dedupe`, `lock_file`,
-//! `free_bytes`, `swap_files`, `FileCheck`, `Extent`, `DedupeStatus`. No printing, no
-//! policy. Both ioctls are called through one `RawIoctl` whose buffer is a `Vec<u64>`:
-//! 8-byte aligned and sized by us, so the kernel never writes past it.
+//! `check_file`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
+//! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`; the types and `lock_file`
+//! are in `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
+//! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
+//! never writes past it.
 
+use super::dupes_common::{DedupeStatus, Extent, FileCheck, Layout, MAX_DEDUPE_DESTS};
 use crate::meta::{Errno, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
 use std::ffi::CStr;
 use std::fs::File;
-
-/// What dupes re-checks about a file before trusting what it read or deduplicates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileCheck {
-    pub kind: Kind,
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    /// Immutable or append-only: the kernel refuses to change its extents.
-    pub pinned: bool,
-}
-
-/// One extent of a file as FIEMAP reports it (bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extent {
-    pub logical: u64,
-    pub physical: u64,
-    pub length: u64,
-    pub shared: bool,
-}
-
-/// What the kernel said about one destination of a `FIDEDUPERANGE` call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DedupeStatus {
-    /// The ranges were equal; this many bytes now share extents.
-    Same(u64),
-    /// The kernel compared and found different bytes: nothing was changed.
-    Differs,
-    Error(Errno),
-}
 
 fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
@@ -156,17 +126,6 @@ fn pack32(lo: u32, hi: u32) -> u64 {
     } else {
         (u64::from(lo) << 32) | u64::from(hi)
     }
-}
-
-/// Where a file's data is, as far as sharing goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// Its extents (not empty).
-    Extents(Vec<Extent>),
-    /// Stored inline in metadata (btrfs small files) or as a tail: cannot be shared.
-    Inline,
-    /// FIEMAP unsupported, no extents, unknown or delayed extents, or too many of them.
-    Unknown,
 }
 
 /// The file's layout (flushed first, so delayed allocations have addresses).
@@ -281,21 +240,6 @@ pub fn dedupe(src: &File, src_off: u64, len: u64, dests: &[(&File, u64)]) -> Res
             }
         })
         .collect())
-}
-
-/// Destinations per `FIDEDUPERANGE` call: the argument must fit in one 4 KiB page.
-pub const MAX_DEDUPE_DESTS: usize = 120;
-
-/// An exclusive `flock` on `file`: `Ok(false)` when `wait` is false and another process
-/// holds it.
-pub fn lock_file(file: &File, wait: bool) -> Result<bool, Errno> {
-    use rustix::fs::FlockOperation;
-    let op = if wait { FlockOperation::LockExclusive } else { FlockOperation::NonBlockingLockExclusive };
-    match rustix::fs::flock(file, op) {
-        Ok(()) => Ok(true),
-        Err(rustix::io::Errno::WOULDBLOCK) if !wait => Ok(false),
-        Err(e) => Err(errno(e)),
-    }
 }
 
 /// Bytes available to unprivileged users on `file`'s file system, after `syncfs` so that
