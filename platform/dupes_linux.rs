@@ -3,8 +3,8 @@
 //! its immutable/append-only attributes, the extent map (`FS_IOC_FIEMAP`), the comparing
 //! `FIDEDUPERANGE` ioctl, and free space after `syncfs`.
 //!
-//! Contract (the same names in `dupes_std.rs` for every other OS): `open_file`,
-//! `check_file`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
+//! Contract (the same names in `dupes_std.rs` for every other OS): `open_read`,
+//! `open_file`, `check_file`, `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
 //! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`; the types and `lock_file`
 //! are in `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
@@ -34,19 +34,32 @@ fn ns(sec: i64, nsec: u32) -> i64 {
     sec.saturating_mul(1_000_000_000).saturating_add(i64::from(nsec))
 }
 
-/// Opens the regular file at `path` for reading without following a symlink and without
-/// blocking on a FIFO that took a file's place; `O_NOATIME` when permitted (the file's
-/// owner or CAP_FOWNER), plain otherwise.
-pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
+/// Opens the file at `path` for reading without following a symlink and without blocking
+/// on a FIFO that took a file's place; `O_NOATIME` when permitted (the file's owner or
+/// CAP_FOWNER), plain otherwise. No `statx`: `find` checks the file once, after reading.
+pub fn open_read(path: &CStr) -> Result<File, Errno> {
     let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd: OwnedFd = match rustix::fs::openat(CWD, path, base | OFlags::NOATIME, Mode::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::PERM) => rustix::fs::openat(CWD, path, base, Mode::empty()).map_err(errno)?,
         Err(e) => return Err(errno(e)),
     };
-    let file = File::from(fd);
+    Ok(File::from(fd))
+}
+
+/// `open_read`, then `check_file`.
+pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
+    let file = open_read(path)?;
     let check = check_file(&file)?;
     Ok((file, check))
+}
+
+/// Whether the byte at `offset` of `file` is in the page cache: a one-byte `preadv2` with
+/// `RWF_NOWAIT` fails (EAGAIN) instead of waiting for the disk. `false` when it cannot tell.
+pub fn cached(file: &File, offset: u64) -> bool {
+    let mut byte = [0u8; 1];
+    let mut bufs = [std::io::IoSliceMut::new(&mut byte)];
+    matches!(rustix::io::preadv2(file, &mut bufs, offset, rustix::io::ReadWriteFlags::NOWAIT), Ok(1))
 }
 
 /// `statx` of an open file: identity, size, times in ns, and whether it is pinned.

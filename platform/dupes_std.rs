@@ -24,8 +24,8 @@ fn path_of(path: &CStr) -> std::path::PathBuf {
     std::path::PathBuf::from(String::from_utf8_lossy(path.to_bytes()).into_owned())
 }
 
-/// Opens the regular file at `path` for reading.
-pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
+/// Opens the file at `path` for reading (on Unix no-follow and non-blocking).
+pub fn open_read(path: &CStr) -> Result<File, Errno> {
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
     #[cfg(unix)]
@@ -34,9 +34,19 @@ pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
         let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
         opts.custom_flags(flags.bits() as i32);
     }
-    let file = opts.open(path_of(path)).map_err(io_errno)?;
+    opts.open(path_of(path)).map_err(io_errno)
+}
+
+/// `open_read`, then `check_file`.
+pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
+    let file = open_read(path)?;
     let check = check_file(&file)?;
     Ok((file, check))
+}
+
+/// Whether a byte is in the page cache: never known here (no rotational devices either).
+pub fn cached(_file: &File, _offset: u64) -> bool {
+    false
 }
 
 fn ns_of(t: std::io::Result<std::time::SystemTime>) -> i64 {

@@ -20,7 +20,7 @@
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).
 //!
-//! * `dupes` and `dedupe`: `open_file`, `check_file`, `FileCheck`, `layout`, `Layout`,
+//! * `dupes` and `dedupe`: `open_read`, `open_file`, `check_file`, `cached`, `FileCheck`, `layout`, `Layout`,
 //!   `Extent`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`,
 //!   `dedupe`, `DedupeStatus`, `MAX_DEDUPE_DESTS`, `lock_file`, `free_bytes`, `swap_files`:
 //!   `dupes_linux.rs` on Linux (FIEMAP, FIDEDUPERANGE, flock, statfs), `dupes_std.rs`
