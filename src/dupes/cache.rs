@@ -273,7 +273,7 @@ impl HashFile {
         new.sort_unstable_by_key(|e| (e.dev, e.ino));
         new.dedup_by_key(|e| (e.dev, e.ino));
         // A rerun on an unchanged tree learned nothing new: the file stays as it is (no
-        // write, no fsync, no rename: a rerun reads metadata and the hash file only).
+        // write, no rename: a rerun reads metadata and the hash file only).
         if new.iter().all(|e| {
             old.entries.binary_search_by_key(&(e.dev, e.ino), |o| (o.dev, o.ino)).is_ok_and(|i| old.entries[i] == *e)
         }) {
@@ -303,10 +303,10 @@ impl HashFile {
         let tmp = PathBuf::from(tmp);
         let shown = self.path.display();
         let lock = self.lock;
-        let written = File::create(&tmp).and_then(|mut f| {
-            f.write_all(&bytes)?;
-            f.sync_all()
-        });
+        // No fsync: the file is a cache. If a crash leaves it short or stale, its
+        // checksum says so and the next run rebuilds it; waiting for the disk here cost
+        // whole seconds on a busy machine.
+        let written = File::create(&tmp).and_then(|mut f| f.write_all(&bytes));
         let renamed = written.and_then(|()| match std::fs::rename(&tmp, &self.path) {
             // Windows cannot rename over a file that is open (the lock handle): close it,
             // then try once more.
