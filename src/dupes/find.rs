@@ -613,3 +613,40 @@ pub fn cache_entries(found: &Found, cands: &[Cand]) -> Vec<Entry> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(size: u64, layout_of: Vec<usize>) -> Group {
+        let n = layout_of.len();
+        Group { size, members: (0..n as u32).collect(), paths: vec![Vec::new(); n], layout_of }
+    }
+
+    #[test]
+    fn wasted_and_reclaimable_count_copies_beyond_the_first() {
+        let g = group(1000, vec![0, 1, 2]);
+        assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (2000, 2000, false));
+        // Members 1 and 2 already share one set of extents: one copy less to give back.
+        let g = group(1000, vec![0, 1, 1]);
+        assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (2000, 1000, false));
+        let g = group(1000, vec![0, 0, 0]);
+        assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (2000, 0, true));
+        let g = group(1000, vec![0, INLINE]);
+        assert!(!g.all_shared());
+    }
+
+    #[test]
+    fn same_needs_size_times_and_identity_where_the_os_has_them() {
+        let f = FileRec { size: 10, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 };
+        let c =
+            platform::FileCheck { kind: Kind::File, dev: 1, ino: 2, size: 10, mtime_ns: 3, ctime_ns: 4, pinned: false };
+        assert!(same(&c, &f));
+        assert!(!same(&platform::FileCheck { ctime_ns: 5, ..c }, &f));
+        assert!(!same(&platform::FileCheck { dev: 9, ..c }, &f));
+        assert!(!same(&platform::FileCheck { size: 11, ..c }, &f));
+        assert!(!same(&platform::FileCheck { kind: Kind::Dir, ..c }, &f));
+        // No identity (std on Windows): size and mtime decide.
+        assert!(same(&platform::FileCheck { dev: 0, ino: 0, ctime_ns: 0, ..c }, &f));
+    }
+}
