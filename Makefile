@@ -123,8 +123,8 @@ MUTANTS_FILES_arena  := src/tree/arena/mod.rs src/tree/arena/change.rs src/tree/
 MUTANTS_TESTS_arena  := -C --bin -C dfdu -- tree::
 MUTANTS_FILES_report := src/report/mod.rs
 MUTANTS_TESTS_report := -C --bin -C dfdu -- report::
-MUTANTS_FILES_dupes  := src/dupes/*.rs
-MUTANTS_TESTS_dupes  := -C --bin -C dfdu -- dupes::
+MUTANTS_FILES_dupes  := $(wildcard src/dupes/*.rs)
+MUTANTS_TESTS_dupes  := -C --bin -C dfdu -C --test -C dupes -- -- dupes hashfile damaged dedupe
 
 .PHONY: mutants mutants-list
 mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD

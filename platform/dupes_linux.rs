@@ -1,51 +1,21 @@
 //! Linux side of `dfdu dupes` and `dfdu dedupe`: opening files for reading (no-follow,
 //! non-blocking open, `O_NOATIME` where the kernel allows it), `statx` of an open file with
 //! its immutable/append-only attributes, the extent map (`FS_IOC_FIEMAP`), the comparing
-//! `FIDEDUPERANGE` ioctl, `flock`, and free space after `syncfs`.
+//! `FIDEDUPERANGE` ioctl, and free space after `syncfs`.
 //!
-//! Contract (the same names in `dupes_std.rs` for every other OS): `open_file`,
-//! `check_file`, `layout`, `Layout`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`, `dedupe`, `lock_file`,
-//! `free_bytes`, `swap_files`, `FileCheck`, `Extent`, `DedupeStatus`. No printing, no
-//! policy. Both ioctls are called through one `RawIoctl` whose buffer is a `Vec<u64>`:
-//! 8-byte aligned and sized by us, so the kernel never writes past it.
+//! Contract (the same names in `dupes_std.rs` for every other OS): `open_read`,
+//! `open_file`, `check_file`, `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
+//! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`; the types and `lock_file`
+//! are in `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
+//! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
+//! never writes past it.
 
+use super::dupes_common::{DedupeStatus, Extent, FileCheck, Layout, MAX_DEDUPE_DESTS};
 use crate::meta::{Errno, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
 use std::ffi::CStr;
 use std::fs::File;
-
-/// What dupes re-checks about a file before trusting what it read or deduplicates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileCheck {
-    pub kind: Kind,
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    /// Immutable or append-only: the kernel refuses to change its extents.
-    pub pinned: bool,
-}
-
-/// One extent of a file as FIEMAP reports it (bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extent {
-    pub logical: u64,
-    pub physical: u64,
-    pub length: u64,
-    pub shared: bool,
-}
-
-/// What the kernel said about one destination of a `FIDEDUPERANGE` call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DedupeStatus {
-    /// The ranges were equal; this many bytes now share extents.
-    Same(u64),
-    /// The kernel compared and found different bytes: nothing was changed.
-    Differs,
-    Error(Errno),
-}
 
 fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
@@ -64,19 +34,32 @@ fn ns(sec: i64, nsec: u32) -> i64 {
     sec.saturating_mul(1_000_000_000).saturating_add(i64::from(nsec))
 }
 
-/// Opens the regular file at `path` for reading without following a symlink and without
-/// blocking on a FIFO that took a file's place; `O_NOATIME` when permitted (the file's
-/// owner or CAP_FOWNER), plain otherwise.
-pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
+/// Opens the file at `path` for reading without following a symlink and without blocking
+/// on a FIFO that took a file's place; `O_NOATIME` when permitted (the file's owner or
+/// CAP_FOWNER), plain otherwise. No `statx`: `find` checks the file once, after reading.
+pub fn open_read(path: &CStr) -> Result<File, Errno> {
     let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let fd: OwnedFd = match rustix::fs::openat(CWD, path, base | OFlags::NOATIME, Mode::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::PERM) => rustix::fs::openat(CWD, path, base, Mode::empty()).map_err(errno)?,
         Err(e) => return Err(errno(e)),
     };
-    let file = File::from(fd);
+    Ok(File::from(fd))
+}
+
+/// `open_read`, then `check_file`.
+pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
+    let file = open_read(path)?;
     let check = check_file(&file)?;
     Ok((file, check))
+}
+
+/// Whether the byte at `offset` of `file` is in the page cache: a one-byte `preadv2` with
+/// `RWF_NOWAIT` fails (EAGAIN) instead of waiting for the disk. `false` when it cannot tell.
+pub fn cached(file: &File, offset: u64) -> bool {
+    let mut byte = [0u8; 1];
+    let mut bufs = [std::io::IoSliceMut::new(&mut byte)];
+    matches!(rustix::io::preadv2(file, &mut bufs, offset, rustix::io::ReadWriteFlags::NOWAIT), Ok(1))
 }
 
 /// `statx` of an open file: identity, size, times in ns, and whether it is pinned.
@@ -156,17 +139,6 @@ fn pack32(lo: u32, hi: u32) -> u64 {
     } else {
         (u64::from(lo) << 32) | u64::from(hi)
     }
-}
-
-/// Where a file's data is, as far as sharing goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Layout {
-    /// Its extents (not empty).
-    Extents(Vec<Extent>),
-    /// Stored inline in metadata (btrfs small files) or as a tail: cannot be shared.
-    Inline,
-    /// FIEMAP unsupported, no extents, unknown or delayed extents, or too many of them.
-    Unknown,
 }
 
 /// The file's layout (flushed first, so delayed allocations have addresses).
@@ -281,21 +253,6 @@ pub fn dedupe(src: &File, src_off: u64, len: u64, dests: &[(&File, u64)]) -> Res
             }
         })
         .collect())
-}
-
-/// Destinations per `FIDEDUPERANGE` call: the argument must fit in one 4 KiB page.
-pub const MAX_DEDUPE_DESTS: usize = 120;
-
-/// An exclusive `flock` on `file`: `Ok(false)` when `wait` is false and another process
-/// holds it.
-pub fn lock_file(file: &File, wait: bool) -> Result<bool, Errno> {
-    use rustix::fs::FlockOperation;
-    let op = if wait { FlockOperation::LockExclusive } else { FlockOperation::NonBlockingLockExclusive };
-    match rustix::fs::flock(file, op) {
-        Ok(()) => Ok(true),
-        Err(rustix::io::Errno::WOULDBLOCK) if !wait => Ok(false),
-        Err(e) => Err(errno(e)),
-    }
 }
 
 /// Bytes available to unprivileged users on `file`'s file system, after `syncfs` so that

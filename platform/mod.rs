@@ -21,11 +21,12 @@
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).
 //!
-//! * `dupes` and `dedupe`: `open_file`, `check_file`, `FileCheck`, `layout`, `Layout`,
+//! * `dupes` and `dedupe`: `open_read`, `open_file`, `check_file`, `cached`, `FileCheck`, `layout`, `Layout`,
 //!   `Extent`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`,
 //!   `dedupe`, `DedupeStatus`, `MAX_DEDUPE_DESTS`, `lock_file`, `free_bytes`, `swap_files`:
 //!   `dupes_linux.rs` on Linux (FIEMAP, FIDEDUPERANGE, flock, statfs), `dupes_std.rs`
-//!   (std::fs; no extents, no dedupe) everywhere else.
+//!   (std::fs; no extents, no dedupe) everywhere else; the types and `lock_file`, which
+//!   both share, in `dupes_common.rs`.
 //!
 //! `portable` is also compiled on every platform as the std::fs oracle
 //! (`DFDU_READER=portable`, and the reference the native readers are tested against).
@@ -45,6 +46,9 @@ pub use backend::*;
 #[cfg_attr(target_os = "linux", path = "dupes_linux.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "dupes_std.rs")]
 mod dupes;
+/// The `dupes` contract's types and the hash file's lock, shared by both backends.
+mod dupes_common;
+pub use dupes_common::*;
 /// Extent maps (FIEMAP) for sharing-aware sizes; the other backends have stubs.
 #[cfg(target_os = "linux")]
 mod linux_fiemap;

@@ -349,8 +349,12 @@ fn hashfile_rerun_reads_no_file_data() {
     let cache_len = fs::metadata(&cache).unwrap().len();
     let candidates = json_num(&js, "files_read").unwrap();
     assert!(cache_len <= 32 + 64 + 16 * 4 + 64 * candidates, "about 64 bytes per file: {cache_len}");
+    let written = fs::metadata(&cache).unwrap();
     let again = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
     assert_eq!(parse_groups(&again.stdout, false), want);
+    // Nothing new was learned: the hash file is not rewritten (same inode, same mtime).
+    let kept = fs::metadata(&cache).unwrap();
+    assert_eq!((kept.ino(), kept.modified().unwrap()), (written.ino(), written.modified().unwrap()));
     let j2 = dfdu(&["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
     let js2 = String::from_utf8(j2.stdout).unwrap();
     assert_eq!(json_num(&js2, "bytes_read"), Some(0), "{js2}");
@@ -360,7 +364,7 @@ fn hashfile_rerun_reads_no_file_data() {
     }
     let log = scratch.dir.join("strace.log");
     let st = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=read,pread64,readv,preadv", "-o"])
+        .args(["-f", "-qq", "-e", "trace=read,pread64,readv,preadv,preadv2", "-o"])
         .arg(&log)
         .arg(dfdu_path())
         .args(["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()])

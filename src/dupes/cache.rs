@@ -264,13 +264,21 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cach
 
 impl HashFile {
     /// Writes `old`'s entries overridden by `new` (this run's) to a temporary file next
-    /// to the hash file and renames it into place.
+    /// to the hash file and renames it into place; nothing when `new` adds or changes
+    /// no entry.
     pub fn save(self, old: Cache, mut new: Vec<Entry>) -> Result<(), String> {
         if !self.writable {
             return Ok(());
         }
         new.sort_unstable_by_key(|e| (e.dev, e.ino));
         new.dedup_by_key(|e| (e.dev, e.ino));
+        // A rerun on an unchanged tree learned nothing new: the file stays as it is (no
+        // write, no rename: a rerun reads metadata and the hash file only).
+        if new.iter().all(|e| {
+            old.entries.binary_search_by_key(&(e.dev, e.ino), |o| (o.dev, o.ino)).is_ok_and(|i| old.entries[i] == *e)
+        }) {
+            return Ok(());
+        }
         let mut merged = Vec::with_capacity(old.entries.len() + new.len());
         let (mut a, mut b) = (old.entries.into_iter().peekable(), new.into_iter().peekable());
         loop {
@@ -295,10 +303,10 @@ impl HashFile {
         let tmp = PathBuf::from(tmp);
         let shown = self.path.display();
         let lock = self.lock;
-        let written = File::create(&tmp).and_then(|mut f| {
-            f.write_all(&bytes)?;
-            f.sync_all()
-        });
+        // No fsync: the file is a cache. If a crash leaves it short or stale, its
+        // checksum says so and the next run rebuilds it; waiting for the disk here cost
+        // whole seconds on a busy machine.
+        let written = File::create(&tmp).and_then(|mut f| f.write_all(&bytes));
         let renamed = written.and_then(|()| match std::fs::rename(&tmp, &self.path) {
             // Windows cannot rename over a file that is open (the lock handle): close it,
             // then try once more.

@@ -15,8 +15,10 @@
 //!    some files cannot make dfdu call two different files duplicates.
 //!
 //! Stages 3 and 4 run on a fixed pool of `threads` workers pulling jobs (in size order)
-//! from one atomic counter. Each read is checked against the scan: a file whose size,
-//! mtime, ctime or identity differ (before or after the read) is dropped as changed.
+//! from one atomic counter. Each read is checked against the scan once, after it: a file
+//! whose size, mtime, ctime or identity differ is dropped as changed (a change before or
+//! during the read moves its ctime, which cannot be set back; a file put in its place has
+//! another identity). Reads stop at the scanned size, so a file that grew costs nothing.
 //! A valid hash-file entry (`cache.rs`) stands in for either stage's read.
 
 use super::cache::{Cache, Entry};
@@ -35,8 +37,9 @@ pub type Digest = [u8; DIGEST_BYTES];
 pub const WHOLE_BYTES: u64 = 64 * 1024;
 /// Bytes hashed at each end of a larger file for its sample.
 const SAMPLE_BYTES: u64 = 4096;
-/// One read while hashing a whole file.
-const READ_BYTES: usize = 1 << 20;
+/// One read while hashing a whole file: a few syscalls more than 1 MiB for a lot less
+/// memory per reader (peak RSS is part of the benchmark).
+const READ_BYTES: usize = 64 << 10;
 
 /// A file still in the running, with what is known of its contents.
 #[derive(Clone, Copy, Debug)]
@@ -110,14 +113,21 @@ fn cpath(p: &[u8]) -> Option<CString> {
     CString::new(p).ok()
 }
 
-/// Opens `f` (at `path`) and checks it is still the file the scan saw.
-fn open_checked(path: &[u8], f: &FileRec) -> Result<std::fs::File, Drop_> {
+/// Opens `f` (at `path`) for reading. Not checked yet: `recheck` after the read decides
+/// (one `statx` per file instead of two; a file that changed before or while it was read
+/// has another ctime, a file put in its place another identity).
+fn open_plain(path: &[u8]) -> Result<std::fs::File, Drop_> {
     let c = cpath(path).ok_or(Drop_::Error(Errno(22)))?;
-    let (file, check) = platform::open_file(&c).map_err(Drop_::Error)?;
-    if !same(&check, f) {
-        return Err(Drop_::Changed);
+    platform::open_read(&c).map_err(Drop_::Error)
+}
+
+/// A read failed: `Changed` if the file is no longer the one the scan saw (a directory or
+/// another file put in its place), else the error itself.
+fn read_failed(file: &std::fs::File, f: &FileRec, e: std::io::Error) -> Drop_ {
+    match recheck(file, f) {
+        Ok(()) => io_err(e),
+        Err(drop) => drop,
     }
-    Ok(file)
 }
 
 /// The open file still has the size, times and identity the scan recorded.
@@ -156,14 +166,14 @@ fn io_err(e: std::io::Error) -> Drop_ {
     Drop_::Error(Errno(e.raw_os_error().unwrap_or(5)))
 }
 
-/// Stage 3 for one file: (sample, full hash when the file was read whole).
+/// Stage 3 for one file: (sample, full hash when the file was read whole). Exactly the
+/// bytes wanted are read; a file that grew or shrank has another size at `recheck`.
 fn sample_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<(u64, Option<Digest>), Drop_> {
-    let mut file = open_checked(path, f)?;
+    let mut file = open_plain(path)?;
     let result = if f.size <= WHOLE_BYTES {
         let want = f.size as usize;
-        buf.resize(buf.len().max(want + 1), 0);
-        // One byte more than expected: a file that grew is caught here.
-        let got = read_full(&mut file, buf, want + 1).map_err(io_err)?;
+        buf.resize(buf.len().max(want), 0);
+        let got = read_full(&mut file, buf, want).map_err(|e| read_failed(&file, f, e))?;
         stats.bytes_read.fetch_add(got as u64, Ordering::Relaxed);
         if got != want {
             return Err(Drop_::Changed);
@@ -176,9 +186,9 @@ fn sample_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Re
         let n = SAMPLE_BYTES as usize;
         buf.resize(buf.len().max(2 * n), 0);
         let (head, tail) = buf[..2 * n].split_at_mut(n);
-        let got = read_full(&mut file, head, n).map_err(io_err)?;
-        file.seek(SeekFrom::Start(f.size - SAMPLE_BYTES)).map_err(io_err)?;
-        let got2 = read_full(&mut file, tail, n).map_err(io_err)?;
+        let got = read_full(&mut file, head, n).map_err(|e| read_failed(&file, f, e))?;
+        file.seek(SeekFrom::Start(f.size - SAMPLE_BYTES)).map_err(|e| read_failed(&file, f, e))?;
+        let got2 = read_full(&mut file, tail, n).map_err(|e| read_failed(&file, f, e))?;
         stats.bytes_read.fetch_add((got + got2) as u64, Ordering::Relaxed);
         if got != n || got2 != n {
             return Err(Drop_::Changed);
@@ -202,24 +212,23 @@ fn recheck(file: &std::fs::File, f: &FileRec) -> Result<(), Drop_> {
     }
 }
 
-/// Stage 4 for one file: BLAKE3 of all of it.
+/// Stage 4 for one file: BLAKE3 of all of it, in reads of up to `READ_BYTES`, stopping
+/// at the scanned size (no read to see the end: a file that grew fails `recheck`).
 fn hash_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<Digest, Drop_> {
-    let mut file = open_checked(path, f)?;
+    let mut file = open_plain(path)?;
     buf.resize(buf.len().max(READ_BYTES), 0);
     let mut h = blake3::Hasher::new();
     let mut total = 0u64;
-    loop {
-        let n = match file.read(&mut buf[..READ_BYTES]) {
+    while total < f.size {
+        let want = (f.size - total).min(READ_BYTES as u64) as usize;
+        let n = match file.read(&mut buf[..want]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
+            Err(e) => return Err(read_failed(&file, f, e)),
         };
         total += n as u64;
         stats.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-        if total > f.size {
-            return Err(Drop_::Changed);
-        }
         h.update(&buf[..n]);
     }
     stats.files_read.fetch_add(1, Ordering::Relaxed);
@@ -230,16 +239,39 @@ fn hash_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Resu
     Ok(digest(&h))
 }
 
-/// Runs `job(buffer, i)` for every `i` in `0..n` on `threads` workers; results in order.
-pub fn pool<T: Send>(threads: usize, n: usize, stats: &Stats, job: impl Fn(&mut Vec<u8>, usize) -> T + Sync) -> Vec<T> {
+/// A worker hands its results over after this many jobs: the shared slots are locked
+/// rarely, and no worker holds more than this many results of its own.
+const FLUSH_JOBS: usize = 64;
+
+/// Where workers hand their results: `(job index, result)`, called under the lock.
+pub type Deliver<'a, T> = Mutex<&'a mut (dyn FnMut(usize, T) + Send)>;
+
+fn deliver_all<T>(deliver: &Deliver<T>, mine: &mut Vec<(usize, T)>) {
+    let mut put = deliver.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for (i, t) in mine.drain(..) {
+        (*put)(i, t);
+    }
+}
+
+/// Runs `job(buffer, i)` for every `i` in `0..n` on `threads` workers and hands each
+/// result to `deliver`. Jobs are taken one at a time (the largest files come last, and one
+/// worker must not take a batch of them); results are handed over `FLUSH_JOBS` at a time,
+/// so the lock is rare and no list of all results is ever built (the caller stores each
+/// where it belongs: peak RSS is part of the benchmark).
+pub fn pool_into<T: Send>(
+    threads: usize,
+    n: usize,
+    stats: &Stats,
+    job: impl Fn(&mut Vec<u8>, usize) -> T + Sync,
+    deliver: &Deliver<T>,
+) {
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, T)>> = Mutex::new(Vec::with_capacity(n));
     stats.jobs_total.fetch_add(n as u64, Ordering::Relaxed);
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, n.max(1)) {
             s.spawn(|| {
                 let mut buf = Vec::new();
-                let mut mine = Vec::new();
+                let mut mine = Vec::with_capacity(FLUSH_JOBS);
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
@@ -247,33 +279,57 @@ pub fn pool<T: Send>(threads: usize, n: usize, stats: &Stats, job: impl Fn(&mut 
                     }
                     mine.push((i, job(&mut buf, i)));
                     stats.jobs_done.fetch_add(1, Ordering::Relaxed);
+                    if mine.len() >= FLUSH_JOBS {
+                        deliver_all(deliver, &mut mine);
+                    }
                 }
-                results.lock().unwrap().extend(mine);
+                deliver_all(deliver, &mut mine);
             });
         }
     });
-    let mut results = results.into_inner().unwrap();
-    results.sort_unstable_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, t)| t).collect()
 }
 
-/// Runs `job(buffer, rec)` for the files `recs`; results in the order of `recs`. Files on
+/// `pool_into` with the results in a list, in job order.
+pub fn pool<T: Send>(threads: usize, n: usize, stats: &Stats, job: impl Fn(&mut Vec<u8>, usize) -> T + Sync) -> Vec<T> {
+    let mut slots: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    {
+        let mut put = |i: usize, t: T| slots[i] = Some(t);
+        let deliver: Deliver<T> = Mutex::new(&mut put);
+        pool_into(threads, n, stats, job, &deliver);
+    }
+    slots.into_iter().map(|t| t.expect("every job ran once")).collect()
+}
+
+/// Runs `job(buffer, rec)` for the files `recs`, handing `(index in recs, result)` to
+/// `deliver`. Files on
 /// a rotational device are read by one reader per device in physical order (FIEMAP's
 /// first extent), so the disk's head sweeps instead of seeking between threads; the rest
-/// go to the whole pool, at the same time.
+/// go to the whole pool, at the same time. A rotational device whose data is already in
+/// the page cache (`probably_cached`) has no head to move: the whole pool reads it; and
+/// when all the data is cached, the pool has no more threads than there are cores.
 fn read_pool<T: Send>(
     found: &Found,
     recs: &[u32],
+    probe_at: fn(&FileRec) -> u64,
     threads: usize,
     stats: &Stats,
     job: &(dyn Fn(&mut Vec<u8>, u32) -> T + Sync),
-) -> Vec<T> {
+    deliver: &Deliver<T>,
+) {
     let mut devs: Vec<u64> = recs.iter().map(|&r| found.files[r as usize].dev).collect();
     devs.sort_unstable();
     devs.dedup();
-    let spinning: Vec<u64> = devs.into_iter().filter(|&d| platform::rotational(d)).collect();
+    let cached: Vec<bool> = devs.iter().map(|&d| probably_cached(found, recs, d, probe_at)).collect();
+    // Reading from the page cache is copying and hashing: more threads than cores only
+    // add switches and buffers. Waiting on a device, more of them keep its queue full.
+    let threads = match cached.iter().all(|&c| c) {
+        true => threads.min(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        false => threads,
+    };
+    let spinning: Vec<u64> =
+        devs.iter().zip(&cached).filter(|&(&d, &c)| !c && platform::rotational(d)).map(|(&d, _)| d).collect();
     if spinning.is_empty() {
-        return pool(threads, recs.len(), stats, |buf, n| job(buf, recs[n]));
+        return pool_into(threads, recs.len(), stats, |buf, n| job(buf, recs[n]), deliver);
     }
     // Where each file on a spinning disk starts (metadata only, on the whole pool).
     let on_spinning: Vec<usize> =
@@ -282,7 +338,7 @@ fn read_pool<T: Send>(
         let mut p = Vec::new();
         found.file_path(&found.files[recs[on_spinning[i]] as usize], &mut p);
         let c = cpath(&p)?;
-        platform::open_file(&c).ok().and_then(|(f, _)| platform::physical_start(&f))
+        platform::open_read(&c).ok().and_then(|f| platform::physical_start(&f))
     });
     let mut lanes: Vec<Vec<usize>> = vec![Vec::new(); spinning.len() + 1];
     let mut ordered: Vec<(u64, u64, usize)> = on_spinning
@@ -296,24 +352,36 @@ fn read_pool<T: Send>(
     }
     let rest = lanes.len() - 1;
     lanes[rest] = (0..recs.len()).filter(|n| !spinning.contains(&found.files[recs[*n] as usize].dev)).collect();
-    let mut out: Vec<Option<T>> = (0..recs.len()).map(|_| None).collect();
-    let results: Vec<Vec<T>> = std::thread::scope(|s| {
-        let handles: Vec<_> = lanes
-            .iter()
-            .enumerate()
-            .map(|(i, lane)| {
-                let n_threads = if i == rest { threads } else { 1 };
-                s.spawn(move || pool(n_threads, lane.len(), stats, |buf, k| job(buf, recs[lane[k]])))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("a reader lane does not panic")).collect()
-    });
-    for (lane, res) in lanes.iter().zip(results) {
-        for (&n, r) in lane.iter().zip(res) {
-            out[n] = Some(r);
+    std::thread::scope(|s| {
+        for (i, lane) in lanes.iter().enumerate() {
+            let n_threads = if i == rest { threads } else { 1 };
+            s.spawn(move || {
+                // The lane's own indices, mapped back to indices in `recs`.
+                let mut put = |k: usize, t: T| {
+                    let mut outer = deliver.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    (*outer)(lane[k], t);
+                };
+                let mine: Deliver<T> = Mutex::new(&mut put);
+                pool_into(n_threads, lane.len(), stats, |buf, k| job(buf, recs[lane[k]]), &mine);
+            });
         }
-    }
-    out.into_iter().map(|r| r.expect("every file has a result")).collect()
+    });
+}
+
+/// Files probed per device by `probably_cached`.
+const PROBES: usize = 16;
+
+/// Whether the data the job will read on device `dev` is in the page cache: the byte at
+/// `probe_at` of up to `PROBES` files spread over `recs` all are (`platform::cached`).
+fn probably_cached(found: &Found, recs: &[u32], dev: u64, probe_at: fn(&FileRec) -> u64) -> bool {
+    let mine: Vec<u32> = recs.iter().copied().filter(|&r| found.files[r as usize].dev == dev).collect();
+    let step = mine.len().div_ceil(PROBES).max(1);
+    mine.iter().step_by(step).all(|&r| {
+        let f = &found.files[r as usize];
+        let mut p = Vec::new();
+        found.file_path(f, &mut p);
+        cpath(&p).and_then(|c| platform::open_read(&c).ok()).is_some_and(|file| platform::cached(&file, probe_at(f)))
+    })
 }
 
 /// Runs the stages over `found`'s files.
@@ -378,14 +446,18 @@ pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &
     let todo: Vec<usize> = (0..cands.len()).filter(|&k| cands[k].sample.is_none()).collect();
     let stats_ref = stats;
     let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
-    let results = read_pool(found, &recs, threads, stats_ref, &|buf, rec| {
-        if stop.load(Ordering::Relaxed) {
-            return Err(Drop_::Error(Errno(4)));
-        }
-        sample_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
-    });
-    for (k, r) in todo.iter().zip(results) {
-        apply(&mut cands[*k], r.map(|(s, full)| (Some(s), full)), found, &mut errors, stats_ref);
+    {
+        let mut put = |n: usize, r: Result<(u64, Option<Digest>), Drop_>| {
+            apply(&mut cands[todo[n]], r.map(|(s, full)| (Some(s), full)), found, &mut errors, stats_ref);
+        };
+        let deliver: Deliver<_> = Mutex::new(&mut put);
+        let job = |buf: &mut Vec<u8>, rec: u32| {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Drop_::Error(Errno(4)));
+            }
+            sample_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
+        };
+        read_pool(found, &recs, |_| 0, threads, stats_ref, &job, &deliver);
     }
     // Stage 4: members of a (size, sample) run of two or more that lack a full hash.
     let mut todo = Vec::new();
@@ -405,15 +477,20 @@ pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &
         }
     }
     let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
-    let results = read_pool(found, &recs, threads, stats_ref, &|buf, rec| {
-        if stop.load(Ordering::Relaxed) {
-            return Err(Drop_::Error(Errno(4)));
-        }
-        hash_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
-    });
-    for (k, r) in todo.iter().zip(results) {
-        let sample = cands[*k].sample;
-        apply(&mut cands[*k], r.map(|d| (sample, Some(d))), found, &mut errors, stats_ref);
+    // The middle: stage 3 read the ends, so they are cached whatever the rest is.
+    {
+        let mut put = |n: usize, r: Result<Digest, Drop_>| {
+            let sample = cands[todo[n]].sample;
+            apply(&mut cands[todo[n]], r.map(|d| (sample, Some(d))), found, &mut errors, stats_ref);
+        };
+        let deliver: Deliver<_> = Mutex::new(&mut put);
+        let job = |buf: &mut Vec<u8>, rec: u32| {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Drop_::Error(Errno(4)));
+            }
+            hash_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
+        };
+        read_pool(found, &recs, |f| f.size / 2, threads, stats_ref, &job, &deliver);
     }
     // Groups: equal (size, full hash).
     let mut groups = Vec::new();
@@ -535,4 +612,41 @@ pub fn cache_entries(found: &Found, cands: &[Cand]) -> Vec<Entry> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(size: u64, layout_of: Vec<usize>) -> Group {
+        let n = layout_of.len();
+        Group { size, members: (0..n as u32).collect(), paths: vec![Vec::new(); n], layout_of }
+    }
+
+    #[test]
+    fn wasted_and_reclaimable_count_copies_beyond_the_first() {
+        let g = group(1000, vec![0, 1, 2]);
+        assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (2000, 2000, false));
+        // Members 1 and 2 already share one set of extents: one copy less to give back.
+        let g = group(1000, vec![0, 1, 1]);
+        assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (2000, 1000, false));
+        let g = group(1000, vec![0, 0, 0]);
+        assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (2000, 0, true));
+        let g = group(1000, vec![0, INLINE]);
+        assert!(!g.all_shared());
+    }
+
+    #[test]
+    fn same_needs_size_times_and_identity_where_the_os_has_them() {
+        let f = FileRec { size: 10, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 };
+        let c =
+            platform::FileCheck { kind: Kind::File, dev: 1, ino: 2, size: 10, mtime_ns: 3, ctime_ns: 4, pinned: false };
+        assert!(same(&c, &f));
+        assert!(!same(&platform::FileCheck { ctime_ns: 5, ..c }, &f));
+        assert!(!same(&platform::FileCheck { dev: 9, ..c }, &f));
+        assert!(!same(&platform::FileCheck { size: 11, ..c }, &f));
+        assert!(!same(&platform::FileCheck { kind: Kind::Dir, ..c }, &f));
+        // No identity (std on Windows): size and mtime decide.
+        assert!(same(&platform::FileCheck { dev: 0, ino: 0, ctime_ns: 0, ..c }, &f));
+    }
 }

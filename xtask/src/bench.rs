@@ -45,12 +45,16 @@ yardstick), and writes a Markdown table to DIR/results-<date>T<time>Z.md.
                 DIR/FS.img, made once and loop-mounted at M (the tree is M/tree);
                 later runs reuse it (see cargo xtask gen --help); umount M when done
   --mount M     the image's mount point (default /mnt/dfdu-FS-<name of DIR>)
+  --dupes S|T|L the duplicate finders instead (see cargo xtask bench --dupes S --help)
 
 Disk: the default 1M tree takes about 7 GB (du -s), 1M files in one folder about 7.3 GB;
 with --sizes none about 0.2 GB per million entries (a wide folder 0.04 GB), but still one
 inode per entry (see df -i).";
 
 pub fn main(args: Vec<OsString>) -> Result<(), String> {
+    if args.iter().take_while(|a| *a != "--").any(|a| a == "--dupes" || a.to_string_lossy().starts_with("--dupes=")) {
+        return crate::dupes_bench::main(args);
+    }
     let mut args = Args::new(args);
     let (mut entries, mut wide, mut depth, mut shape, mut sizes, mut seed) = (None, None, None, None, Sizes::Mixed, 1);
     let mut gen_extra: Vec<OsString> = Vec::new();
@@ -123,7 +127,7 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
 }
 
 /// Builds dfdu in release mode in this harness's workspace; the path of the binary.
-fn build_dfdu() -> Result<PathBuf, String> {
+pub fn build_dfdu() -> Result<PathBuf, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("xtask bench: cargo build --release --package dfdu --bin dfdu");

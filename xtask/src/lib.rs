@@ -19,6 +19,11 @@
 //! - `run.rs`: the `run` subcommand: reference totals, rounds, statistics, the report.
 //! - `report.rs`: statistics and the Markdown report (no I/O).
 //! - `bench.rs`: `cargo xtask bench`: build dfdu, `gen` once, `run`, results in DIR.
+//! - `dupes_gen.rs`: the duplicate shapes S, T and L (plan, then plain writes, truth).
+//! - `dupes_bench.rs`: `cargo xtask bench --dupes`: dfdu dupes against the duplicate
+//!   finders, groups checked against the truth, the Markdown report.
+//! - `dupes_dedupe.rs`: `--dedupe btrfs|xfs`: dfdu dedupe against duperemove on a fresh
+//!   loop-mounted copy of an image per run.
 //!
 //! Invariants: no `unsafe` (forbidden below); `plan` and `report` do no I/O; `make`
 //! workers never print; `run` times one command at a time, never two at once. The harness
@@ -40,6 +45,12 @@ macro_rules! say {
 pub mod bench;
 #[cfg(unix)]
 mod cli;
+#[cfg(unix)]
+pub mod dupes_bench;
+#[cfg(unix)]
+mod dupes_dedupe;
+#[cfg(unix)]
+pub mod dupes_gen;
 #[cfg(unix)]
 pub mod gen;
 #[cfg(unix)]

@@ -18,6 +18,8 @@ xtask: dfdu's benchmark harness (run it as `cargo xtask ...`)
 
 usage:
   cargo xtask bench [--entries N] [--wide N] [--seed N] [--runs N] [--cold] [--tools LIST] DIR
+  cargo xtask bench --dupes S|T|L [--count N] [--runs N] [--cold] [--tools LIST] DIR
+  cargo xtask bench --dupes S --dedupe btrfs|xfs [--count N] [--runs N] DIR
   cargo xtask gen [--entries N] [--wide N] [--shape S] [--sizes none] [--seed N] [--force] DIR
   cargo xtask run --dir DIR [--runs N] [--warmup N] [--cold] [--tools LIST] [--dfdu PATH]
   cargo xtask SUBCOMMAND --help";
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let subcommand = args.remove(0).to_string_lossy().into_owned();
     let wants_help = args.iter().take_while(|a| *a != "--").any(|a| a == "-h" || a == "--help");
     let help = match subcommand.as_str() {
+        "bench" if args.iter().any(|a| a == "--dupes") => xtask::dupes_bench::HELP,
         "bench" => bench::HELP,
         "gen" => gen::HELP,
         "run" => run::HELP,

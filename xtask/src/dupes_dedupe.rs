@@ -1,0 +1,204 @@
+//! `cargo xtask bench --dupes S --dedupe btrfs|xfs DIR`: `dfdu dedupe` against
+//! `duperemove -dr` on a loop-mounted image (root only; see `dupes_bench.rs` for the
+//! sequence). The pristine image, with the tree written into it once by plain `write`
+//! calls, is kept as `DIR/dupes-<shape>-<count>-s<seed>.<fs>.img`; every run gets its own
+//! copy, mounted at `$DFDU_BENCH_MNT` (default `/mnt/dfdu-bench-dedupe`), and the page
+//! cache is dropped before the timed command, so each tool starts from the same state.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::dupes_gen::{self, Shape};
+use crate::measure::{self, Sample, Timer};
+use crate::{cli, machine, tools};
+
+fn sh(program: &str, args: &[&std::ffi::OsStr]) -> Result<String, String> {
+    let output =
+        Command::new(program).args(args).stdin(Stdio::null()).output().map_err(|e| format!("{program}: {e}"))?;
+    if !output.status.success() {
+        let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        return Err(format!("{program} {} failed: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Bytes available on the file system at `dir`, after `sync -f` (freed extents counted).
+fn avail(dir: &Path) -> Result<u64, String> {
+    sh("sync", &["-f".as_ref(), dir.as_os_str()])?;
+    let text = sh("df", &["-B1".as_ref(), "--output=avail".as_ref(), dir.as_os_str()])?;
+    text.lines().nth(1).and_then(|l| l.trim().parse().ok()).ok_or_else(|| format!("df {}: no number", dir.display()))
+}
+
+fn mount(image: &Path, mnt: &Path) -> Result<(), String> {
+    fs::create_dir_all(mnt).map_err(|e| format!("{}: {e}", mnt.display()))?;
+    sh("mount", &["-o".as_ref(), "loop".as_ref(), image.as_os_str(), mnt.as_os_str()]).map(|_| ())
+}
+
+fn umount(mnt: &Path) -> Result<(), String> {
+    sh("umount", &[mnt.as_os_str()]).map(|_| ())
+}
+
+/// Makes the pristine image unless it exists with the same marker.
+fn ensure_image(image: &Path, mnt: &Path, fs_name: &str, shape: Shape, count: u64, seed: u64) -> Result<(), String> {
+    let plan = dupes_gen::plan(shape, count, seed);
+    let marker = dupes_gen::marker_path(image);
+    let want = format!("{fs_name} {} {count} {seed} {}\n", shape.name(), plan.truth.bytes);
+    if image.is_file() && fs::read_to_string(&marker).is_ok_and(|t| t == want) {
+        eprintln!("xtask dedupe: reusing {}", image.display());
+        return Ok(());
+    }
+    let _ = fs::remove_file(image);
+    let size = (plan.truth.bytes * 2 + (1 << 30)).max(2 << 30);
+    fs::File::create(image).and_then(|f| f.set_len(size)).map_err(|e| format!("{}: {e}", image.display()))?;
+    match fs_name {
+        "btrfs" => sh("mkfs.btrfs", &["-q".as_ref(), "-f".as_ref(), image.as_os_str()])?,
+        _ => sh("mkfs.xfs", &["-q".as_ref(), "-f".as_ref(), "-m".as_ref(), "reflink=1".as_ref(), image.as_os_str()])?,
+    };
+    mount(image, mnt)?;
+    let written = dupes_gen::write_plan(&mnt.join("tree"), &plan);
+    let unmounted = umount(mnt);
+    written?;
+    unmounted?;
+    fs::write(&marker, want).map_err(|e| format!("{}: {e}", marker.display()))
+}
+
+struct Outcome {
+    sample: Sample,
+    freed: i128,
+}
+
+/// One run: fresh copy, mount, free space, drop caches, the timed tool, free space, unmount.
+fn one_run(timer: &Timer, image: &Path, mnt: &Path, program: &Path, args: &[OsString]) -> Result<Outcome, String> {
+    let copy = image.with_extension("run.img");
+    sh("cp", &["--sparse=always".as_ref(), image.as_os_str(), copy.as_os_str()])?;
+    mount(&copy, mnt)?;
+    let result = (|| -> Result<Outcome, String> {
+        let before = avail(mnt)?;
+        measure::drop_caches()?;
+        let sample = timer.run(program, args).map_err(|e| format!("{}: {e}", program.display()))?;
+        let after = avail(mnt)?;
+        Ok(Outcome { sample, freed: i128::from(after) - i128::from(before) })
+    })();
+    let unmounted = umount(mnt);
+    let _ = fs::remove_file(&copy);
+    let outcome = result?;
+    unmounted?;
+    Ok(outcome)
+}
+
+#[allow(clippy::too_many_arguments)] // the bench's parsed options, passed on as they are
+pub fn main(
+    dir: &Path,
+    dfdu: &Path,
+    fs_name: &str,
+    shape: Shape,
+    count: u64,
+    seed: u64,
+    runs: usize,
+    only: Option<&[String]>,
+) -> Result<(), String> {
+    let mnt = std::env::var_os("DFDU_BENCH_MNT").map_or_else(|| PathBuf::from("/mnt/dfdu-bench-dedupe"), PathBuf::from);
+    let image = dir.join(format!("dupes-{}-{count}-s{seed}.{fs_name}.img", shape.name()));
+    ensure_image(&image, &mnt, fs_name, shape, count, seed)?;
+    let truth = dupes_gen::plan(shape, count, seed).truth;
+    let tree: OsString = mnt.join("tree").into();
+    let mut tools_: Vec<(String, PathBuf, Vec<OsString>)> = Vec::new();
+    let wanted = |name: &str| only.is_none_or(|l| l.iter().any(|w| w == name));
+    if wanted("dfdu") {
+        tools_.push(("dfdu".into(), dfdu.to_path_buf(), vec!["dedupe".into(), "-q".into(), tree.clone()]));
+    }
+    if wanted("duperemove") {
+        match tools::find_program("duperemove") {
+            Some(p) => tools_.push(("duperemove".into(), p, vec!["-dr".into(), "-q".into(), tree.clone()])),
+            None => eprintln!("  skipped (not installed): duperemove"),
+        }
+    }
+    let timer = Timer::new();
+    let load_before = machine::load_average();
+    let mut results: Vec<Vec<Outcome>> = tools_.iter().map(|_| Vec::new()).collect();
+    for round in 0..runs {
+        let mut line = format!("  run {}/{runs}:", round + 1);
+        for ((name, program, args), mine) in tools_.iter().zip(&mut results) {
+            let outcome = one_run(&timer, &image, &mnt, program, args)?;
+            line.push_str(&format!(" {name} {:.3} s, freed {}", outcome.sample.wall_s, outcome.freed));
+            if let Some(failure) = &outcome.sample.failure {
+                line.push_str(&format!(" (failed: {failure})"));
+            }
+            mine.push(outcome);
+        }
+        eprintln!("{line}");
+    }
+    let (date, time) = machine::utc_now();
+    let text = render(fs_name, &image, truth, &tools_, &results, &load_before, &format!("{date} {time} UTC"));
+    let out = dir.join(format!("results-dedupe-{fs_name}-{date}T{}Z.md", time.replace(':', "")));
+    fs::write(&out, &text).map_err(|e| format!("{}: {e}", out.display()))?;
+    say!("{text}");
+    eprintln!("xtask dedupe: report written to {}", out.display());
+    Ok(())
+}
+
+fn render(
+    fs_name: &str,
+    image: &Path,
+    truth: dupes_gen::Truth,
+    tools_: &[(String, PathBuf, Vec<OsString>)],
+    results: &[Vec<Outcome>],
+    load_before: &str,
+    date: &str,
+) -> String {
+    use std::fmt::Write as _;
+    let m = machine::machine();
+    let mut out = String::new();
+    let _ = writeln!(out, "# dfdu dedupe benchmark: {fs_name} loop image\n");
+    let _ = writeln!(out, "- date: {date}");
+    let _ = writeln!(out, "- machine: {}, {} CPUs online, Linux {}", m.cpu_model, m.n_cpus_online, m.kernel);
+    let _ = writeln!(
+        out,
+        "- image: `{}` ({fs_name}{}); tree: {} files, {} bytes, {} bytes wasted in {} groups",
+        image.display(),
+        if fs_name == "xfs" { ", reflink=1" } else { "" },
+        cli::group(truth.files),
+        cli::group(truth.bytes),
+        cli::group(truth.wasted_bytes),
+        cli::group(truth.groups)
+    );
+    let _ = writeln!(
+        out,
+        "- method: every run on a fresh copy of the image, loop-mounted, page cache dropped \
+         before the timed command; tools alternate; freed = `df -B1` avail after − before \
+         (each after `sync -f`)"
+    );
+    let _ = writeln!(out, "- load average before: {load_before}, after: {}\n", machine::load_average());
+    let _ = writeln!(out, "| tool | median s | runs s | peak RSS MiB | user+sys s | freed bytes (median) | failed |");
+    let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|");
+    for ((name, _, _), mine) in tools_.iter().zip(results) {
+        let samples: Vec<Sample> = mine
+            .iter()
+            .map(|o| Sample {
+                wall_s: o.sample.wall_s,
+                rusage: o.sample.rusage.as_ref().map(|u| measure::Rusage { ..*u }),
+                failure: o.sample.failure.clone(),
+            })
+            .collect();
+        let (median, cpu, rss) = crate::dupes_bench::summary(&samples);
+        let walls: Vec<String> = mine.iter().map(|o| format!("{:.2}", o.sample.wall_s)).collect();
+        let mut freed: Vec<i128> = mine.iter().map(|o| o.freed).collect();
+        freed.sort_unstable();
+        let freed_median = freed.get(freed.len() / 2).copied().unwrap_or(0);
+        let failed = mine.iter().filter(|o| o.sample.failure.is_some()).count();
+        let _ = writeln!(
+            out,
+            "| {name} | {median:.3} | {} | {rss} | {cpu:.2} | {} | {failed} |",
+            walls.join(", "),
+            cli::group_signed(freed_median)
+        );
+    }
+    let _ = writeln!(out, "\n| tool | command |\n|---|---|");
+    for (name, program, args) in tools_ {
+        let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let _ = writeln!(out, "| {name} | `{} {}` |", program.display(), args.join(" "));
+    }
+    out
+}
