@@ -26,7 +26,8 @@
 //!   out), `linux_fiemap.rs` (which file systems share extents, and one file's extent
 //!   map).
 //! * `walk/` — `scan.rs`: the pool and its protocol (documented at the top of the file),
-//!   `Walk` settings, handing entries to a `Sink`; `reader.rs`: the `Reader` seam (`Native`,
+//!   `Walk` settings, handing entries to a `Sink`, with `scan/worker.rs` (one worker: its
+//!   job loop, listing, stat'ing chunks, committing, re-opening closed handles); `reader.rs`: the `Reader` seam (`Native`,
 //!   `Portable`); `extents.rs`: one file's extent figures (`--shared`); `floor.rs`: the
 //!   benchmark's minimal walker; `opts.rs`: the command line of every walking subcommand
 //!   (`Cli`, the parse loop's frame and usage errors; `WalkOpts`: `-x`, `--exclude`, `-X`,
@@ -58,7 +59,8 @@
 //!   and went.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
 //!   I/O), `draw.rs` (into a `Screen`), `run.rs` (the loop that runs scans, rescans and
-//!   deletes beside it), `delete.rs` (removal that stays inside the selection).
+//!   deletes beside it), `delete.rs` (removal that stays inside the selection; its unit
+//!   tests in `delete/tests.rs`).
 //! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise).
 //!
 //! # Layering rule

@@ -598,3 +598,51 @@ fn open_ends_of_the_format_are_accepted() {
         assert_eq!(String::from_utf8_lossy(&back), "[{\"name\":\"/r\",\"asize\":3}]]", "ncdu reads past them too");
     }
 }
+
+/// Exports without inode numbers (gdu's, hand-written ones) give every file inode 0: only
+/// entries marked as hard links may be folded by (device, inode), so two plain files are
+/// both counted.
+#[test]
+fn files_without_inode_numbers_are_each_counted() {
+    let json = b"[1,2,{\"progname\":\"x\"},[{\"name\":\"/r\",\"asize\":0,\"dsize\":0},{\"name\":\"a\",\"asize\":10,\"dsize\":4096},{\"name\":\"b\",\"asize\":20,\"dsize\":8192}]]";
+    let (a, r) = load(json).unwrap();
+    assert_eq!(a.dir_totals(r.root), (12288, 30, 2));
+    let ids = a.children(r.root).unwrap();
+    assert!(ids.clone().all(|id| a.link_of(id).is_none()), "plain files noted as links");
+}
+
+/// An excluded or unreadable entry carries no size of its own in dfdu's model (nothing was
+/// stat'ed), even when a writer put sizes on it: they are neither counted nor exported.
+#[test]
+fn sizes_on_excluded_and_unreadable_entries_are_not_counted() {
+    let json = b"[1,2,{\"progname\":\"x\"},[{\"name\":\"/r\",\"asize\":0,\"dsize\":0},{\"name\":\"x\",\"asize\":100,\"dsize\":4096,\"excluded\":\"pattern\"},{\"name\":\"e\",\"asize\":50,\"dsize\":8192,\"read_error\":true},{\"name\":\"f\",\"asize\":1,\"dsize\":512}]]";
+    let (a, r) = load(json).unwrap();
+    assert_eq!((a.dir_totals(r.root).0, a.dir_totals(r.root).1), (512, 1));
+    for id in a.children(r.root).unwrap() {
+        if a.flags(id) & (arena::F_EXCLUDED | arena::F_ERROR) != 0 {
+            assert_eq!(a.own_sizes(id), (0, 0), "entry {id}");
+        }
+    }
+}
+
+/// An excluded directory (`[{"name":..,"excluded":..}]`) is a directory with a record of
+/// its own: empty, finished, its total zero, so the browser can enter it and export writes
+/// it back in brackets.
+#[test]
+fn an_excluded_directory_gets_an_empty_finished_record() {
+    let json = b"[1,2,{\"progname\":\"x\"},[{\"name\":\"/r\",\"asize\":0,\"dsize\":0},[{\"name\":\"proc\",\"excluded\":\"otherfs\"}],{\"name\":\"s\",\"asize\":3,\"notreg\":true}]]";
+    let (a, r) = load(json).unwrap();
+    let ids: Vec<u32> = a.children(r.root).unwrap().collect();
+    assert_eq!(ids.len(), 2);
+    let (dirs, others): (Vec<u32>, Vec<u32>) = ids.into_iter().partition(|&id| a.kind(id) == arena::KIND_DIR);
+    assert_eq!((dirs.len(), others.len()), (1, 1), "the symlink-like entry must not become a directory");
+    let d = a.dir_of(dirs[0]);
+    assert_eq!(a.dir_entry(d), dirs[0]);
+    assert_eq!(a.children(d).map(|c| c.len()), Some(0));
+    assert_eq!(a.dir_totals(d), (0, 0, 0));
+    assert_ne!(a.dir_flags(d) & arena::D_DONE, 0);
+    let out = export_bytes(&a, r.root);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("[{\"name\":\"proc\""), "{text}");
+    assert!(!text.contains("[{\"name\":\"s\""), "{text}");
+}

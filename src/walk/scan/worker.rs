@@ -1,0 +1,611 @@
+//! One scan worker: its job loop, listing a directory, stat'ing a chunk, committing to the
+//! sink, and re-opening closed handles (`with_handle`). The protocol it follows is at the
+//! top of `scan.rs`.
+
+use super::*;
+
+pub(super) struct Worker<'s, 'a, R: Reader, S: Sink> {
+    shared: &'s Shared<'a, R, S>,
+    stack: Vec<Job<R::Dir>>,
+    /// The listing buffer; taken out while a listing runs (the callback needs `self`).
+    lister: Option<R::Lister>,
+    local: S::Local,
+    children: Vec<Child>,
+    path_buf: Vec<u8>,
+    /// With `Walk::shared`: the extent-map buffer, one file's figures, and which devices
+    /// can share extents (a handful at most, so a list).
+    extent_buf: Option<R::ExtentBuf>,
+    file_extents: FileExtents,
+    sharing_devs: Vec<(u64, bool)>,
+}
+
+impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
+    pub(super) fn new(shared: &'s Shared<'a, R, S>) -> Self {
+        Worker {
+            shared,
+            stack: Vec::new(),
+            lister: Some(R::Lister::default()),
+            local: S::Local::default(),
+            children: Vec::new(),
+            path_buf: Vec::new(),
+            extent_buf: None,
+            file_extents: FileExtents::default(),
+            sharing_devs: Vec::new(),
+        }
+    }
+
+    pub(super) fn run(mut self, root: Option<Arc<Node<R::Dir>>>) {
+        if let Some(node) = root {
+            self.list_dir(node);
+        }
+        loop {
+            self.shared.sink.throttle();
+            let job = match self.stack.pop() {
+                Some(job) => {
+                    self.share();
+                    job
+                }
+                None => match self.take_shared() {
+                    Some(job) => job,
+                    None => return,
+                },
+            };
+            match job {
+                Job::Dir { parent, child } => self.open_and_list(parent, child),
+                Job::Chunk { node, base_idx, base_name_pos, names } => {
+                    self.stat_chunk(&node, (base_idx, base_name_pos), &names);
+                    self.release(&node);
+                }
+                Job::Commit { node, local } => self.commit_local(&node, local),
+            }
+        }
+    }
+
+    /// Moves the older half of the local stack to the shared queue when someone idles
+    /// (an `ORDERED` sink's worker gives one job instead: see `share_ordered`).
+    fn share(&mut self) {
+        if S::ORDERED {
+            self.share_ordered();
+            return;
+        }
+        if self.stack.len() < 2 || self.shared.idle_hint.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut q = self.shared.queue.lock().unwrap();
+        let room = SHARED_QUEUE_JOBS.saturating_sub(q.jobs.len());
+        let n = (self.stack.len() / 2).min(room);
+        if n == 0 {
+            return;
+        }
+        q.jobs.extend(self.stack.drain(..n));
+        drop(q);
+        self.shared.wake.notify_all();
+    }
+
+    /// For a sink consumed in traversal order while the scan runs: keeps every worker near
+    /// the front of that order, so little waits to be consumed. The stack's depth only grows
+    /// towards its top (the next job, earliest in order); the job given away is the
+    /// earliest one of its shallowest level — the next subtree this worker would reach
+    /// after everything above it — and never more than one job per idle worker.
+    fn share_ordered(&mut self) {
+        let len = self.stack.len();
+        if len == 0 || self.shared.idle_hint.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let depth = |j: &Job<R::Dir>| match j {
+            Job::Dir { parent, .. } => parent.depth,
+            Job::Chunk { node, .. } | Job::Commit { node, .. } => node.depth,
+        };
+        let d0 = depth(&self.stack[0]);
+        let k = self.stack.iter().position(|j| depth(j) != d0).unwrap_or(len);
+        // Keep the next job when the whole stack is one level.
+        let at = if k == len && len >= 2 { len - 2 } else { k - 1 };
+        let mut q = self.shared.queue.lock().unwrap();
+        if q.jobs.len() >= q.idle.min(SHARED_QUEUE_JOBS) {
+            return;
+        }
+        q.jobs.push(self.stack.remove(at));
+        drop(q);
+        self.shared.wake.notify_one();
+    }
+
+    fn take_shared(&mut self) -> Option<Job<R::Dir>> {
+        let shared = self.shared;
+        let mut q = shared.queue.lock().unwrap();
+        loop {
+            if let Some(job) = q.jobs.pop() {
+                return Some(job);
+            }
+            if q.done {
+                return None;
+            }
+            q.idle += 1;
+            shared.idle_hint.store(q.idle, Ordering::Relaxed);
+            if q.idle == q.workers {
+                q.done = true;
+                shared.wake.notify_all();
+                return None;
+            }
+            q = shared.wake.wait(q).unwrap();
+            q.idle -= 1;
+            shared.idle_hint.store(q.idle, Ordering::Relaxed);
+        }
+    }
+
+    /// Hands a chunk to an idle worker if there is one; `Err` gives it back.
+    fn offer(&self, job: Job<R::Dir>) -> Result<(), Job<R::Dir>> {
+        if self.shared.idle_hint.load(Ordering::Relaxed) == 0 {
+            return Err(job);
+        }
+        let mut q = self.shared.queue.lock().unwrap();
+        if q.jobs.len() >= SHARED_QUEUE_JOBS {
+            return Err(job);
+        }
+        q.jobs.push(job);
+        drop(q);
+        self.shared.wake.notify_one();
+        Ok(())
+    }
+
+    fn open_and_list(&mut self, parent: Arc<Node<R::Dir>>, child: Child) {
+        let follow = self.shared.walk.follow_all;
+        let opened = with_handle::<R, _>(&parent, |dir| R::open_at(dir, &child.name, follow));
+        self.release(&parent);
+        match opened {
+            Ok(handle) => {
+                self.shared.open_handles.fetch_add(1, Ordering::Relaxed);
+                let path = parent.path.as_ref().map(|p| {
+                    let mut out = Vec::new();
+                    join_path(&mut out, p, child.name.to_bytes());
+                    out
+                });
+                let path_len = parent.path_len + parent.separator() + child.name.to_bytes().len();
+                let crossed = parent.crossed
+                    || (self.shared.any_mounts.load(Ordering::Acquire)
+                        && self.shared.mounts.lock().unwrap().contains(&(child.dev, child.ino)));
+                let links = if follow {
+                    self.shared.link_counts.lock().unwrap().get(&(child.dev, child.ino)).copied().unwrap_or(0)
+                } else {
+                    0
+                };
+                let node = Arc::new(Node {
+                    crossed,
+                    links,
+                    path_len,
+                    depth: parent.depth + 1,
+                    parent: Some(parent),
+                    name: child.name,
+                    handle: RwLock::new(Some(handle)),
+                    pending: AtomicU32::new(1),
+                    unwritten: AtomicU32::new(1),
+                    subtree: AtomicU32::new(1),
+                    height: AtomicU32::new(0),
+                    dir: child.dir,
+                    dev: child.dev,
+                    ino: child.ino,
+                    follow,
+                    path,
+                    parked: Mutex::new((false, Vec::new())),
+                });
+                self.list_dir(node);
+            }
+            Err(e) => {
+                self.shared.sink.unreadable(child.dir, e);
+                self.subtree_done(&parent);
+            }
+        }
+    }
+
+    /// One unit of `node`'s subtree is finished; when it was the last, checks that the
+    /// directory is still where it was found and passes the news up (no recursion).
+    fn subtree_done(&self, node: &Arc<Node<R::Dir>>) {
+        if !self.shared.walk.check_moved {
+            return;
+        }
+        let mut cur = node.clone();
+        while cur.subtree.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let Some(parent) = cur.parent.clone() else {
+                self.shared.sink.finished(cur.dir);
+                return;
+            };
+            let height = cur.height.load(Ordering::Acquire);
+            parent.height.fetch_max(height + 1, Ordering::AcqRel);
+            if height >= FTS_FD_RING {
+                // When the parent itself cannot be reached any more, an ancestor moved:
+                // that one is reported when its own subtree is done.
+                let found = with_handle::<R, _>(&parent, |dir| Ok(R::stat_at(dir, &cur.name, false)));
+                if let Ok(still) = found {
+                    if !still.is_ok_and(|m| (m.dev, m.ino) == (cur.dev, cur.ino)) {
+                        self.shared.sink.moved(cur.dir);
+                    }
+                }
+            }
+            self.shared.sink.finished(cur.dir);
+            cur = parent;
+        }
+    }
+
+    /// Drops one claim on `node`'s handle; the last claim closes it.
+    fn release(&self, node: &Node<R::Dir>) {
+        if node.pending.fetch_sub(1, Ordering::AcqRel) == 1 && node.handle.write().unwrap().take().is_some() {
+            self.shared.open_handles.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// One commit of `node`'s listing is done; the last one tells the sink.
+    fn wrote(&self, node: &Arc<Node<R::Dir>>) {
+        if node.unwritten.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.sink.written(node.dir);
+            self.subtree_done(node);
+        }
+    }
+
+    fn list_dir(&mut self, node: Arc<Node<R::Dir>>) {
+        let mut idx: u32 = 0;
+        let mut name_pos: u64 = 0;
+        let mut chunk: Vec<u8> = Vec::new();
+        let mut chunk_base = (0u32, 0u64);
+        let mut chunk_len = 0usize;
+        let mut split: Vec<((u32, u64), Vec<u8>)> = Vec::new();
+        let mut offered = 0usize;
+        let guard = node.handle.read().unwrap();
+        let dir = guard.as_ref().expect("a node being listed holds its handle");
+        if self.shared.walk.shared && self.can_share(node.dev, dir) {
+            self.shared.sink.sharing_dir(node.dir);
+        }
+        let mut lister = self.lister.take().unwrap_or_default();
+        let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
+            let split_after = if S::CONTIGUOUS { SPLIT_AFTER_CONTIGUOUS } else { SPLIT_AFTER };
+            if idx < split_after || meta.is_some() {
+                let pos = Pos { idx, d_ino, depth: node.depth, name_pos };
+                self.entry(&node, dir, name, pos, meta);
+            } else {
+                if chunk_len == 0 {
+                    chunk_base = (idx, name_pos);
+                }
+                // A `CONTIGUOUS` sink has no use for the listing's inode numbers.
+                if !S::CONTIGUOUS {
+                    chunk.extend_from_slice(&d_ino.to_ne_bytes());
+                }
+                chunk.extend_from_slice(name.to_bytes_with_nul());
+                chunk_len += 1;
+                if chunk_len == CHUNK_ENTRIES {
+                    let names = std::mem::take(&mut chunk);
+                    chunk_len = 0;
+                    // Hand the chunk to an idle worker now (a `CONTIGUOUS` sink's chunk
+                    // results wait in `parked` until the listing is committed, so only
+                    // `PARKED_CHUNKS` go early: the rest wait as bare names, which cost
+                    // far less than stat'ed entries).
+                    if S::CONTIGUOUS {
+                        let early = offered < PARKED_CHUNKS;
+                        match if early { self.offer_chunk(&node, chunk_base, names) } else { Err(names) } {
+                            Ok(()) => offered += 1,
+                            Err(names) => split.push((chunk_base, names)),
+                        }
+                    } else if let Err(names) = self.offer_chunk(&node, chunk_base, names) {
+                        // Nobody is idle: commit what the listing found so far, then stat
+                        // the chunk here, so memory stays flat however wide the directory.
+                        self.commit(&node, None);
+                        Self::each_name(&node, chunk_base, &names, &mut |name, pos| {
+                            self.entry(&node, dir, name, pos, None)
+                        });
+                        self.commit(&node, None);
+                    }
+                }
+            }
+            idx = idx.saturating_add(1);
+            name_pos += S::name_cost(name.to_bytes().len());
+        });
+        self.lister = Some(lister);
+        if chunk_len > 0 {
+            split.push((chunk_base, chunk));
+        }
+        let sort_by_inode = idx > 10_000 && R::sorts_by_inode(dir);
+        drop(guard);
+        let error = result.err().map(|e| (e, idx > 0));
+        self.shared.sink.listed(node.dir, idx, name_pos);
+        let listed = Listed { entries: idx, sort_by_inode, error };
+        self.commit(&node, Some(listed));
+        if S::CONTIGUOUS {
+            self.commit_parked(&node);
+        }
+        for (base, names) in split {
+            self.dispatch(&node, base, names);
+        }
+        if self.shared.open_handles.load(Ordering::Relaxed) > self.shared.walk.fd_budget
+            && node.handle.write().unwrap().take().is_some()
+        {
+            self.shared.open_handles.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.wrote(&node);
+        self.release(&node);
+    }
+
+    /// Offers a chunk to an idle worker; gives the names back when nobody takes it.
+    fn offer_chunk(&self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: Vec<u8>) -> Result<(), Vec<u8>> {
+        node.pending.fetch_add(1, Ordering::AcqRel);
+        node.unwritten.fetch_add(1, Ordering::AcqRel);
+        match self.offer(Job::Chunk { node: node.clone(), base_idx: base.0, base_name_pos: base.1, names }) {
+            Ok(()) => Ok(()),
+            Err(job) => {
+                node.pending.fetch_sub(1, Ordering::AcqRel);
+                node.unwritten.fetch_sub(1, Ordering::AcqRel);
+                match job {
+                    Job::Chunk { names, .. } => Err(names),
+                    _ => unreachable!("offer returns the job it was given"),
+                }
+            }
+        }
+    }
+
+    /// Offers a chunk to idle workers, or stats it here.
+    fn dispatch(&mut self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: Vec<u8>) {
+        if let Err(names) = self.offer_chunk(node, base, names) {
+            node.unwritten.fetch_add(1, Ordering::AcqRel);
+            self.stat_chunk(node, base, &names);
+        }
+    }
+
+    /// Calls `f` for each (name, position) packed in a chunk's name buffer.
+    fn each_name(
+        node: &Node<R::Dir>,
+        (base_idx, base_name_pos): (u32, u64),
+        names: &[u8],
+        f: &mut dyn FnMut(&CStr, Pos),
+    ) {
+        let mut pos = 0;
+        let mut idx = base_idx;
+        let mut name_pos = base_name_pos;
+        let ino_bytes = if S::CONTIGUOUS { 0 } else { 8 };
+        while pos + ino_bytes < names.len() {
+            let mut d_ino = 0;
+            if !S::CONTIGUOUS {
+                d_ino = u64::from_ne_bytes(names[pos..pos + 8].try_into().unwrap());
+                pos += 8;
+            }
+            let name = CStr::from_bytes_until_nul(&names[pos..]).expect("chunk names are NUL-terminated");
+            pos += name.to_bytes_with_nul().len();
+            f(name, Pos { idx, d_ino, depth: node.depth, name_pos });
+            idx += 1;
+            name_pos += S::name_cost(name.to_bytes().len());
+        }
+    }
+
+    fn stat_chunk(&mut self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: &[u8]) {
+        let result = with_handle::<R, _>(node, |dir| {
+            Self::each_name(node, base, names, &mut |name, pos| self.entry(node, dir, name, pos, None));
+            Ok(())
+        });
+        if let Err(e) = result {
+            // The directory vanished or could not be re-opened: every name in the chunk
+            // is an entry that could not be reached.
+            let sink = self.shared.sink;
+            Self::each_name(node, base, names, &mut |name, pos| {
+                sink.entry(&mut self.local, pos, name.to_bytes(), Seen::Error(e));
+            });
+        }
+        if S::CONTIGUOUS {
+            let mut parked = node.parked.lock().unwrap();
+            if !parked.0 {
+                // The listing is still being read: its ids are not reserved yet.
+                parked.1.push(Box::new(std::mem::take(&mut self.local)));
+                #[cfg(test)]
+                MOST_PARKED.fetch_max(parked.1.len(), Ordering::Relaxed);
+                return;
+            }
+        }
+        self.commit(node, None);
+        self.wrote(node);
+    }
+
+    /// After a `CONTIGUOUS` listing is committed: marks it so and has the chunks that
+    /// finished while it was being read committed, by idle workers where there are any.
+    fn commit_parked(&mut self, node: &Arc<Node<R::Dir>>) {
+        let waiting = {
+            let mut parked = node.parked.lock().unwrap();
+            parked.0 = true;
+            std::mem::take(&mut parked.1)
+        };
+        for local in waiting {
+            if let Err(Job::Commit { node, local }) = self.offer(Job::Commit { node: node.clone(), local }) {
+                self.commit_local(&node, local);
+            }
+        }
+    }
+
+    /// Commits a parked chunk's results.
+    fn commit_local(&mut self, node: &Arc<Node<R::Dir>>, local: Box<dyn Any + Send>) {
+        let own = std::mem::replace(
+            &mut self.local,
+            *local.downcast::<S::Local>().expect("parked values are the sink's Local"),
+        );
+        self.commit(node, None);
+        self.wrote(node);
+        self.local = own;
+    }
+
+    /// Stats one entry (unless the listing brought its metadata) and hands it to the sink.
+    fn entry(&mut self, node: &Arc<Node<R::Dir>>, dir: &R::Dir, name: &CStr, pos: Pos, given: Option<&Meta>) {
+        let walk = self.shared.walk;
+        let sink = self.shared.sink;
+        let bytes = name.to_bytes();
+        if let (Some(ex), Some(base)) = (walk.exclude, node.path.as_ref()) {
+            join_path(&mut self.path_buf, base, bytes);
+            if ex.matches(&self.path_buf) {
+                sink.entry(&mut self.local, pos, bytes, Seen::Excluded);
+                return;
+            }
+        }
+        // Under -L, GNU du (fts with FTS_LOGICAL) stats full paths, so anything whose path
+        // reaches PATH_MAX is "File name too long" there; dfdu says the same.
+        if walk.follow_all && node.path_len + node.separator() + bytes.len() >= PATH_MAX {
+            sink.entry(&mut self.local, pos, bytes, Seen::Error(Errno::NAMETOOLONG));
+            return;
+        }
+        // GNU du resolves each -L path from the argument, so the kernel's limit of 40
+        // symbolic links per resolution applies to the whole path: one more link past
+        // that is "Too many levels of symbolic links".
+        if walk.follow_all
+            && node.links >= MAX_SYMLINKS
+            && given.or(R::stat_at(dir, name, false).ok().as_ref()).is_some_and(|m| m.kind == Kind::Symlink)
+        {
+            sink.entry(&mut self.local, pos, bytes, Seen::Error(Errno::LOOP));
+            return;
+        }
+        let stat;
+        let meta = match given {
+            Some(m) if !(walk.follow_all && m.kind == Kind::Symlink) => m,
+            _ => match R::stat_at(dir, name, walk.follow_all) {
+                Ok(m) => {
+                    stat = m;
+                    &stat
+                }
+                Err(e) => {
+                    // A dangling symlink under -L is reported without an error text, as
+                    // fts's FTS_SLNONE is: errno 0.
+                    let dangling = walk.follow_all && e == Errno::NOENT && R::stat_at(dir, name, false).is_ok();
+                    sink.entry(&mut self.local, pos, bytes, Seen::Error(if dangling { Errno(0) } else { e }));
+                    return;
+                }
+            },
+        };
+        if walk.follow_all && meta.kind == Kind::Dir {
+            let links = node.links + u32::from(pos.d_ino != 0 && pos.d_ino != meta.ino);
+            if links > 0 {
+                self.shared.link_counts.lock().unwrap().insert((meta.dev, meta.ino), links);
+            }
+        }
+        let seen = if walk.one_fs_dev.is_some_and(|dev| dev != meta.dev) {
+            Seen::OtherFs(meta)
+        } else if !walk.seen_before.is_empty() && walk.seen_before.contains(&(meta.dev, meta.ino)) {
+            Seen::Before
+        } else if meta.kind == Kind::Dir && walk.follow_all && self.is_repeat(node, meta) {
+            Seen::Repeat(meta)
+        } else if meta.kind == Kind::Dir && !walk.follow_all && self.is_loop(node, pos.d_ino, meta) {
+            Seen::Loop(meta)
+        } else {
+            Seen::Ok(meta)
+        };
+        sink.entry(&mut self.local, pos, bytes, seen);
+        if walk.shared && meta.kind == Kind::File && meta.blocks > 0 && matches!(seen, Seen::Ok(_)) {
+            self.extents(node, dir, name, pos, meta);
+        }
+    }
+
+    /// Whether directory `dir` on device `dev` lies on a file system that can share
+    /// extents: asked once per device per worker.
+    fn can_share(&mut self, dev: u64, dir: &R::Dir) -> bool {
+        if let Some(&(_, yes)) = self.sharing_devs.iter().find(|(d, _)| *d == dev) {
+            return yes;
+        }
+        let yes = R::can_share_extents(dir);
+        self.sharing_devs.push((dev, yes));
+        yes
+    }
+
+    /// Reads the extent map of the regular file `name` and hands its figures to the sink.
+    /// A file whose map cannot be read (no permission, gone, no FIEMAP) counts nothing,
+    /// as in `btrfs filesystem du`.
+    fn extents(&mut self, node: &Node<R::Dir>, dir: &R::Dir, name: &CStr, pos: Pos, meta: &Meta) {
+        if !self.can_share(node.dev, dir) {
+            return;
+        }
+        let f = &mut self.file_extents;
+        f.clear();
+        // Allocated on first use, so scans without sharing never pay for it.
+        let buf = self.extent_buf.get_or_insert_with(R::ExtentBuf::default);
+        if R::file_extents_at(dir, name, buf, &mut |e| f.add(e)).is_ok() {
+            self.shared.sink.extents(&mut self.local, pos, meta, &self.file_extents);
+        }
+    }
+
+    /// Without `-L`: whether directory `meta`, listed in `node` with inode `d_ino`, is
+    /// one of its ancestors (a loop through a bind mount). Notes mount points on the way.
+    fn is_loop(&self, node: &Node<R::Dir>, d_ino: u64, meta: &Meta) -> bool {
+        let mount_point = d_ino != 0 && d_ino != meta.ino;
+        if mount_point {
+            self.shared.mounts.lock().unwrap().insert((meta.dev, meta.ino));
+            self.shared.any_mounts.store(true, Ordering::Release);
+        }
+        if !(mount_point || node.crossed) {
+            return false;
+        }
+        let mut cur = Some(node);
+        while let Some(n) = cur {
+            if (n.dev, n.ino) == (meta.dev, meta.ino) {
+                return true;
+            }
+            cur = n.parent.as_deref();
+        }
+        false
+    }
+
+    /// With `-L`: a directory reached again. When directories are claimed, any directory
+    /// claimed before; otherwise (with `-l`) only an ancestor (a cycle).
+    fn is_repeat(&self, node: &Node<R::Dir>, meta: &Meta) -> bool {
+        if self.shared.walk.claim_dirs {
+            return !self.shared.claims.lock().unwrap().insert((meta.dev, meta.ino));
+        }
+        let mut cur = Some(node);
+        while let Some(n) = cur {
+            if (n.dev, n.ino) == (meta.dev, meta.ino) {
+                return true;
+            }
+            cur = n.parent.as_deref();
+        }
+        false
+    }
+
+    /// Commits through the sink, then turns the new subdirectories into local jobs.
+    fn commit(&mut self, node: &Arc<Node<R::Dir>>, listed: Option<Listed>) {
+        self.children.clear();
+        self.shared.sink.commit(&mut self.local, node.dir, listed, &mut self.children);
+        node.pending.fetch_add(self.children.len() as u32, Ordering::AcqRel);
+        if self.shared.walk.check_moved {
+            node.subtree.fetch_add(self.children.len() as u32, Ordering::AcqRel);
+        }
+        // Pushed in reverse so the first subdirectory is listed first.
+        while let Some(child) = self.children.pop() {
+            self.stack.push(Job::Dir { parent: node.clone(), child });
+        }
+    }
+}
+
+/// Runs `f` with `node`'s directory handle, re-opening it from the nearest open
+/// ancestor (by names, one level at a time) when it was closed to save handles.
+fn with_handle<R: Reader, T>(node: &Node<R::Dir>, f: impl FnOnce(&R::Dir) -> Result<T, Errno>) -> Result<T, Errno> {
+    {
+        let guard = node.handle.read().unwrap();
+        if let Some(dir) = guard.as_ref() {
+            return f(dir);
+        }
+    }
+    let mut chain: Vec<&Node<R::Dir>> = vec![node];
+    let mut cur = node;
+    loop {
+        match cur.parent.as_deref() {
+            Some(p) => {
+                let guard = p.handle.read().unwrap();
+                if let Some(dir) = guard.as_ref() {
+                    let first = chain.last().expect("chain holds the node");
+                    let mut open = R::open_at(dir, &first.name, first.follow)?;
+                    drop(guard);
+                    for n in chain.iter().rev().skip(1) {
+                        open = R::open_at(&open, &n.name, n.follow)?;
+                    }
+                    return f(&open);
+                }
+                chain.push(p);
+                cur = p;
+            }
+            None => {
+                let root = chain.pop().expect("chain holds the root");
+                let mut open = R::open_path(&root.name, root.follow)?;
+                for n in chain.iter().rev() {
+                    open = R::open_at(&open, &n.name, n.follow)?;
+                }
+                return f(&open);
+            }
+        }
+    }
+}
