@@ -326,10 +326,7 @@ fn excluded_directories_are_left_alone() {
         delete(&a, dir, id, &p);
         let failures = p.failures.lock().unwrap();
         assert_eq!(failures.len(), 1, "{rel}: {failures:?}");
-        assert!(
-            failures[0].0.ends_with(refused.as_bytes()) && failures[0].1 == Why::NotScanned,
-            "{rel}: {failures:?}"
-        );
+        assert!(failures[0].0.ends_with(refused.as_bytes()) && failures[0].1 == Why::NotScanned, "{rel}: {failures:?}");
         assert!(!a.removed(id), "{rel} stays in the tree");
     }
     assert!(t.join("sel/skip-me/precious").exists() && t.join("skip-top/precious").exists());
