@@ -646,3 +646,26 @@ fn an_excluded_directory_gets_an_empty_finished_record() {
     assert!(text.contains("[{\"name\":\"proc\""), "{text}");
     assert!(!text.contains("[{\"name\":\"s\""), "{text}");
 }
+
+/// A directory is marked "error below" only for an unreadable entry inside it: a clean
+/// export imports with no marks, and one `read_error` marks its directory and every
+/// ancestor, but not a sibling directory.
+#[test]
+fn only_real_errors_mark_directories() {
+    let clean = b"[1,2,{\"progname\":\"x\"},[{\"name\":\"/r\"},{\"name\":\"f\",\"asize\":1},[{\"name\":\"d\"},{\"name\":\"g\",\"asize\":2}]]]";
+    let (a, r) = load(clean).unwrap();
+    for dir in 0..a.dir_count() {
+        assert_eq!(a.dir_flags(dir) & arena::D_ERROR_BELOW, 0, "clean import marked {dir}");
+    }
+    let one = b"[1,2,{\"progname\":\"x\"},[{\"name\":\"/r\"},[{\"name\":\"ok\"},{\"name\":\"g\",\"asize\":2}],[{\"name\":\"bad\"},{\"name\":\"s\",\"read_error\":true}]]]";
+    let (a, r2) = load(one).unwrap();
+    let mut marked = Vec::new();
+    for dir in 0..a.dir_count() {
+        if a.dir_flags(dir) & arena::D_ERROR_BELOW != 0 {
+            marked.push(a.dir_name(dir));
+        }
+    }
+    marked.sort();
+    assert_eq!(marked, vec![b"/r".to_vec(), b"bad".to_vec()]);
+    let _ = (r, r2);
+}
