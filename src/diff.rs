@@ -4,7 +4,7 @@
 //! totals, the directories that grew and shrank most, and the entries added and removed.
 
 use crate::meta::os_bytes;
-use crate::text::quote::json_str;
+use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
 use crate::tree::arena::{self, Arena};
 use crate::tree::diff::{self, Event, Measure};
@@ -98,14 +98,14 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
                 let v = cli.value()?;
                 match v.to_str().and_then(|s| s.parse().ok()) {
                     Some(n) if n <= 100_000 => a.top = n,
-                    _ => return Err(cli.bad(format!("invalid --top value '{}'", v.to_string_lossy()))),
+                    _ => return Err(cli.bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
                 }
             }
             Long("min-change") => {
                 let v = cli.value()?;
                 match parse_with_suffix(&os_bytes(&v), THRESHOLD_SUFFIXES) {
                     Ok(n) => a.min_change = n,
-                    Err(_) => return Err(cli.bad(format!("invalid --min-change value '{}'", v.to_string_lossy()))),
+                    Err(_) => return Err(cli.bad(format!("invalid --min-change value {}", quoteaf(&os_bytes(&v))))),
                 }
             }
             Long("help") => {

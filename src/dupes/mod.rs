@@ -19,7 +19,7 @@ mod sink;
 
 use crate::meta::{os_bytes, Kind};
 use crate::platform;
-use crate::text::quote::quotef;
+use crate::text::quote::{quoteaf, quotef};
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
 use crate::walk::opts::{Cli, WalkOpts};
 use crate::walk::reader::Reader;
@@ -172,7 +172,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
                 let max = l == "max-size";
                 let v = cli.value()?;
                 let Some(n) = number(&v) else {
-                    return Err(cli.bad(format!("invalid size '{}'", v.to_string_lossy())));
+                    return Err(cli.bad(format!("invalid size {}", quoteaf(&os_bytes(&v)))));
                 };
                 if max {
                     a.max_size = n;
