@@ -11,7 +11,7 @@
 //! never writes past it.
 
 use super::dupes_common::{DedupeStatus, Extent, FileCheck, Layout, MAX_DEDUPE_DESTS};
-use crate::meta::{Errno, Kind};
+use crate::meta::{Errno, Kind, Timespec};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
 use std::ffi::CStr;
@@ -19,19 +19,6 @@ use std::fs::File;
 
 fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
-}
-
-fn kind_of(mode: u32) -> Kind {
-    match mode & 0o170000 {
-        0o040000 => Kind::Dir,
-        0o100000 => Kind::File,
-        0o120000 => Kind::Symlink,
-        _ => Kind::Other,
-    }
-}
-
-fn ns(sec: i64, nsec: u32) -> i64 {
-    sec.saturating_mul(1_000_000_000).saturating_add(i64::from(nsec))
 }
 
 /// Opens the file at `path` for reading without following a symlink and without blocking
@@ -68,12 +55,12 @@ pub fn check_file(file: &File) -> Result<FileCheck, Errno> {
     let st = rustix::fs::statx(file.as_fd(), c"", AtFlags::EMPTY_PATH, mask).map_err(errno)?;
     let pinned = st.stx_attributes.intersects(StatxAttributes::IMMUTABLE | StatxAttributes::APPEND);
     Ok(FileCheck {
-        kind: kind_of(u32::from(st.stx_mode)),
+        kind: Kind::from_mode(u32::from(st.stx_mode)),
         dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
         ino: st.stx_ino,
         size: st.stx_size,
-        mtime_ns: ns(st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
-        ctime_ns: ns(st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec),
+        mtime_ns: Timespec { sec: st.stx_mtime.tv_sec, nsec: st.stx_mtime.tv_nsec }.as_ns(),
+        ctime_ns: Timespec { sec: st.stx_ctime.tv_sec, nsec: st.stx_ctime.tv_nsec }.as_ns(),
         pinned,
     })
 }

@@ -120,7 +120,7 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
         match rustix::fs::statx(dirfd.as_fd(), name, at, mask) {
             Ok(st) => {
                 return Ok(Meta {
-                    kind: kind_of(st.stx_mode as u32),
+                    kind: Kind::from_mode(st.stx_mode as u32),
                     dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
                     ino: st.stx_ino,
                     nlink: st.stx_nlink as u64,
@@ -138,7 +138,7 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
     let at = at & !AtFlags::STATX_DONT_SYNC;
     let st = rustix::fs::statat(dirfd, name, at).map_err(errno)?;
     Ok(Meta {
-        kind: kind_of(st.st_mode as u32),
+        kind: Kind::from_mode(st.st_mode as u32),
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
         nlink: st.st_nlink as u64,
@@ -148,15 +148,6 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
         atime: Timespec { sec: st.st_atime as i64, nsec: st.st_atime_nsec as u32 },
         ctime: Timespec { sec: st.st_ctime as i64, nsec: st.st_ctime_nsec as u32 },
     })
-}
-
-fn kind_of(mode: u32) -> Kind {
-    match mode & 0o170000 {
-        0o040000 => Kind::Dir,
-        0o100000 => Kind::File,
-        0o120000 => Kind::Symlink,
-        _ => Kind::Other,
-    }
 }
 
 impl Lister {

@@ -130,12 +130,7 @@ pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
 fn stat_impl(dirfd: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<Meta, Errno> {
     let at = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
     let st = rustix::fs::statat(dirfd, name, at).map_err(errno)?;
-    let kind = match u32::from(st.st_mode) & 0o170000 {
-        0o040000 => Kind::Dir,
-        0o100000 => Kind::File,
-        0o120000 => Kind::Symlink,
-        _ => Kind::Other,
-    };
+    let kind = Kind::from_mode(u32::from(st.st_mode));
     Ok(Meta {
         kind,
         // dev_t is an i32: widened as std widens it, and as the listing parser does.

@@ -21,6 +21,19 @@ pub enum Kind {
     Other,
 }
 
+impl Kind {
+    /// The kind from a Unix `st_mode` (its `S_IFMT` bits).
+    #[cfg(unix)]
+    pub fn from_mode(mode: u32) -> Kind {
+        match mode & 0o170000 {
+            0o040000 => Kind::Dir,
+            0o100000 => Kind::File,
+            0o120000 => Kind::Symlink,
+            _ => Kind::Other,
+        }
+    }
+}
+
 /// Seconds and nanoseconds since the Unix epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timespec {
@@ -31,6 +44,12 @@ pub struct Timespec {
 impl Timespec {
     /// The earliest representable time: the identity for `max`.
     pub const MIN: Timespec = Timespec { sec: i64::MIN, nsec: 0 };
+
+    /// Nanoseconds since the epoch in one number (saturating), as the hash file keeps
+    /// mtime and ctime.
+    pub fn as_ns(self) -> i64 {
+        self.sec.saturating_mul(1_000_000_000).saturating_add(i64::from(self.nsec))
+    }
 }
 
 /// One extent of a file, as an extent map (Linux FIEMAP) reports it: where it is in the

@@ -3,7 +3,7 @@
 //! each directory as (parent, name). No per-file allocation; paths are built only for the
 //! files that end up in a group.
 
-use crate::meta::{Errno, Kind, Timespec};
+use crate::meta::{Errno, Kind};
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,10 +101,6 @@ impl Found {
     }
 }
 
-pub fn ns(t: Timespec) -> i64 {
-    t.sec.saturating_mul(1_000_000_000).saturating_add(i64::from(t.nsec))
-}
-
 /// What one worker collected since its last commit.
 #[derive(Default)]
 pub struct Local {
@@ -158,8 +154,8 @@ impl Sink for FilesSink {
                         size: meta.size,
                         dev: meta.dev,
                         ino: meta.ino,
-                        mtime_ns: ns(meta.mtime),
-                        ctime_ns: ns(meta.ctime),
+                        mtime_ns: meta.mtime.as_ns(),
+                        ctime_ns: meta.ctime.as_ns(),
                         name_off: local.names.len() as u64,
                         name_len: name.len() as u32,
                         dir: 0,
