@@ -32,7 +32,7 @@ use crate::{machine, tools};
 
 pub const HELP: &str = "\
 cargo xtask bench --dupes S|T|L [--count N] [--seed N] [--runs N] [--warmup N] [--cold]
-                  [--tools LIST] [--dfdu PATH] [--force] DIR
+                  [--tools LIST] [--dfdu PATH] [--static PATH] [--force] DIR
 cargo xtask bench --dupes S --dedupe btrfs|xfs [--count N] [--runs N] [--tools LIST] DIR
 
 Duplicate finders on a generated tree with known groups (DIR/dupes-<shape>-<count>-s<seed>,
@@ -52,6 +52,9 @@ interleaved round-robin; the report goes to DIR/results-dupes-<shape>-<date>T<ti
   --cold        drop the page cache before every run (root)
   --tools LIST  only these, e.g. dfdu,dfdu-rerun,jdupes (dfdu alone selects all three)
   --dfdu PATH   the dfdu binary (default: build it in release mode)
+  --static PATH also time this dfdu binary as dfdu-static (plain dupes, no hash file),
+                e.g. the static musl build of `make static`: the shipped form, without the
+                shared libc and with less text paged in, so its peak RSS is lower
   --force       replace a tree of that name made otherwise
   --dedupe FS   btrfs or xfs (reflink=1): dfdu dedupe vs duperemove -dr on a fresh copy of
                 a loop-mounted image per run (root); time, peak RSS, free space gained";
@@ -93,6 +96,7 @@ struct Opts {
     cold: bool,
     tools: Option<Vec<String>>,
     dfdu: Option<PathBuf>,
+    static_dfdu: Option<PathBuf>,
     force: bool,
     dedupe: Option<String>,
     dir: PathBuf,
@@ -109,6 +113,7 @@ fn parse(args: Vec<OsString>) -> Result<Opts, String> {
         cold: false,
         tools: None,
         dfdu: None,
+        static_dfdu: None,
         force: false,
         dedupe: None,
         dir: PathBuf::new(),
@@ -141,6 +146,7 @@ fn parse(args: Vec<OsString>) -> Result<Opts, String> {
                 o.tools = Some(list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect());
             }
             "--dfdu" => o.dfdu = Some(PathBuf::from(args.value(&name)?)),
+            "--static" => o.static_dfdu = Some(PathBuf::from(args.value(&name)?)),
             "--dedupe" => {
                 let fs_name = args.value(&name)?.to_string_lossy().into_owned();
                 if fs_name != "btrfs" && fs_name != "xfs" {
@@ -175,7 +181,12 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let tree = dir.join(format!("dupes-{}-{}-s{}", o.shape.name(), o.count, o.seed));
     let truth = dupes_gen::ensure(&tree, o.shape, o.count, o.seed, o.force)?;
     let hashfile = dir.join(format!("dupes-{}-{}-s{}.dfdu-hashes", o.shape.name(), o.count, o.seed));
-    let finders = discover(&tree, &dfdu, &hashfile, &dir, o.tools.as_deref());
+    let static_dfdu = match &o.static_dfdu {
+        Some(path) if path.is_file() => Some(fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?),
+        Some(path) => return Err(format!("--static {}: no such file", path.display())),
+        None => None,
+    };
+    let finders = discover(&tree, &dfdu, static_dfdu.as_deref(), &hashfile, &dir, o.tools.as_deref());
     if finders.is_empty() {
         return Err("no tool found to time".to_string());
     }
@@ -228,32 +239,42 @@ fn version_of(program: &Path, flag: &str) -> String {
         .unwrap_or_default()
 }
 
-fn discover(tree: &Path, dfdu: &Path, hashfile: &Path, dir: &Path, only: Option<&[String]>) -> Vec<Finder> {
+fn discover(
+    tree: &Path,
+    dfdu: &Path,
+    static_dfdu: Option<&Path>,
+    hashfile: &Path,
+    dir: &Path,
+    only: Option<&[String]>,
+) -> Vec<Finder> {
     let wanted = |name: &str| {
         only.is_none_or(|list| list.iter().any(|w| w == name || (w == "dfdu" && name.starts_with("dfdu"))))
     };
     let t: OsString = tree.into();
     let mut out = Vec::new();
     let dfdu_version = version_of(dfdu, "--version");
-    let mut add_dfdu = |name: &str, extra: Vec<OsString>, remove: Option<PathBuf>| {
+    let mut add_dfdu = |name: &str, program: &Path, extra: Vec<OsString>, remove: Option<PathBuf>| {
         if wanted(name) {
             let mut args: Vec<OsString> = vec!["dupes".into(), "-q".into()];
             args.extend(extra);
             args.push(t.clone());
             out.push(Finder {
                 name: name.to_string(),
-                program: dfdu.to_path_buf(),
+                program: program.to_path_buf(),
                 args,
                 remove_before: remove,
                 output: Output::Fdupes,
-                version: dfdu_version.clone(),
+                version: if program == dfdu { dfdu_version.clone() } else { version_of(program, "--version") },
             });
         }
     };
-    add_dfdu("dfdu", Vec::new(), None);
+    add_dfdu("dfdu", dfdu, Vec::new(), None);
+    if let Some(program) = static_dfdu {
+        add_dfdu("dfdu-static", program, Vec::new(), None);
+    }
     let first_cache = dir.join("dupes-first.dfdu-hashes");
-    add_dfdu("dfdu-first", vec!["--hashfile".into(), first_cache.clone().into()], Some(first_cache));
-    add_dfdu("dfdu-rerun", vec!["--hashfile".into(), hashfile.into()], None);
+    add_dfdu("dfdu-first", dfdu, vec!["--hashfile".into(), first_cache.clone().into()], Some(first_cache));
+    add_dfdu("dfdu-rerun", dfdu, vec!["--hashfile".into(), hashfile.into()], None);
     let rdfind_out = dir.join("rdfind-results.txt");
     let peers: [(&str, &str, Vec<OsString>, Output); 5] = [
         ("fclones", "--version", vec!["group".into(), "--format".into(), "fdupes".into(), t.clone()], Output::Fdupes),
@@ -504,12 +525,15 @@ fn render(ctx: &Context, finders: &[Finder], samples: &[Vec<Sample>], found: &[R
             finders[i].name
         );
     }
-    if dfdu_median.is_some() && fastest_peer.is_finite() {
-        let _ = writeln!(
-            out,
-            "\ndfdu's median over the fastest of fclones, jdupes and rmlint: {:.2}×",
-            dfdu_median.unwrap_or(f64::NAN) / fastest_peer
-        );
+    for name in ["dfdu", "dfdu-static"] {
+        let Some(i) = finders.iter().position(|f| f.name == name) else { continue };
+        if fastest_peer.is_finite() {
+            let _ = writeln!(
+                out,
+                "\n{name}'s median over the fastest of fclones, jdupes and rmlint: {:.2}×",
+                medians[i].0 / fastest_peer
+            );
+        }
     }
     let first = finders.iter().position(|f| f.name == "dfdu-first").map(|i| medians[i].0);
     let rerun = finders.iter().position(|f| f.name == "dfdu-rerun").map(|i| medians[i].0);
