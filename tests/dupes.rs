@@ -748,3 +748,241 @@ fn check_cannot_share(kind: &str, dry_run_knows: bool) {
     let after: Vec<Kept> = walk(&root).iter().map(|p| kept(p)).collect();
     assert_eq!(before, after);
 }
+
+// ------------------------------------------------------------------------------------------
+// Help, messages, where the groups go, the summary and the progress line.
+
+/// A small tree of two true groups: 3 copies of 1000 bytes and 2 of 5000, plus one file
+/// of each size with other bytes; returns its root.
+fn small_tree(scratch: &Scratch) -> PathBuf {
+    let root = scratch.subdir("t");
+    let mut rng = Rng(0x5a11);
+    let (a, b) = (rng.bytes(1000), rng.bytes(5000));
+    for (i, data) in [&a, &a, &a, &b, &b].iter().enumerate() {
+        write(&root.join(format!("d{}/f{i}", i % 2)), data);
+    }
+    write(&root.join("u1000"), &rng.bytes(1000));
+    write(&root.join("u5000"), &rng.bytes(5000));
+    root
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn dupes_and_dedupe_help_and_usage_errors() {
+    let out = dfdu(&["dupes".as_ref(), "--help".as_ref()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("Usage: dfdu dupes [OPTION]... PATH...\n"), "{}", text(&out.stdout));
+    assert!(!text(&out.stdout).contains("--dry-run"));
+    let out = dfdu(&["dedupe".as_ref(), "--help".as_ref()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("Usage: dfdu dedupe [OPTION]... PATH...\n"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("--dry-run"));
+    // --dry-run belongs to dedupe only; --json goes with neither -S nor -0.
+    for args in [&["dupes", "--dry-run", "x"][..], &["dupes", "--json", "-S", "x"], &["dedupe", "-0", "--json", "x"]] {
+        let full: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
+        let out = dfdu(&full);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains(&format!(" {}: ", args[0])), "{args:?}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty());
+    }
+    // Messages name the command.
+    for cmd in ["dupes", "dedupe"] {
+        let out = dfdu(&[cmd.as_ref(), "/nonexistent-dfdu-dir".as_ref()]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains(&format!(" {cmd}: cannot access /nonexistent-dfdu-dir: No such file or directory\n")),
+            "{err}"
+        );
+    }
+}
+
+/// `dedupe` prints the groups with --json, -S or -0, or without -q (`dupes` always): here
+/// as a dry run on the scratch file system (on one that cannot share extents the run
+/// ends with that message, after the groups).
+#[test]
+fn dedupe_prints_groups_only_when_asked() {
+    let scratch = Scratch::new("dedupe-quiet");
+    let root = small_tree(&scratch);
+    let r = root.as_os_str();
+    let dry = "--dry-run".as_ref();
+    let plain = dfdu(&["dupes".as_ref(), r]);
+    let groups = parse_groups(&plain.stdout, false);
+    assert_eq!(groups.len(), 2);
+    assert_eq!(plain.stdout, dfdu(&["dupes".as_ref(), "-q".as_ref(), r]).stdout, "dupes -q still lists");
+    assert_eq!(plain.stdout, dfdu(&["dedupe".as_ref(), dry, r]).stdout, "dedupe without -q lists");
+    assert_eq!(dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), r]).stdout, b"", "dedupe -q lists nothing");
+    let s = dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), "-S".as_ref(), r]);
+    assert_eq!(parse_groups(&s.stdout, true), groups);
+    assert!(text(&s.stdout).starts_with("5000 bytes each:\n"), "{}", text(&s.stdout));
+    let z = dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), "-0".as_ref(), r]);
+    assert_eq!(z.stdout, plain.stdout.iter().map(|&b| if b == b'\n' { 0 } else { b }).collect::<Vec<u8>>());
+    let j = dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), "--json".as_ref(), r]);
+    let js = text(&j.stdout);
+    assert!(js.starts_with("{\"version\":1,\"command\":\"dedupe\""), "{js}");
+    assert_eq!(json_num(&js, "duplicate_files"), Some(3));
+}
+
+/// Output that cannot be written is an error (exit 1, one message); a closed pipe is not
+/// (the reader has seen what it wanted).
+#[test]
+fn dupes_write_error_is_reported() {
+    let scratch = Scratch::new("dupes-write-error");
+    let root = small_tree(&scratch);
+    for json in [false, true] {
+        let mut c = Command::new(dfdu_path());
+        c.arg("dupes").args(json.then_some("--json")).arg(&root).env("LC_ALL", "C");
+        let out = c.stdout(fs::File::create("/dev/full").unwrap()).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "json {json}");
+        let err = text(&out.stderr);
+        assert!(err.contains(" dupes: write error: No space left on device"), "json {json}: {err}");
+        // A pipe closed before anything was written.
+        let mut c = Command::new(dfdu_path());
+        c.arg("dupes").args(json.then_some("--json")).arg(&root).env("LC_ALL", "C");
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = c.stdout(writer).output().unwrap();
+        // dfdu restores SIGPIPE's default action (as GNU tools run): killed by it, or
+        // where it is ignored, a quiet exit.
+        use std::os::unix::process::ExitStatusExt;
+        assert!(out.status.code() == Some(0) || out.status.signal() == Some(13), "json {json}: {:?}", out.status);
+        assert!(!text(&out.stderr).contains("write error"), "json {json}: {}", text(&out.stderr));
+    }
+}
+
+/// The summary on standard error: groups, duplicate files and bytes of the true groups
+/// (`-q` and `--json` leave it out).
+#[test]
+fn dupes_summary_line_on_stderr() {
+    let scratch = Scratch::new("dupes-summary");
+    let root = small_tree(&scratch);
+    let out = dfdu(&["dupes".as_ref(), root.as_os_str()]);
+    let err = text(&out.stderr);
+    let want = "dupes: 2 groups, 3 duplicate files, 7000 bytes (6.9K) in duplicates, ";
+    assert!(err.contains(want) && err.lines().count() == 1, "{err}");
+    assert!(err.contains("; read 7 files, "), "{err}");
+    for flag in ["-q", "--json"] {
+        let out = dfdu(&["dupes".as_ref(), flag.as_ref(), root.as_os_str()]);
+        assert_eq!(out.stderr, b"", "{flag}");
+    }
+}
+
+/// The JSON document read by python3's json module: names with quotes, backslashes,
+/// control characters and bytes that are not UTF-8 (shown as U+FFFD).
+#[test]
+fn dupes_json_read_by_python() {
+    if !have("python3") {
+        return skip("python3 is not installed: dupes_json_read_by_python");
+    }
+    let scratch = Scratch::new("dupes-json-names");
+    let root = scratch.subdir("t");
+    let names: [&[u8]; 6] = [b"q\"uote", b"back\\slash", b"tab\there", b"ctl\x01\x1f", b"del\x7f", b"bad\xff"];
+    for n in names {
+        fs::write(root.join(std::ffi::OsStr::from_bytes(n)), b"the same bytes").unwrap();
+    }
+    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    assert!(out.status.success());
+    let script = "import json,sys\nd=json.load(sys.stdin)\nfor g in d['groups']:\n    \
+                  for p in g['paths']: print(repr(p))\nprint(d['summary']['groups'], d['summary']['duplicate_files'])";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &out.stdout).unwrap();
+    let py = child.wait_with_output().unwrap();
+    assert!(py.status.success(), "python3 rejected the JSON: {}\n{}", text(&py.stderr), text(&out.stdout));
+    let mut want: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let mut p = pbytes(&root);
+            p.push(b'/');
+            p.extend_from_slice(n);
+            let s = String::from_utf8_lossy(&p).into_owned();
+            // Python's repr of the same string.
+            let esc: String = s
+                .chars()
+                .map(|c| match c {
+                    '\\' => "\\\\".to_string(),
+                    '\'' => "\\'".to_string(),
+                    '\t' => "\\t".to_string(),
+                    c if (c as u32) < 0x20 || c == '\x7f' => format!("\\x{:02x}", c as u32),
+                    c => c.to_string(),
+                })
+                .collect();
+            format!("'{esc}'")
+        })
+        .collect();
+    want.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let got = text(&py.stdout);
+    let mut lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.pop(), Some("1 5"), "{got}");
+    let mut lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+    lines.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    assert_eq!(lines, want);
+}
+
+/// Runs `dfdu ARGS` under `script` (a pseudo-terminal for all three streams); returns
+/// what the terminal showed.
+fn on_terminal(args: &str) -> String {
+    let cmd = format!("LC_ALL=C '{}' {args}", dfdu_path().display());
+    let out = Command::new("script").args(["-qfec", &cmd, "/dev/null"]).output().expect("run script");
+    assert!(out.status.success(), "{cmd}: {:?} {}", out.status, text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The run time from the summary line's last field ("; 0.52 s").
+fn summary_seconds(err: &str) -> f64 {
+    let line = err.lines().rev().find(|l| l.contains(" groups, ")).expect("a summary line");
+    let (_, t) = line.rsplit_once("; ").unwrap();
+    t.trim_end().strip_suffix(" s").unwrap().parse().unwrap()
+}
+
+/// The progress line ("reading: 2/4 files, 185M read", redrawn every 200 ms) shows on a
+/// terminal, and neither with -q nor when standard error is not a terminal. The tree is
+/// two identical sparse files (nothing on disk, all of it read and hashed), made larger
+/// until each run takes long enough for a line to be drawn (over 0.45 s with the line,
+/// over 0.3 s for the two without).
+#[test]
+fn dupes_progress_line_only_on_a_terminal() {
+    if !have("script") {
+        return skip("script (util-linux) is not installed: dupes_progress_line_only_on_a_terminal");
+    }
+    let scratch = Scratch::new("dupes-progress");
+    let root = scratch.subdir("t");
+    let quoted = format!("'{}'", root.display());
+    let mut size: u64 = 256 << 20;
+    loop {
+        assert!(size <= 4 << 30, "runs on two sparse files of 4 GiB are still too short to tell");
+        for name in ["a", "b"] {
+            fs::File::create(root.join(name)).unwrap().set_len(size).unwrap();
+        }
+        let shown = on_terminal(&format!("dupes {quoted}"));
+        let seconds = summary_seconds(&shown);
+        if shown.contains("\r\x1b[Kreading: ") {
+            assert!(shown.contains(" files, ") && shown.contains(" read ("), "{shown:?}");
+            // The line is cleared before the groups are printed.
+            assert!(shown.contains(&format!("\r\x1b[K{}/a\r\n", root.display())), "{shown:?}");
+        } else {
+            assert!(seconds < 0.45, "no progress line in a run of {seconds} s: {shown:?}");
+        }
+        // Nothing with -q, nor with standard error on a pipe.
+        let t = std::time::Instant::now();
+        let quiet = on_terminal(&format!("dupes -q {quoted}"));
+        let quiet_seconds = t.elapsed().as_secs_f64();
+        assert!(!quiet.contains("reading:") && !quiet.contains('\x1b'), "{quiet:?}");
+        let piped = dfdu(&["dupes".as_ref(), root.as_os_str()]);
+        let err = text(&piped.stderr);
+        assert!(!err.contains("reading:") && !err.contains('\x1b'), "{err:?}");
+        if seconds >= 0.45 && quiet_seconds >= 0.3 && summary_seconds(&err) >= 0.3 {
+            notice(&format!("dupes_progress_line_only_on_a_terminal: two files of {} MiB", size >> 20));
+            break;
+        }
+        size *= 2;
+    }
+}
