@@ -432,6 +432,18 @@ mod tests {
         );
     }
 
+    /// Ours: the magic give or take two bytes, or a file shorter than the magic that
+    /// starts it. Anything else is someone else's file.
+    #[test]
+    fn hashfile_looks_ours_by_its_magic() {
+        for ours in [&b"D"[..], b"DFDUH", b"DFDUHAS", b"DFDUHASH", b"DFDUHAXX", b"XFDUHASX", b"DFDUHASH and more"] {
+            assert!(looks_ours(ours), "{:?}", String::from_utf8_lossy(ours));
+        }
+        for theirs in [&b"x"[..], b"DFDUX", b"DFDUHAX", b"DFDUxxxx", b"DFDUHxxx", b"xFDUHxxH", b"precious notes"] {
+            assert!(!looks_ours(theirs), "{:?}", String::from_utf8_lossy(theirs));
+        }
+    }
+
     /// Every truncation and every single-bit flip, plus random overwrites, is rejected
     /// (never a panic, never a partly trusted cache).
     #[test]
