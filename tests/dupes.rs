@@ -510,6 +510,50 @@ fn hashfile_is_locked_against_a_concurrent_run() {
     assert!(cache_is_valid(&cache));
 }
 
+/// A run that waited for the lock while another run replaced the hash file (renamed a
+/// new one over it) reads the new file, not the one it waited on.
+#[test]
+fn hashfile_replaced_while_waiting_is_read_anew() {
+    if !have("flock") {
+        return skip("hashfile_replaced_while_waiting_is_read_anew: flock is not installed");
+    }
+    let scratch = Scratch::new("dupes-lock-replaced");
+    let root = small_tree(&scratch);
+    let good = scratch.dir.join("good");
+    let first = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), good.as_os_str(), root.as_os_str()]);
+    assert!(first.status.success() && cache_is_valid(&good));
+    let cache = scratch.dir.join("hashes");
+    fs::write(&cache, b"").unwrap();
+    let mut holder = Command::new("flock")
+        .arg(&cache)
+        .args(["sh", "-c", "read x"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while Command::new("flock").arg("-n").arg(&cache).arg("true").status().unwrap().success() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut run = Command::new(dfdu_path())
+        .args(["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(run.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for another run"), "{line}");
+    // The other run puts its new file in place, then lets go of the old one's lock.
+    fs::rename(&good, &cache).unwrap();
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    let out = run.wait_with_output().unwrap();
+    let js = text(&out.stdout);
+    assert!(out.status.success(), "{js}");
+    assert_eq!(json_num(&js, "bytes_read"), Some(0), "the new hash file was used: {js}");
+    assert_eq!(json_num(&js, "cache_hits"), Some(7), "{js}");
+}
+
 fn cache_is_valid(path: &Path) -> bool {
     let out = dfdu(&[
         "dupes".as_ref(),
