@@ -333,3 +333,98 @@ fn dedupe_part(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        Report {
+            groups: 2,
+            files: 3,
+            bytes_submitted: 4000,
+            bytes_deduped: 3000,
+            refused_files: 1,
+            skipped_shared: 5,
+            skipped_inline: 6,
+            skipped_changed: 7,
+            skipped_pinned: 8,
+            skipped_swap: 9,
+            skipped_other_fs: 10,
+            errors: 11,
+            ioctl_calls: 12,
+            free_before: 1_000_000,
+            free_after: 1_003_000,
+            free_known: true,
+            ..Report::default()
+        }
+    }
+
+    const SKIPPED: &str = "dfdu dedupe: skipped: 5 already sharing extents, 6 inline (cannot share), 7 changed since \
+                           hashed, 8 immutable or append-only, 9 swap files, 10 on another file system than their \
+                           group's first file; 11 errors\n";
+
+    #[test]
+    fn dedupe_report_text_of_a_run() {
+        let mut r = report();
+        r.messages.push("'a': Permission denied".into());
+        assert_eq!(
+            r.text("dfdu dedupe", false),
+            format!(
+                "dfdu dedupe: cannot deduplicate 'a': Permission denied\n\
+                 dfdu dedupe: 3 files in 2 groups: 4000 bytes submitted, 3000 bytes deduplicated by the kernel, \
+                 1 files refused (data differs); 12 ioctl calls\n{SKIPPED}\
+                 dfdu dedupe: free space +3000 bytes (before 1000000, after 1003000, after syncfs)\n"
+            )
+        );
+        // Less free space after (another program wrote meanwhile): a negative change.
+        r.free_after = 999_000;
+        assert!(r
+            .text("x", false)
+            .ends_with("x: free space -1000 bytes (before 1000000, after 999000, after syncfs)\n"));
+        // Free space not known: no line for it.
+        r.free_known = false;
+        assert!(r.text("dfdu dedupe", false).ends_with(SKIPPED));
+    }
+
+    #[test]
+    fn dedupe_report_text_of_a_dry_run_and_of_a_stop() {
+        let r = report();
+        assert_eq!(
+            r.text("dfdu dedupe", true),
+            format!(
+                "dfdu dedupe: dry run: would submit 3 files in 2 groups, 4000 bytes; nothing was changed\n{SKIPPED}"
+            )
+        );
+        let stop = Report { unsupported: Some("cannot share".into()), ..report() };
+        assert_eq!(stop.text("dfdu dedupe", false), "dfdu dedupe: cannot share\n");
+    }
+
+    #[test]
+    fn dedupe_report_json() {
+        let r = report();
+        assert_eq!(
+            r.json(false),
+            "{\"dry_run\":false,\"groups\":2,\"files\":3,\"bytes_submitted\":4000,\"bytes_deduplicated\":3000,\
+             \"refused_files\":1,\"skipped_shared\":5,\"skipped_inline\":6,\"skipped_changed\":7,\"skipped_pinned\":8,\
+             \"skipped_swap\":9,\"skipped_other_fs\":10,\"errors\":11,\"ioctl_calls\":12,\
+             \"free_before\":1000000,\"free_after\":1003000,\"unsupported\":false}"
+        );
+        let r = Report { free_known: false, unsupported: Some(String::new()), ..report() };
+        assert!(r.json(true).starts_with("{\"dry_run\":true,"));
+        assert!(r.json(true).ends_with(",\"free_before\":null,\"free_after\":null,\"unsupported\":true}"));
+    }
+
+    /// Every failure is counted; the first `MAX_MESSAGES` are kept to be shown.
+    #[test]
+    fn dedupe_failures_counted_and_the_first_1000_kept() {
+        let mut r = Report::default();
+        r.fail(b"dir/f 1", Errno(2));
+        assert_eq!((r.errors, r.messages.clone()), (1, vec!["'dir/f 1': No such file or directory".to_string()]));
+        for i in 1..MAX_MESSAGES + 5 {
+            r.fail(format!("f{i}").as_bytes(), Errno(13));
+        }
+        assert_eq!((r.errors, r.messages.len()), (MAX_MESSAGES as u64 + 5, MAX_MESSAGES));
+        assert_eq!(r.messages[MAX_MESSAGES - 1], format!("f{}: Permission denied", MAX_MESSAGES - 1));
+    }
+}
