@@ -554,6 +554,46 @@ fn hashfile_replaced_while_waiting_is_read_anew() {
     assert_eq!(json_num(&js, "cache_hits"), Some(7), "{js}");
 }
 
+/// Runs over two sets of files, one hash file: the second run merges its entries into
+/// the first's (inode numbers interleaved, so the merge must keep them in order), and a
+/// run over both sets then reads nothing.
+#[test]
+fn hashfile_merges_the_entries_of_runs_over_parts_of_a_tree() {
+    let scratch = Scratch::new("dupes-cache-merge");
+    let dir = scratch.subdir("t");
+    let mut rng = Rng(0x3e2e);
+    // Created alternately in one directory: the two sets' inode numbers interleave. The
+    // sizes differ between the sets, so each set's candidates are the same alone and
+    // together.
+    let (dx, dy) = (rng.bytes(3000), rng.bytes(4000));
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for i in 0..6 {
+        xs.push(dir.join(format!("x{i}")));
+        write(&xs[i], &dx[..1000 + 500 * (i / 2)]);
+        ys.push(dir.join(format!("y{i}")));
+        write(&ys[i], &dy[..2000 + 500 * (i / 2)]);
+    }
+    let ino = |p: &PathBuf| fs::metadata(p).unwrap().ino();
+    let (lo, hi) = (xs.iter().map(ino).min().unwrap(), xs.iter().map(ino).max().unwrap());
+    assert!(ys.iter().map(ino).any(|i| lo < i && i < hi), "the inode numbers should interleave");
+    let cache = scratch.dir.join("hashes");
+    let run = |paths: &[&PathBuf]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref()];
+        args.push(cache.as_os_str());
+        args.extend(paths.iter().map(|p| p.as_os_str()));
+        let out = dfdu(&args);
+        assert!(out.status.success() && out.stderr.is_empty(), "{}", text(&out.stderr));
+        let js = text(&out.stdout);
+        js[js.find("\"summary\"").expect("a summary")..].to_string()
+    };
+    assert_eq!(json_num(&run(&xs.iter().collect::<Vec<_>>()), "groups"), Some(3));
+    assert_eq!(json_num(&run(&ys.iter().collect::<Vec<_>>()), "files_read"), Some(6));
+    let both = run(&xs.iter().chain(&ys).collect::<Vec<_>>());
+    assert_eq!(json_num(&both, "groups"), Some(6), "{both}");
+    assert_eq!(json_num(&both, "bytes_read"), Some(0), "{both}");
+    assert_eq!(json_num(&both, "cache_hits"), Some(12), "{both}");
+}
+
 fn cache_is_valid(path: &Path) -> bool {
     let out = dfdu(&[
         "dupes".as_ref(),
