@@ -631,7 +631,7 @@ impl LoopFs {
         };
         run(Command::new("truncate").arg("-s").arg("512M").arg(&fsys.image))?;
         match kind {
-            "btrfs" => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
+            k if k.starts_with("btrfs") => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
             "xfs" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
             "xfs-noreflink" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=0"]).arg(&fsys.image))?,
             _ => run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&fsys.image))?,
@@ -804,6 +804,93 @@ fn dedupe_on_xfs_without_reflink_says_so_once() {
     if need_root_and("mkfs.xfs", "dedupe_on_xfs_without_reflink_says_so_once") {
         check_cannot_share("xfs-noreflink", false);
     }
+}
+
+/// The counts of `dedupe --json` on btrfs, each kind of skip once: a group spread over two
+/// file systems, a group of inline files, an immutable destination, an immutable source,
+/// and on a rerun the members that already share.
+#[test]
+fn dedupe_counts_each_skip_on_btrfs() {
+    if !need_root_and("mkfs.btrfs", "dedupe_counts_each_skip_on_btrfs") || !need_root_and("chattr", "dedupe_counts") {
+        return;
+    }
+    let fsys = match LoopFs::new("btrfs-counts") {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("dedupe_counts_each_skip_on_btrfs: {e}")),
+    };
+    let scratch = Scratch::new("dedupe-counts");
+    let root = fsys.mnt.join("t");
+    let mut rng = Rng(0xc0c0);
+    let mut group = |name: &str, copies: usize, size: usize| {
+        let data = rng.bytes(size);
+        for c in 0..copies {
+            write(&root.join(format!("{name}/c{c}")), &data);
+        }
+        data
+    };
+    group("g1", 3, 200_000);
+    let g2 = group("g2", 2, 100_000);
+    // One more copy of g2 on the scratch file system (ext4 or whatever /tmp is).
+    let elsewhere = scratch.subdir("other").join("c9");
+    write(&elsewhere, &g2);
+    group("g3-inline", 3, 100);
+    group("g4", 3, 100_000);
+    group("g5", 2, 100_000);
+    let chattr = |flag: &str, p: &Path| assert!(Command::new("chattr").arg(flag).arg(p).status().unwrap().success());
+    // Written back, so that the small files show as inline in their extent maps.
+    assert!(Command::new("sync").arg("-f").arg(&root).status().unwrap().success());
+    chattr("+i", &root.join("g4/c2"));
+    chattr("+i", &root.join("g5/c0"));
+    let run = |dry: bool| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["dedupe".as_ref(), "--json".as_ref()];
+        if dry {
+            args.push("--dry-run".as_ref());
+        }
+        args.push(root.as_os_str());
+        args.push(elsewhere.as_os_str());
+        let out = dfdu(&args);
+        let js = text(&out.stdout);
+        assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+        js[js.find("\"dedupe\":{").expect("a dedupe report")..].to_string()
+    };
+    let counts = |js: &str| -> Vec<(&'static str, u64)> {
+        ["groups", "files", "skipped_shared", "skipped_inline", "skipped_changed", "skipped_pinned", "skipped_swap"]
+            .into_iter()
+            .chain(["skipped_other_fs", "errors", "refused_files"])
+            .map(|k| (k, json_num(js, k).unwrap_or(u64::MAX)))
+            .collect()
+    };
+    // g1, g2 (its btrfs part), g4 and g5 are submitted; g3 is inline; g5's source is
+    // immutable, so none of its copies goes.
+    let want = |groups, files, shared| {
+        vec![
+            ("groups", groups),
+            ("files", files),
+            ("skipped_shared", shared),
+            ("skipped_inline", 3),
+            ("skipped_changed", 0),
+            ("skipped_pinned", 2),
+            ("skipped_swap", 0),
+            ("skipped_other_fs", 1),
+            ("errors", 0),
+            ("refused_files", 0),
+        ]
+    };
+    let dry = run(true);
+    assert_eq!(counts(&dry), want(4, 4, 0), "{dry}");
+    assert_eq!(json_num(&dry, "ioctl_calls"), Some(0), "{dry}");
+    assert_eq!(json_num(&dry, "bytes_submitted"), Some(2 * 200_000 + 2 * 100_000), "{dry}");
+    // Free space is measured before and after real calls only.
+    assert_eq!(json_num(&dry, "free_after"), Some(0), "{dry}");
+    let first = run(false);
+    assert_eq!(counts(&first), want(4, 4, 0), "{first}");
+    assert_eq!(json_num(&first, "bytes_deduplicated"), Some(2 * 200_000 + 2 * 100_000), "{first}");
+    assert!(json_num(&first, "free_after").unwrap() > json_num(&first, "free_before").unwrap(), "{first}");
+    // Rerun: g1 shares whole (2), g2 and g4 one copy each; g5 and g3 as before.
+    let again = run(false);
+    assert_eq!(counts(&again), want(3, 0, 4), "{again}");
+    chattr("-i", &root.join("g4/c2"));
+    chattr("-i", &root.join("g5/c0"));
 }
 
 fn check_cannot_share(kind: &str, dry_run_knows: bool) {

@@ -415,6 +415,40 @@ mod tests {
         assert!(r.json(true).ends_with(",\"free_before\":null,\"free_after\":null,\"unsupported\":true}"));
     }
 
+    fn rec(size: u64) -> super::super::sink::FileRec {
+        super::super::sink::FileRec { size, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 }
+    }
+
+    fn pair(paths: [&[u8]; 2]) -> Group {
+        Group { size: 4, members: vec![0, 1], paths: paths.map(|p| p.to_vec()).to_vec(), layout_of: vec![0, 1] }
+    }
+
+    /// A group's first file gone since the scan: one error, the run fails, nothing else
+    /// of the group is touched.
+    #[test]
+    fn dedupe_a_source_gone_since_the_scan_is_an_error() {
+        let found = Found { files: vec![rec(4), rec(4)], ..Found::default() };
+        let r = run(&found, &[pair([b"/nonexistent-dfdu/a", b"/nonexistent-dfdu/b"])], true);
+        assert_eq!((r.groups, r.files, r.errors, r.failed), (1, 0, 1, true));
+        assert_eq!(r.messages, vec!["/nonexistent-dfdu/a: No such file or directory".to_string()]);
+    }
+
+    /// A source whose size, times or identity differ from the scan's: the whole part is
+    /// skipped as changed, which is no failure.
+    #[test]
+    fn dedupe_a_changed_source_skips_its_part() {
+        let dir = std::env::temp_dir().join(format!("dfdu-unit-dedupe-changed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, b"same").unwrap();
+        std::fs::write(&b, b"same").unwrap();
+        let found = Found { files: vec![rec(4), rec(4)], ..Found::default() };
+        let (pa, pb) = (a.to_str().unwrap().as_bytes(), b.to_str().unwrap().as_bytes());
+        let r = run(&found, &[pair([pa, pb])], true);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!((r.groups, r.files, r.skipped_changed, r.errors, r.failed), (1, 0, 2, 0, false));
+    }
+
     /// Every failure is counted; the first `MAX_MESSAGES` are kept to be shown.
     #[test]
     fn dedupe_failures_counted_and_the_first_1000_kept() {
