@@ -21,7 +21,7 @@
 //! call and after the last.
 
 use super::find::{same, Group, INLINE};
-use super::sink::Found;
+use super::sink::{FileRec, Found};
 use crate::meta::Errno;
 use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
 use std::collections::hash_map::Entry;
@@ -148,6 +148,41 @@ impl Report {
     }
 }
 
+/// Why a file is left out of the calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Skip {
+    /// Size, times or identity differ from the scan's.
+    Changed,
+    /// Immutable or append-only.
+    Pinned,
+    /// An active swap file.
+    Swap,
+}
+
+/// Why the open file `c` (scanned as `rec`) must be left alone, if it must.
+fn skip_reason(c: &platform::FileCheck, rec: &FileRec, swaps: &[(u64, u64)]) -> Option<Skip> {
+    if !same(c, rec) {
+        Some(Skip::Changed)
+    } else if c.pinned {
+        Some(Skip::Pinned)
+    } else if swaps.contains(&(c.dev, c.ino)) {
+        Some(Skip::Swap)
+    } else {
+        None
+    }
+}
+
+impl Report {
+    /// Counts `n` files left alone for `why`.
+    fn skip(&mut self, why: Skip, n: u64) {
+        match why {
+            Skip::Changed => self.skipped_changed += n,
+            Skip::Pinned => self.skipped_pinned += n,
+            Skip::Swap => self.skipped_swap += n,
+        }
+    }
+}
+
 /// Failure messages kept per run; the count covers the rest.
 const MAX_MESSAGES: usize = 1000;
 
@@ -217,14 +252,18 @@ fn dedupe_part(
             return Ok(());
         }
     };
-    if !same(&check, &src_rec) {
-        r.skipped_changed += part.len() as u64;
-        return Ok(());
-    }
-    if check.pinned || swaps.contains(&(check.dev, check.ino)) {
-        r.skipped_pinned += u64::from(check.pinned);
-        r.skipped_swap += u64::from(!check.pinned);
-        return Ok(());
+    match skip_reason(&check, &src_rec, swaps) {
+        // Changed: its group's hashes say nothing about its contents now.
+        Some(Skip::Changed) => {
+            r.skip(Skip::Changed, part.len() as u64);
+            return Ok(());
+        }
+        // Pinned or swap: counted once, for the source; the others stay as they are.
+        Some(why) => {
+            r.skip(why, 1);
+            return Ok(());
+        }
+        None => {}
     }
     if let Entry::Vacant(slot) = fs_files.entry(src_rec.dev) {
         if platform::can_share_extents(&src) == Some(false) {
@@ -250,13 +289,10 @@ fn dedupe_part(
             continue;
         }
         match open_member(g, m) {
-            Ok((file, c)) if !same(&c, &rec) => {
-                let _ = file;
-                r.skipped_changed += 1;
-            }
-            Ok((_, c)) if c.pinned => r.skipped_pinned += 1,
-            Ok((_, c)) if swaps.contains(&(c.dev, c.ino)) => r.skipped_swap += 1,
-            Ok((file, _)) => dests.push(Open { m, file }),
+            Ok((file, c)) => match skip_reason(&c, &rec, swaps) {
+                Some(why) => r.skip(why, 1),
+                None => dests.push(Open { m, file }),
+            },
             Err(e) => r.fail(&g.paths[m], e),
         }
     }
@@ -447,6 +483,39 @@ mod tests {
         let r = run(&found, &[pair([pa, pb])], true);
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!((r.groups, r.files, r.skipped_changed, r.errors, r.failed), (1, 0, 2, 0, false));
+    }
+
+    /// Changed wins over pinned, pinned over swap; each is counted where it belongs.
+    #[test]
+    fn dedupe_skip_reasons_and_their_counts() {
+        let f = rec(10);
+        let c = platform::FileCheck {
+            kind: crate::meta::Kind::File,
+            dev: 1,
+            ino: 2,
+            size: 10,
+            mtime_ns: 3,
+            ctime_ns: 4,
+            pinned: false,
+        };
+        let swaps = [(7, 7), (1, 2)];
+        assert_eq!(skip_reason(&c, &f, &[]), None);
+        assert_eq!(skip_reason(&c, &f, &swaps[..1]), None);
+        assert_eq!(skip_reason(&c, &f, &swaps), Some(Skip::Swap));
+        let pinned = platform::FileCheck { pinned: true, ..c };
+        assert_eq!(skip_reason(&pinned, &f, &[]), Some(Skip::Pinned));
+        assert_eq!(skip_reason(&pinned, &f, &swaps), Some(Skip::Pinned));
+        let grown = platform::FileCheck { size: 11, pinned: true, ..c };
+        assert_eq!(skip_reason(&grown, &f, &swaps), Some(Skip::Changed));
+        assert_eq!(skip_reason(&platform::FileCheck { mtime_ns: 5, ..c }, &f, &[]), Some(Skip::Changed));
+        let mut r = Report::default();
+        r.skip(Skip::Changed, 3);
+        r.skip(Skip::Pinned, 1);
+        r.skip(Skip::Pinned, 1);
+        r.skip(Skip::Swap, 1);
+        r.skip(Skip::Swap, 4);
+        r.skip(Skip::Changed, 1);
+        assert_eq!((r.skipped_changed, r.skipped_pinned, r.skipped_swap, r.errors, r.failed), (4, 2, 5, 0, false));
     }
 
     /// Every failure is counted; the first `MAX_MESSAGES` are kept to be shown.
