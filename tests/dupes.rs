@@ -885,6 +885,9 @@ fn dedupe_counts_each_skip_on_btrfs() {
     let first = run(false);
     assert_eq!(counts(&first), want(4, 4, 0), "{first}");
     assert_eq!(json_num(&first, "bytes_deduplicated"), Some(2 * 200_000 + 2 * 100_000), "{first}");
+    assert_eq!(json_num(&first, "bytes_submitted"), Some(2 * 200_000 + 2 * 100_000), "{first}");
+    // One call per part (g1, g2, g4): each is smaller than what one call covers.
+    assert_eq!(json_num(&first, "ioctl_calls"), Some(3), "{first}");
     assert!(json_num(&first, "free_after").unwrap() > json_num(&first, "free_before").unwrap(), "{first}");
     // Rerun: g1 shares whole (2), g2 and g4 one copy each; g5 and g3 as before.
     let again = run(false);
