@@ -896,6 +896,49 @@ fn dedupe_counts_each_skip_on_btrfs() {
     chattr("-i", &root.join("g5/c0"));
 }
 
+/// A file larger than one call covers (1 GiB): dedupe goes on where the first call
+/// stopped. Two sparse copies (a few KiB of data, the rest a hole), so the image stays
+/// small; reading and hashing 2 GiB of holes takes seconds, so the name keeps it out of
+/// `make mutants MOD=dupes`'s quick set (`SLOW=1` runs it).
+#[test]
+fn big_file_takes_two_calls_on_btrfs() {
+    if !need_root_and("mkfs.btrfs", "big_file_takes_two_calls_on_btrfs") {
+        return;
+    }
+    let fsys = match LoopFs::new("btrfs-big") {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("big_file_takes_two_calls_on_btrfs: {e}")),
+    };
+    let root = fsys.mnt.join("t");
+    fs::create_dir_all(&root).unwrap();
+    let size: u64 = (1 << 30) + 3 * 4096 + 4096;
+    let (head, tail) = (Rng(0xb16).bytes(4096), Rng(0x7a11).bytes(4096));
+    for name in ["a", "b"] {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = fs::File::create(root.join(name)).unwrap();
+        f.write_all(&head).unwrap();
+        f.seek(SeekFrom::Start(size - 4096)).unwrap();
+        f.write_all(&tail).unwrap();
+    }
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = text(&out.stdout);
+    assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+    let report = &js[js.find("\"dedupe\":{").expect("a dedupe report")..];
+    assert_eq!(json_num(report, "files"), Some(1), "{report}");
+    assert_eq!(json_num(report, "ioctl_calls"), Some(2), "{report}");
+    assert_eq!(json_num(report, "bytes_submitted"), Some(size), "{report}");
+    assert_eq!(json_num(report, "bytes_deduplicated"), Some(size), "{report}");
+    for name in ["a", "b"] {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = fs::File::open(root.join(name)).unwrap();
+        let (mut h, mut t) = (vec![0; 4096], vec![0; 4096]);
+        f.read_exact(&mut h).unwrap();
+        f.seek(SeekFrom::Start(size - 4096)).unwrap();
+        f.read_exact(&mut t).unwrap();
+        assert!(f.metadata().unwrap().len() == size && h == head && t == tail, "{name} changed");
+    }
+}
+
 fn check_cannot_share(kind: &str, dry_run_knows: bool) {
     let fsys = match LoopFs::new(kind) {
         Ok(f) => f,
