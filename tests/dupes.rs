@@ -320,6 +320,38 @@ fn dupes_agrees_with_jdupes() {
     assert!(dg.len() >= 10, "the tree should hold many groups");
 }
 
+/// What each stage reads, as the summary counts it: a size no other file has is never
+/// read; files that differ in their first 4 KiB stop after the sample (4 KiB at each
+/// end); files whose ends agree are read whole; small files are read whole once.
+#[test]
+fn dupes_reads_only_what_each_stage_needs() {
+    let scratch = Scratch::new("dupes-stages");
+    let root = scratch.subdir("t");
+    let mut rng = Rng(0x57a6e);
+    let base = rng.bytes(100_010);
+    let mut u2 = base[..100_000].to_vec();
+    u2[10] ^= 1;
+    write(&root.join("u1"), &base[..100_000]);
+    write(&root.join("u2"), &u2);
+    let mut n2 = base[..100_001].to_vec();
+    n2[50_000] ^= 1;
+    write(&root.join("n1"), &base[..100_001]);
+    write(&root.join("n2"), &n2);
+    write(&root.join("d1"), &base[..100_002]);
+    write(&root.join("d2"), &base[..100_002]);
+    write(&root.join("s1"), &base[..1000]);
+    write(&root.join("s2"), &base[..1000]);
+    write(&root.join("x"), &base[..777]);
+    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = text(&out.stdout);
+    let summary = &js[js.find("\"summary\"").expect("a summary")..];
+    assert_eq!(json_num(summary, "groups"), Some(2), "{js}");
+    assert_eq!(json_num(summary, "files_read"), Some(2 + 4 + 4 + 2), "{js}");
+    let sample = 2 * 4096;
+    let want = 2 * sample + 2 * (sample + 100_001) + 2 * (sample + 100_002) + 2 * 1000;
+    assert_eq!(json_num(summary, "bytes_read"), Some(want), "{js}");
+}
+
 /// Bytes returned by every `read`-family call in an strace log (with `-f`, a call another
 /// thread interrupted ends on a `<... read resumed>` line).
 fn bytes_read(log: &str) -> u64 {
