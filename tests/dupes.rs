@@ -971,6 +971,62 @@ fn big_file_takes_two_calls_on_btrfs() {
     }
 }
 
+/// A file that cannot be read (btrfs finds its data block's checksum wrong: EIO) is
+/// named in one message, the run exits 1, and the other copies still form their group.
+#[test]
+fn dupes_read_error_is_reported_on_btrfs() {
+    if !need_root_and("mkfs.btrfs", "dupes_read_error_is_reported_on_btrfs") {
+        return;
+    }
+    let fsys = match LoopFs::new("btrfs-eio") {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("dupes_read_error_is_reported_on_btrfs: {e}")),
+    };
+    let root = fsys.mnt.join("t");
+    let data = Rng(0xe10).bytes(100_000);
+    for name in ["a", "b", "c"] {
+        write(&root.join(name), &data);
+    }
+    // Unmounted, one data block of one copy gets a byte flipped in the image itself.
+    assert!(Command::new("umount").arg(&fsys.mnt).status().unwrap().success());
+    {
+        use std::io::{Read, Seek, SeekFrom, Write};
+        let mut img = fs::OpenOptions::new().read(true).write(true).open(&fsys.image).unwrap();
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut at = 0u64;
+        let hit = loop {
+            let n = img.read(&mut chunk).unwrap();
+            assert!(n > 0, "the file's data is not in the image");
+            let n = n - n % 4096;
+            if let Some(b) = (0..n).step_by(4096).find(|&b| chunk[b..b + 64] == data[..64]) {
+                break at + b as u64;
+            }
+            at += n as u64;
+            img.seek(SeekFrom::Start(at)).unwrap();
+        };
+        img.seek(SeekFrom::Start(hit + 100)).unwrap();
+        img.write_all(&[data[100] ^ 0xff]).unwrap();
+    }
+    let mounted = Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt).status().unwrap();
+    assert!(mounted.success());
+    let bad: Vec<&str> = ["a", "b", "c"].into_iter().filter(|n| fs::read(root.join(n)).is_err()).collect();
+    assert_eq!(bad.len(), 1, "one copy cannot be read");
+    let out = Command::new("timeout")
+        .arg("20")
+        .arg(dfdu_path())
+        .args(["dupes".as_ref(), root.as_os_str()])
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let msg = format!(" dupes: cannot read {}: Input/output error\n", root.join(bad[0]).display());
+    assert!(err.contains(&msg) && err.matches("cannot read").count() == 1, "{err}");
+    let good: Groups =
+        [["a", "b", "c"].iter().filter(|n| **n != bad[0]).map(|n| pbytes(&root.join(n))).collect()].into();
+    assert_eq!(parse_groups(&out.stdout, false), good);
+}
+
 fn check_cannot_share(kind: &str, dry_run_knows: bool) {
     let fsys = match LoopFs::new(kind) {
         Ok(f) => f,
