@@ -321,8 +321,8 @@ fn dupes_agrees_with_jdupes() {
 }
 
 /// What each stage reads, as the summary counts it: a size no other file has is never
-/// read; files that differ in their first 4 KiB stop after the sample (4 KiB at each
-/// end); files whose ends agree are read whole; small files are read whole once.
+/// read; files that differ in their first or last 4 KiB stop after the sample (4 KiB at
+/// each end); files whose ends agree are read whole; small files are read whole once.
 #[test]
 fn dupes_reads_only_what_each_stage_needs() {
     let scratch = Scratch::new("dupes-stages");
@@ -337,6 +337,10 @@ fn dupes_reads_only_what_each_stage_needs() {
     n2[50_000] ^= 1;
     write(&root.join("n1"), &base[..100_001]);
     write(&root.join("n2"), &n2);
+    let mut t2 = base[..100_003].to_vec();
+    t2[100_002] ^= 1;
+    write(&root.join("t1"), &base[..100_003]);
+    write(&root.join("t2"), &t2);
     write(&root.join("d1"), &base[..100_002]);
     write(&root.join("d2"), &base[..100_002]);
     write(&root.join("s1"), &base[..1000]);
@@ -346,9 +350,9 @@ fn dupes_reads_only_what_each_stage_needs() {
     let js = text(&out.stdout);
     let summary = &js[js.find("\"summary\"").expect("a summary")..];
     assert_eq!(json_num(summary, "groups"), Some(2), "{js}");
-    assert_eq!(json_num(summary, "files_read"), Some(2 + 4 + 4 + 2), "{js}");
+    assert_eq!(json_num(summary, "files_read"), Some(2 + 2 + 4 + 4 + 2), "{js}");
     let sample = 2 * 4096;
-    let want = 2 * sample + 2 * (sample + 100_001) + 2 * (sample + 100_002) + 2 * 1000;
+    let want = 2 * sample + 2 * sample + 2 * (sample + 100_001) + 2 * (sample + 100_002) + 2 * 1000;
     assert_eq!(json_num(summary, "bytes_read"), Some(want), "{js}");
 }
 
@@ -838,8 +842,8 @@ fn dedupe_on_xfs_without_reflink_says_so_once() {
     }
 }
 
-/// The counts of `dedupe --json` on btrfs, each kind of skip once: a group spread over two
-/// file systems, a group of inline files, an immutable destination, an immutable source,
+/// The counts of `dedupe --json` on btrfs, each kind of skip: a group spread over two file
+/// systems, two groups of inline files, an immutable destination, an immutable source,
 /// and on a rerun the members that already share.
 #[test]
 fn dedupe_counts_each_skip_on_btrfs() {
@@ -866,6 +870,7 @@ fn dedupe_counts_each_skip_on_btrfs() {
     let elsewhere = scratch.subdir("other").join("c9");
     write(&elsewhere, &g2);
     group("g3-inline", 3, 100);
+    group("g6-inline", 2, 60);
     group("g4", 3, 100_000);
     group("g5", 2, 100_000);
     let chattr = |flag: &str, p: &Path| assert!(Command::new("chattr").arg(flag).arg(p).status().unwrap().success());
@@ -892,14 +897,14 @@ fn dedupe_counts_each_skip_on_btrfs() {
             .map(|k| (k, json_num(js, k).unwrap_or(u64::MAX)))
             .collect()
     };
-    // g1, g2 (its btrfs part), g4 and g5 are submitted; g3 is inline; g5's source is
+    // g1, g2 (its btrfs part), g4 and g5 are submitted; g3 and g6 are inline; g5's source is
     // immutable, so none of its copies goes.
     let want = |groups, files, shared| {
         vec![
             ("groups", groups),
             ("files", files),
             ("skipped_shared", shared),
-            ("skipped_inline", 3),
+            ("skipped_inline", 3 + 2),
             ("skipped_changed", 0),
             ("skipped_pinned", 2),
             ("skipped_swap", 0),
