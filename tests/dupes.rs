@@ -343,6 +343,10 @@ fn dupes_reads_only_what_each_stage_needs() {
     write(&root.join("t2"), &t2);
     write(&root.join("d1"), &base[..100_002]);
     write(&root.join("d2"), &base[..100_002]);
+    // A third file of d's size that differs in its first block: its sample alone.
+    let mut d3 = base[..100_002].to_vec();
+    d3[5] ^= 1;
+    write(&root.join("d3"), &d3);
     write(&root.join("s1"), &base[..1000]);
     write(&root.join("s2"), &base[..1000]);
     write(&root.join("x"), &base[..777]);
@@ -350,9 +354,11 @@ fn dupes_reads_only_what_each_stage_needs() {
     let js = text(&out.stdout);
     let summary = &js[js.find("\"summary\"").expect("a summary")..];
     assert_eq!(json_num(summary, "groups"), Some(2), "{js}");
-    assert_eq!(json_num(summary, "files_read"), Some(2 + 2 + 4 + 4 + 2), "{js}");
+    let d = |n: &str| format!("\"{}\"", root.join(n).display());
+    assert!(js.contains(&format!("\"paths\":[{},{}]", d("d1"), d("d2"))), "{js}");
+    assert_eq!(json_num(summary, "files_read"), Some(2 + 2 + 4 + 5 + 2), "{js}");
     let sample = 2 * 4096;
-    let want = 2 * sample + 2 * sample + 2 * (sample + 100_001) + 2 * (sample + 100_002) + 2 * 1000;
+    let want = 2 * sample + 2 * sample + 2 * (sample + 100_001) + 3 * sample + 2 * 100_002 + 2 * 1000;
     assert_eq!(json_num(summary, "bytes_read"), Some(want), "{js}");
 }
 
