@@ -362,6 +362,53 @@ fn dupes_reads_only_what_each_stage_needs() {
     assert_eq!(json_num(summary, "bytes_read"), Some(want), "{js}");
 }
 
+/// Run as `nobody`: a directory it cannot open and one it can list but not enter are
+/// reported, path for path, where GNU du (the reference, also as nobody) complains; the
+/// run exits 1 and still lists the group it could read.
+#[test]
+fn dupes_unreadable_as_nobody() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        return skip("dupes_unreadable_as_nobody: needs root to run as nobody");
+    }
+    let scratch = Scratch::new("dupes-nobody");
+    if !common::reachable_by_others(&scratch.dir) {
+        return skip("dupes_unreadable_as_nobody: the scratch directory is not reachable by nobody");
+    }
+    let root = scratch.subdir("t");
+    for name in ["ok/a", "ok/b", "locked/x", "locked/y", "noexec/p", "noexec/q"] {
+        write(&root.join(name), b"the same twelve");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::set_permissions(root.join("noexec"), fs::Permissions::from_mode(0o644)).unwrap();
+    let bin = common::copy_executable(&dfdu_path(), &scratch.subdir("bin"), "dfdu");
+    let as_nobody = |program: &Path, args: &[&std::ffi::OsStr]| {
+        Command::new(program).args(args).env("LC_ALL", "C").uid(65534).gid(65534).output().unwrap()
+    };
+    let out = as_nobody(&bin, &["dupes".as_ref(), root.as_os_str()]);
+    let du = as_nobody(Path::new("du"), &[root.as_os_str()]);
+    fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(root.join("noexec"), fs::Permissions::from_mode(0o755)).unwrap();
+    let complaints = |err: &[u8]| -> BTreeSet<String> {
+        text(err)
+            .lines()
+            .filter_map(|l| l.rsplit_once(": Permission denied"))
+            .map(|(head, _)| {
+                let path = head.rsplit_once(" cannot read directory ").or(head.rsplit_once(" cannot access "));
+                let path = path.or(head.rsplit_once(" cannot read ")).expect("a path").1;
+                path.trim_matches('\'').to_string()
+            })
+            .collect()
+    };
+    let (got, want) = (complaints(&out.stderr), complaints(&du.stderr));
+    assert_eq!(got.len(), 3, "{}", text(&out.stderr));
+    assert_eq!(got, want, "dfdu:\n{}du:\n{}", text(&out.stderr), text(&du.stderr));
+    assert_eq!(out.status.code(), Some(1));
+    let ok: Groups = [[pbytes(&root.join("ok/a")), pbytes(&root.join("ok/b"))].into()].into();
+    assert_eq!(parse_groups(&out.stdout, false), ok);
+}
+
 /// Bytes returned by every `read`-family call in an strace log (with `-f`, a call another
 /// thread interrupted ends on a `<... read resumed>` line).
 fn bytes_read(log: &str) -> u64 {
