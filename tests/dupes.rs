@@ -1101,6 +1101,50 @@ fn dupes_read_error_is_reported_on_btrfs() {
     }
 }
 
+/// Files on a rotational device whose data is not in the page cache are read one device
+/// at a time in disk order (a lane of their own), beside the cached rest: the same groups,
+/// each file read once, as when everything is cached. The loop device of an ext4 image
+/// says it is rotational; remounting the image empties the cache.
+#[test]
+fn dupes_uncached_files_on_a_rotational_disk() {
+    if !need_root_and("mkfs.ext4", "dupes_uncached_files_on_a_rotational_disk") {
+        return;
+    }
+    let fsys = match LoopFs::new("ext4-spin") {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("dupes_uncached_files_on_a_rotational_disk: {e}")),
+    };
+    let root = fsys.mnt.join("t");
+    let mut want = build(&root, 0x5eed_0008);
+    let dev = fs::metadata(&root).unwrap().dev();
+    let rotational = format!("/sys/dev/block/{}:{}/queue/rotational", dev >> 8 & 0xfff, dev & 0xff);
+    if fs::read_to_string(&rotational).map(|s| s.trim() != "1").unwrap_or(true) {
+        return skip(&format!("dupes_uncached_files_on_a_rotational_disk: {rotational} is not 1"));
+    }
+    // One more group with a member in the (cached) scratch directory.
+    let scratch = Scratch::new("dupes-spin");
+    let here = scratch.subdir("c").join("copy");
+    let there = root.join("a/copy");
+    let data = Rng(0x5b1).bytes(70_000);
+    write(&here, &data);
+    write(&there, &data);
+    want.insert([pbytes(&there), pbytes(&here)].into());
+    assert!(Command::new("umount").arg(&fsys.mnt).status().unwrap().success());
+    let mounted = Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt).status().unwrap();
+    assert!(mounted.success());
+    let run = || {
+        let out = dfdu(&["dupes".as_ref(), "-S".as_ref(), root.as_os_str(), here.as_os_str()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (parse_groups(&out.stdout, true), text(&out.stderr))
+    };
+    let (cold, cold_err) = run();
+    assert_eq!(cold, want, "\n--- got ---\n{}\n--- want ---\n{}", show(&cold), show(&want));
+    let (warm, warm_err) = run();
+    assert_eq!(warm, want);
+    let reads = |err: &str| err[err.find("; read ").expect("a summary")..].split(';').nth(1).unwrap().to_string();
+    assert_eq!(reads(&cold_err), reads(&warm_err), "{cold_err}{warm_err}");
+}
+
 fn check_cannot_share(kind: &str, dry_run_knows: bool) {
     let fsys = match LoopFs::new(kind) {
         Ok(f) => f,
