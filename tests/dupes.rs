@@ -350,6 +350,10 @@ fn dupes_reads_only_what_each_stage_needs() {
     write(&root.join("s1"), &base[..1000]);
     write(&root.join("s2"), &base[..1000]);
     write(&root.join("x"), &base[..777]);
+    // More names for two of the files: read once each, counted as extra names.
+    fs::hard_link(root.join("s1"), root.join("s1-link")).unwrap();
+    fs::hard_link(root.join("u1"), root.join("u1-link")).unwrap();
+    fs::hard_link(root.join("u1"), root.join("u1-link2")).unwrap();
     let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), root.as_os_str()]);
     let js = text(&out.stdout);
     let summary = &js[js.find("\"summary\"").expect("a summary")..];
@@ -360,6 +364,7 @@ fn dupes_reads_only_what_each_stage_needs() {
     let sample = 2 * 4096;
     let want = 2 * sample + 2 * sample + 2 * (sample + 100_001) + 3 * sample + 2 * 100_002 + 2 * 1000;
     assert_eq!(json_num(summary, "bytes_read"), Some(want), "{js}");
+    assert_eq!(json_num(summary, "extra_links"), Some(3), "{js}");
 }
 
 /// Run as `nobody`: a directory it cannot open and one it can list but not enter are
