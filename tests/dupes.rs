@@ -350,6 +350,7 @@ fn dupes_reads_only_what_each_stage_needs() {
     write(&root.join("s1"), &base[..1000]);
     write(&root.join("s2"), &base[..1000]);
     write(&root.join("x"), &base[..777]);
+    write(&root.join("y"), &Rng(0x7).bytes(200_000));
     // More names for two of the files: read once each, counted as extra names.
     fs::hard_link(root.join("s1"), root.join("s1-link")).unwrap();
     fs::hard_link(root.join("u1"), root.join("u1-link")).unwrap();
