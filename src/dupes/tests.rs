@@ -18,16 +18,16 @@ fn parsed(mode: Mode, v: &[&str]) -> Result<Args, i32> {
 }
 
 fn args(mode: Mode) -> Args {
-    parsed(mode, &["p"]).ok().expect("one path parses")
+    parsed(mode, &["p"]).expect("one path parses")
 }
 
 #[test]
 fn dupes_parse_takes_each_option() {
-    let a = parsed(Mode::Dupes, &["-S", "-0", "-q", "--min-size=2K", "--max-size=1M", "x", "y"]).ok().unwrap();
+    let a = parsed(Mode::Dupes, &["-S", "-0", "-q", "--min-size=2K", "--max-size=1M", "x", "y"]).unwrap();
     assert!(a.sizes && a.nul && a.quiet && !a.json && !a.dry_run);
     assert_eq!((a.min_size, a.max_size), (2048, 1 << 20));
     assert_eq!(a.paths, os(&["x", "y"]));
-    let d = parsed(Mode::Dedupe, &["--dry-run", "--json", "--hashfile", "h", "x"]).ok().unwrap();
+    let d = parsed(Mode::Dedupe, &["--dry-run", "--json", "--hashfile", "h", "x"]).unwrap();
     assert!(d.dry_run && d.json);
     assert_eq!(d.hashfile, Some(OsString::from("h")));
 }
@@ -53,7 +53,7 @@ fn dupes_parse_json_goes_with_neither_size_nor_null() {
 
 #[test]
 fn dupes_parse_min_size_may_equal_max_size() {
-    let a = parsed(Mode::Dupes, &["--min-size=5", "--max-size=5", "x"]).ok().unwrap();
+    let a = parsed(Mode::Dupes, &["--min-size=5", "--max-size=5", "x"]).unwrap();
     assert_eq!((a.min_size, a.max_size), (5, 5));
     assert_eq!(parsed(Mode::Dupes, &["--min-size=6", "--max-size=5", "x"]).err(), Some(2));
 }
