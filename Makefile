@@ -125,8 +125,8 @@ MUTANTS_TESTS_arena  := -C --bin -C dfdu -- tree::
 MUTANTS_FILES_report := src/report/mod.rs
 MUTANTS_TESTS_report := -C --bin -C dfdu -- report::
 MUTANTS_FILES_dupes  := $(wildcard src/dupes/*.rs)
-MUTANTS_TESTS_dupes  := -C --bin -C dfdu -C --test -C dupes -- -- dupes hashfile damaged dedupe
-MUTANTS_TESTS_dupes_slow := -C --bin -C dfdu -C --test -C dupes -- -- dupes hashfile damaged dedupe big_file_takes_two_calls
+MUTANTS_TESTS_dupes  := -C --bin -C dfdu -C --test -C dupes -C --test -C dedupe -- -- dupes hashfile damaged dedupe
+MUTANTS_TESTS_dupes_slow := -C --bin -C dfdu -C --test -C dupes -C --test -C dedupe -- -- dupes hashfile damaged dedupe big_file_takes_two_calls
 
 .PHONY: mutants mutants-list
 mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD
