@@ -706,6 +706,25 @@ fn dupes_json_read_by_python() {
     assert_eq!(lines, want);
 }
 
+/// Paths are printed as the root was given, joined with one slash: a relative root, one
+/// with a trailing slash, and a file argument.
+#[test]
+fn dupes_paths_joined_from_the_root_as_given() {
+    let scratch = Scratch::new("dupes-paths");
+    small_tree(&scratch);
+    let run = |args: &[&str]| {
+        let out = Command::new(dfdu_path()).arg("dupes").args(args).current_dir(&scratch.dir).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    // The 5000-byte pair wastes more than the 1000-byte triple: it comes first.
+    let want = "t/d0/f4\nt/d1/f3\n\nt/d0/f0\nt/d0/f2\nt/d1/f1\n\n";
+    assert_eq!(run(&["t"]), want);
+    assert_eq!(run(&["t/"]), want);
+    assert_eq!(run(&["t//"]), want.replace("t/", "t//"));
+    assert_eq!(run(&["t/d0/f4", "t/d1"]), "t/d0/f4\nt/d1/f3\n\n");
+}
+
 /// Runs `dfdu ARGS` under `script` (a pseudo-terminal for all three streams); returns
 /// what the terminal showed.
 fn on_terminal(args: &str) -> String {
