@@ -711,18 +711,22 @@ fn dupes_json_read_by_python() {
 #[test]
 fn dupes_paths_joined_from_the_root_as_given() {
     let scratch = Scratch::new("dupes-paths");
-    small_tree(&scratch);
+    let root = small_tree(&scratch);
+    // A pair right under the root.
+    write(&root.join("r1"), &[9; 300]);
+    write(&root.join("r2"), &[9; 300]);
     let run = |args: &[&str]| {
         let out = Command::new(dfdu_path()).arg("dupes").args(args).current_dir(&scratch.dir).output().unwrap();
         assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
         text(&out.stdout)
     };
-    // The 5000-byte pair wastes more than the 1000-byte triple: it comes first.
-    let want = "t/d0/f4\nt/d1/f3\n\nt/d0/f0\nt/d0/f2\nt/d1/f1\n\n";
+    // By bytes wasted: the 5000-byte pair, the 1000-byte triple, the 300-byte pair.
+    let want = "t/d0/f4\nt/d1/f3\n\nt/d0/f0\nt/d0/f2\nt/d1/f1\n\nt/r1\nt/r2\n\n";
     assert_eq!(run(&["t"]), want);
     assert_eq!(run(&["t/"]), want);
     assert_eq!(run(&["t//"]), want.replace("t/", "t//"));
     assert_eq!(run(&["t/d0/f4", "t/d1"]), "t/d0/f4\nt/d1/f3\n\n");
+    assert_eq!(run(&["t/r2", "t/r1"]), "t/r1\nt/r2\n\n");
 }
 
 /// Runs `dfdu ARGS` under `script` (a pseudo-terminal for all three streams); returns
