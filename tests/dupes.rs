@@ -215,8 +215,9 @@ fn dupes_reads_only_what_each_stage_needs() {
 }
 
 /// Run as `nobody`: a directory it cannot open and one it can list but not enter are
-/// reported, path for path, where GNU du (the reference, also as nobody) complains; the
-/// run exits 1 and still lists the group it could read.
+/// reported, path for path, where GNU du (the reference, also as nobody) complains (also
+/// for the latter given with a trailing slash); the run exits 1 and still lists the group
+/// it could read.
 #[test]
 fn dupes_unreadable_as_nobody() {
     use std::os::unix::process::CommandExt;
@@ -240,6 +241,11 @@ fn dupes_unreadable_as_nobody() {
     };
     let out = as_nobody(&bin, &["dupes".as_ref(), root.as_os_str()]);
     let du = as_nobody(Path::new("du"), &[root.as_os_str()]);
+    // The directory it can list but not enter, given with a trailing slash.
+    let mut slashed = root.join("noexec").into_os_string();
+    slashed.push("/");
+    let out2 = as_nobody(&bin, &["dupes".as_ref(), &slashed]);
+    let du2 = as_nobody(Path::new("du"), &[&slashed]);
     fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(root.join("noexec"), fs::Permissions::from_mode(0o755)).unwrap();
     let complaints = |err: &[u8]| -> BTreeSet<String> {
@@ -256,6 +262,9 @@ fn dupes_unreadable_as_nobody() {
     let (got, want) = (complaints(&out.stderr), complaints(&du.stderr));
     assert_eq!(got.len(), 3, "{}", text(&out.stderr));
     assert_eq!(got, want, "dfdu:\n{}du:\n{}", text(&out.stderr), text(&du.stderr));
+    let (got2, want2) = (complaints(&out2.stderr), complaints(&du2.stderr));
+    assert_eq!(got2.len(), 2, "{}", text(&out2.stderr));
+    assert_eq!(got2, want2, "dfdu:\n{}du:\n{}", text(&out2.stderr), text(&du2.stderr));
     assert_eq!(out.status.code(), Some(1));
     let ok: Groups = [[pbytes(&root.join("ok/a")), pbytes(&root.join("ok/b"))].into()].into();
     assert_eq!(parse_groups(&out.stdout, false), ok);
