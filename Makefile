@@ -107,7 +107,8 @@ SHARD ?=
 RE ?=
 # SLOW=1 runs a module's longer test set where it has one (MUTANTS_TESTS_MOD_slow): for
 # du, the big directories, tmpfs, out-of-range times, the streaming order and the unit
-# tests of records.rs; meant with RE= for what the quick set let through.
+# tests of records.rs; for dupes, a file over 1 GiB deduplicated in two calls (on
+# btrfs); meant with RE= for what the quick set let through.
 SLOW ?=
 # du builds the binary and du_compat, the others only the unit tests: two warm build
 # directories, so du can run beside another module.
@@ -124,7 +125,8 @@ MUTANTS_TESTS_arena  := -C --bin -C dfdu -- tree::
 MUTANTS_FILES_report := src/report/mod.rs
 MUTANTS_TESTS_report := -C --bin -C dfdu -- report::
 MUTANTS_FILES_dupes  := $(wildcard src/dupes/*.rs)
-MUTANTS_TESTS_dupes  := -C --bin -C dfdu -C --test -C dupes -- -- dupes hashfile damaged dedupe
+MUTANTS_TESTS_dupes  := -C --bin -C dfdu -C --test -C dupes -C --test -C dedupe -- -- dupes hashfile damaged dedupe
+MUTANTS_TESTS_dupes_slow := -C --bin -C dfdu -C --test -C dupes -C --test -C dedupe -- -- dupes hashfile damaged dedupe big_file_takes_two_calls
 
 .PHONY: mutants mutants-list
 mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD

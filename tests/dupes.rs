@@ -1,4 +1,5 @@
-//! `dfdu dupes` and `dfdu dedupe` on trees built at test time.
+//! `dfdu dupes` on trees built at test time (helpers in `tests/common/dupes.rs`; the
+//! loop-mounted file systems are in `tests/dedupe.rs`).
 //!
 //! * The generator writes a tree from a seed and returns the manifest of its true groups
 //!   (what was written twice or more), which the output must match exactly: every group,
@@ -9,166 +10,24 @@
 //! * jdupes on the same tree must find the same groups, hard links aside (both sides are
 //!   compared as sets of inodes). Without jdupes the test is ignored with a SKIP line,
 //!   and fails when `DFDU_REQUIRE_ALL=1`.
+//! * What each stage reads, as the summary counts it; unreadable directories as `nobody`,
+//!   path for path where GNU du complains.
 //! * `--hashfile`: a rerun reads no file data (strace counts the bytes every `read`
 //!   returned) and gives the same groups; damaged hash files never crash and never change
-//!   the answer.
-//! * `dedupe` as root on loop-mounted btrfs and XFS (`reflink=1`) images under
-//!   `/mnt/dupes-*`: bytes, mode, owner and mtime of every file unchanged, free space
-//!   grown by the reclaimable bytes, a rerun issues no ioctl, a file changed between the
-//!   two runs (size and mtime restored with `touch -r`) is neither damaged nor
-//!   deduplicated; on ext4 one message and exit 1. Without root or the mkfs tools: SKIP.
-//!
-//! Test data is written with plain `write` calls (never `cp`, which may reflink).
+//!   the answer; the lock, a file replaced while waiting for it, merged runs.
+//! * Help, usage errors, where the groups go (`dedupe -q`), write errors, the summary
+//!   line, the JSON read by python3, the progress line on a terminal (`script`).
 
 mod common;
 
+use common::dupes::*;
 use common::{dfdu_path, is_root, notice, Scratch};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{symlink, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        let mut v = Vec::with_capacity(n + 8);
-        while v.len() < n {
-            v.extend_from_slice(&self.next().to_le_bytes());
-        }
-        v.truncate(n);
-        v
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-type Groups = BTreeSet<BTreeSet<Vec<u8>>>;
-
-fn pbytes(p: &Path) -> Vec<u8> {
-    p.as_os_str().as_bytes().to_vec()
-}
-
-fn write(path: &Path, data: &[u8]) {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, data).unwrap();
-}
-
-/// Builds the test tree under `root`; returns the true groups (paths as dfdu prints them,
-/// one name per inode: the one that sorts first).
-fn build(root: &Path, seed: u64) -> Groups {
-    let mut rng = Rng(seed | 1);
-    let mut groups: Vec<Vec<PathBuf>> = Vec::new();
-    let dirs = ["a", "a/b", "a/b/c", "d", "e/f"];
-    let mut n = 0;
-    let mut name = |rng: &mut Rng| {
-        n += 1;
-        root.join(dirs[rng.below(dirs.len() as u64) as usize]).join(format!("f{n}"))
-    };
-    let sizes: [usize; 10] = [1, 2, 4095, 4096, 4097, 8193, 65536, 65537, 100_000, (1 << 20) + 1];
-    for &size in &sizes {
-        let base = rng.bytes(size);
-        let copies = 2 + rng.below(3) as usize;
-        let mut g = Vec::new();
-        for _ in 0..copies {
-            let p = name(&mut rng);
-            write(&p, &base);
-            g.push(p);
-        }
-        groups.push(g);
-        // A near-duplicate pair: same size, same ends, one byte different in the middle.
-        let mut near = base.clone();
-        near[size / 2] ^= 0x40;
-        let p = name(&mut rng);
-        write(&p, &near);
-        if size >= 2 {
-            let mut near2 = base.clone();
-            near2[size / 2] ^= 0x01;
-            write(&name(&mut rng), &near2);
-        }
-        // A unique file of a size near it.
-        write(&name(&mut rng), &rng.bytes(size + 3));
-    }
-    // Sparse and dense files with equal content (a hole, then a few bytes).
-    let size = (1 << 20) + 1;
-    let mut dense = vec![0u8; size];
-    dense[size - 5..].copy_from_slice(b"tail!");
-    let sparse_path = root.join("d/sparse");
-    {
-        use std::io::{Seek, SeekFrom, Write};
-        let mut f = fs::File::create(&sparse_path).unwrap();
-        f.seek(SeekFrom::Start((size - 5) as u64)).unwrap();
-        f.write_all(b"tail!").unwrap();
-    }
-    let dense_path = root.join("e/dense");
-    write(&dense_path, &dense);
-    groups.push(vec![sparse_path, dense_path]);
-    // Hard links: a second name for a member of the 4096-byte group (one file: the group
-    // does not grow), and a pair of names of a unique file (no group).
-    let g4096 = groups.iter_mut().find(|g| fs::metadata(&g[0]).unwrap().len() == 4096).unwrap();
-    let link = root.join("a/0-link-to-4096");
-    fs::hard_link(&g4096[1], &link).unwrap();
-    let (a, b) = (pbytes(&g4096[1]), pbytes(&link));
-    g4096[1] = if a < b { g4096[1].clone() } else { link.clone() };
-    let lone = root.join("d/lone");
-    write(&lone, &rng.bytes(5000));
-    fs::hard_link(&lone, root.join("e/lone-link")).unwrap();
-    // Symlinks to group members and to a directory: never followed.
-    symlink(&groups[0][0], root.join("a/sym-to-file")).unwrap();
-    symlink(root.join("a"), root.join("d/sym-to-dir")).unwrap();
-    // Empty files are not duplicates.
-    for e in ["a/empty1", "d/empty2", "e/empty3"] {
-        write(&root.join(e), b"");
-    }
-    groups.into_iter().map(|g| g.iter().map(|p| pbytes(p)).collect()).collect()
-}
-
-fn dfdu(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(dfdu_path()).args(args).env("LC_ALL", "C").output().expect("run dfdu")
-}
-
-/// Groups from fdupes-style output (paths one per line, a blank line after each group).
-fn parse_groups(out: &[u8], sizes: bool) -> Groups {
-    let mut all = Groups::new();
-    let mut cur = BTreeSet::new();
-    for line in out.split(|&b| b == b'\n') {
-        if line.is_empty() {
-            if !cur.is_empty() {
-                all.insert(std::mem::take(&mut cur));
-            }
-        } else if sizes && line.ends_with(b" bytes each:") {
-            continue;
-        } else {
-            cur.insert(line.to_vec());
-        }
-    }
-    assert!(cur.is_empty(), "output ends inside a group");
-    all
-}
-
-fn show(g: &Groups) -> String {
-    g.iter()
-        .map(|s| s.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>().join("\n"))
-        .collect::<Vec<_>>()
-        .join("\n\n")
-}
-
-fn json_num(s: &str, key: &str) -> Option<u64> {
-    let at = s.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let digits: String = s[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
-}
+use std::process::Command;
 
 #[test]
 fn dupes_reports_exactly_the_true_groups() {
@@ -284,19 +143,6 @@ fn by_inode(g: &Groups) -> BTreeSet<BTreeSet<(u64, u64)>> {
         .collect()
 }
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
-
-fn required() -> bool {
-    std::env::var_os("DFDU_REQUIRE_ALL").is_some_and(|v| v == "1")
-}
-
-fn skip(what: &str) {
-    assert!(!required(), "SKIP not allowed (DFDU_REQUIRE_ALL=1): {what}");
-    notice(&format!("SKIP: {what}"));
-}
-
 #[test]
 fn dupes_agrees_with_jdupes() {
     if !have("jdupes") {
@@ -318,6 +164,110 @@ fn dupes_agrees_with_jdupes() {
     let (jg, dg) = (by_inode(&parse_groups(&j.stdout, false)), by_inode(&parse_groups(&d.stdout, false)));
     assert_eq!(dg, jg, "dfdu and jdupes disagree");
     assert!(dg.len() >= 10, "the tree should hold many groups");
+}
+
+/// What each stage reads, as the summary counts it: a size no other file has is never
+/// read; files that differ in their first or last 4 KiB stop after the sample (4 KiB at
+/// each end); files whose ends agree are read whole; small files are read whole once.
+#[test]
+fn dupes_reads_only_what_each_stage_needs() {
+    let scratch = Scratch::new("dupes-stages");
+    let root = scratch.subdir("t");
+    let mut rng = Rng(0x57a6e);
+    let base = rng.bytes(100_010);
+    let mut u2 = base[..100_000].to_vec();
+    u2[10] ^= 1;
+    write(&root.join("u1"), &base[..100_000]);
+    write(&root.join("u2"), &u2);
+    let mut n2 = base[..100_001].to_vec();
+    n2[50_000] ^= 1;
+    write(&root.join("n1"), &base[..100_001]);
+    write(&root.join("n2"), &n2);
+    let mut t2 = base[..100_003].to_vec();
+    t2[100_002] ^= 1;
+    write(&root.join("t1"), &base[..100_003]);
+    write(&root.join("t2"), &t2);
+    write(&root.join("d1"), &base[..100_002]);
+    write(&root.join("d2"), &base[..100_002]);
+    // A third file of d's size that differs in its first block: its sample alone.
+    let mut d3 = base[..100_002].to_vec();
+    d3[5] ^= 1;
+    write(&root.join("d3"), &d3);
+    write(&root.join("s1"), &base[..1000]);
+    write(&root.join("s2"), &base[..1000]);
+    write(&root.join("x"), &base[..777]);
+    write(&root.join("y"), &Rng(0x7).bytes(200_000));
+    // More names for two of the files: read once each, counted as extra names.
+    fs::hard_link(root.join("s1"), root.join("s1-link")).unwrap();
+    fs::hard_link(root.join("u1"), root.join("u1-link")).unwrap();
+    fs::hard_link(root.join("u1"), root.join("u1-link2")).unwrap();
+    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = text(&out.stdout);
+    let summary = &js[js.find("\"summary\"").expect("a summary")..];
+    assert_eq!(json_num(summary, "groups"), Some(2), "{js}");
+    let d = |n: &str| format!("\"{}\"", root.join(n).display());
+    assert!(js.contains(&format!("\"paths\":[{},{}]", d("d1"), d("d2"))), "{js}");
+    assert_eq!(json_num(summary, "files_read"), Some(2 + 2 + 4 + 5 + 2), "{js}");
+    let sample = 2 * 4096;
+    let want = 2 * sample + 2 * sample + 2 * (sample + 100_001) + 3 * sample + 2 * 100_002 + 2 * 1000;
+    assert_eq!(json_num(summary, "bytes_read"), Some(want), "{js}");
+    assert_eq!(json_num(summary, "extra_links"), Some(3), "{js}");
+}
+
+/// Run as `nobody`: a directory it cannot open and one it can list but not enter are
+/// reported, path for path, where GNU du (the reference, also as nobody) complains (also
+/// for the latter given with a trailing slash); the run exits 1 and still lists the group
+/// it could read.
+#[test]
+fn dupes_unreadable_as_nobody() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        return skip("dupes_unreadable_as_nobody: needs root to run as nobody");
+    }
+    let scratch = Scratch::new("dupes-nobody");
+    if !common::reachable_by_others(&scratch.dir) {
+        return skip("dupes_unreadable_as_nobody: the scratch directory is not reachable by nobody");
+    }
+    let root = scratch.subdir("t");
+    for name in ["ok/a", "ok/b", "locked/x", "locked/y", "noexec/p", "noexec/q"] {
+        write(&root.join(name), b"the same twelve");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::set_permissions(root.join("noexec"), fs::Permissions::from_mode(0o644)).unwrap();
+    let bin = common::copy_executable(&dfdu_path(), &scratch.subdir("bin"), "dfdu");
+    let as_nobody = |program: &Path, args: &[&std::ffi::OsStr]| {
+        Command::new(program).args(args).env("LC_ALL", "C").uid(65534).gid(65534).output().unwrap()
+    };
+    let out = as_nobody(&bin, &["dupes".as_ref(), root.as_os_str()]);
+    let du = as_nobody(Path::new("du"), &[root.as_os_str()]);
+    // The directory it can list but not enter, given with a trailing slash.
+    let mut slashed = root.join("noexec").into_os_string();
+    slashed.push("/");
+    let out2 = as_nobody(&bin, &["dupes".as_ref(), &slashed]);
+    let du2 = as_nobody(Path::new("du"), &[&slashed]);
+    fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(root.join("noexec"), fs::Permissions::from_mode(0o755)).unwrap();
+    let complaints = |err: &[u8]| -> BTreeSet<String> {
+        text(err)
+            .lines()
+            .filter_map(|l| l.rsplit_once(": Permission denied"))
+            .map(|(head, _)| {
+                let path = head.rsplit_once(" cannot read directory ").or(head.rsplit_once(" cannot access "));
+                let path = path.or(head.rsplit_once(" cannot read ")).expect("a path").1;
+                path.trim_matches('\'').to_string()
+            })
+            .collect()
+    };
+    let (got, want) = (complaints(&out.stderr), complaints(&du.stderr));
+    assert_eq!(got.len(), 3, "{}", text(&out.stderr));
+    assert_eq!(got, want, "dfdu:\n{}du:\n{}", text(&out.stderr), text(&du.stderr));
+    let (got2, want2) = (complaints(&out2.stderr), complaints(&du2.stderr));
+    assert_eq!(got2.len(), 2, "{}", text(&out2.stderr));
+    assert_eq!(got2, want2, "dfdu:\n{}du:\n{}", text(&out2.stderr), text(&du2.stderr));
+    assert_eq!(out.status.code(), Some(1));
+    let ok: Groups = [[pbytes(&root.join("ok/a")), pbytes(&root.join("ok/b"))].into()].into();
+    assert_eq!(parse_groups(&out.stdout, false), ok);
 }
 
 /// Bytes returned by every `read`-family call in an strace log (with `-f`, a call another
@@ -510,6 +460,90 @@ fn hashfile_is_locked_against_a_concurrent_run() {
     assert!(cache_is_valid(&cache));
 }
 
+/// A run that waited for the lock while another run replaced the hash file (renamed a
+/// new one over it) reads the new file, not the one it waited on.
+#[test]
+fn hashfile_replaced_while_waiting_is_read_anew() {
+    if !have("flock") {
+        return skip("hashfile_replaced_while_waiting_is_read_anew: flock is not installed");
+    }
+    let scratch = Scratch::new("dupes-lock-replaced");
+    let root = small_tree(&scratch);
+    let good = scratch.dir.join("good");
+    let first = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), good.as_os_str(), root.as_os_str()]);
+    assert!(first.status.success() && cache_is_valid(&good));
+    let cache = scratch.dir.join("hashes");
+    fs::write(&cache, b"").unwrap();
+    let mut holder = Command::new("flock")
+        .arg(&cache)
+        .args(["sh", "-c", "read x"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while Command::new("flock").arg("-n").arg(&cache).arg("true").status().unwrap().success() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut run = Command::new(dfdu_path())
+        .args(["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(run.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for another run"), "{line}");
+    // The other run puts its new file in place, then lets go of the old one's lock.
+    fs::rename(&good, &cache).unwrap();
+    drop(holder.stdin.take());
+    let _ = holder.wait();
+    let out = run.wait_with_output().unwrap();
+    let js = text(&out.stdout);
+    assert!(out.status.success(), "{js}");
+    assert_eq!(json_num(&js, "bytes_read"), Some(0), "the new hash file was used: {js}");
+    assert_eq!(json_num(&js, "cache_hits"), Some(7), "{js}");
+}
+
+/// Runs over two sets of files, one hash file: the second run merges its entries into
+/// the first's (inode numbers interleaved, so the merge must keep them in order), and a
+/// run over both sets then reads nothing.
+#[test]
+fn hashfile_merges_the_entries_of_runs_over_parts_of_a_tree() {
+    let scratch = Scratch::new("dupes-cache-merge");
+    let dir = scratch.subdir("t");
+    let mut rng = Rng(0x3e2e);
+    // Created alternately in one directory: the two sets' inode numbers interleave. The
+    // sizes differ between the sets, so each set's candidates are the same alone and
+    // together.
+    let (dx, dy) = (rng.bytes(3000), rng.bytes(4000));
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for i in 0..6 {
+        xs.push(dir.join(format!("x{i}")));
+        write(&xs[i], &dx[..1000 + 500 * (i / 2)]);
+        ys.push(dir.join(format!("y{i}")));
+        write(&ys[i], &dy[..2000 + 500 * (i / 2)]);
+    }
+    let ino = |p: &PathBuf| fs::metadata(p).unwrap().ino();
+    let (lo, hi) = (xs.iter().map(ino).min().unwrap(), xs.iter().map(ino).max().unwrap());
+    assert!(ys.iter().map(ino).any(|i| lo < i && i < hi), "the inode numbers should interleave");
+    let cache = scratch.dir.join("hashes");
+    let run = |paths: &[&PathBuf]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref()];
+        args.push(cache.as_os_str());
+        args.extend(paths.iter().map(|p| p.as_os_str()));
+        let out = dfdu(&args);
+        assert!(out.status.success() && out.stderr.is_empty(), "{}", text(&out.stderr));
+        let js = text(&out.stdout);
+        js[js.find("\"summary\"").expect("a summary")..].to_string()
+    };
+    assert_eq!(json_num(&run(&xs.iter().collect::<Vec<_>>()), "groups"), Some(3));
+    assert_eq!(json_num(&run(&ys.iter().collect::<Vec<_>>()), "files_read"), Some(6));
+    let both = run(&xs.iter().chain(&ys).collect::<Vec<_>>());
+    assert_eq!(json_num(&both, "groups"), Some(6), "{both}");
+    assert_eq!(json_num(&both, "bytes_read"), Some(0), "{both}");
+    assert_eq!(json_num(&both, "cache_hits"), Some(12), "{both}");
+}
+
 fn cache_is_valid(path: &Path) -> bool {
     let out = dfdu(&[
         "dupes".as_ref(),
@@ -522,229 +556,244 @@ fn cache_is_valid(path: &Path) -> bool {
 }
 
 // ------------------------------------------------------------------------------------------
-// dedupe on loop-mounted file systems.
+// Help, messages, where the groups go, the summary and the progress line.
 
-/// A file system image mounted on `/mnt/dupes-<label>-<pid>`; unmounted and removed on drop.
-struct LoopFs {
-    image: PathBuf,
-    pub mnt: PathBuf,
-    mounted: bool,
-}
-
-impl LoopFs {
-    fn new(kind: &str) -> Result<LoopFs, String> {
-        let pid = std::process::id();
-        let image = std::env::temp_dir().join(format!("dupes-{kind}-{pid}.img"));
-        let mnt = PathBuf::from(format!("/mnt/dupes-{kind}-{pid}"));
-        let mut fsys = LoopFs { image, mnt, mounted: false };
-        let run = |c: &mut Command| -> Result<(), String> {
-            let o = c.output().map_err(|e| e.to_string())?;
-            if o.status.success() {
-                Ok(())
-            } else {
-                Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
-            }
-        };
-        run(Command::new("truncate").arg("-s").arg("512M").arg(&fsys.image))?;
-        match kind {
-            "btrfs" => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
-            "xfs" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
-            "xfs-noreflink" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=0"]).arg(&fsys.image))?,
-            _ => run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&fsys.image))?,
-        }
-        fs::create_dir_all(&fsys.mnt).map_err(|e| e.to_string())?;
-        run(Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt))?;
-        fsys.mounted = true;
-        Ok(fsys)
+#[test]
+fn dupes_and_dedupe_help_and_usage_errors() {
+    let out = dfdu(&["dupes".as_ref(), "--help".as_ref()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("Usage: dfdu dupes [OPTION]... PATH...\n"), "{}", text(&out.stdout));
+    assert!(!text(&out.stdout).contains("--dry-run"));
+    let out = dfdu(&["dedupe".as_ref(), "--help".as_ref()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("Usage: dfdu dedupe [OPTION]... PATH...\n"), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("--dry-run"));
+    // --dry-run belongs to dedupe only; --json goes with neither -S nor -0.
+    for args in [&["dupes", "--dry-run", "x"][..], &["dupes", "--json", "-S", "x"], &["dedupe", "-0", "--json", "x"]] {
+        let full: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
+        let out = dfdu(&full);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains(&format!(" {}: ", args[0])), "{args:?}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty());
     }
-}
-
-impl Drop for LoopFs {
-    fn drop(&mut self) {
-        if self.mounted {
-            let ok = Command::new("umount").arg(&self.mnt).status().is_ok_and(|s| s.success());
-            if !ok {
-                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
-            }
-        }
-        let _ = fs::remove_dir(&self.mnt);
-        let _ = fs::remove_file(&self.image);
-    }
-}
-
-fn need_root_and(tool: &str, what: &str) -> bool {
-    if !is_root() {
-        skip(&format!("{what}: needs root (loop mounts)"));
-        return false;
-    }
-    if !have(tool) {
-        skip(&format!("{what}: {tool} is not installed"));
-        return false;
-    }
-    true
-}
-
-/// What must not change about a file: its bytes, mode, owner and mtime.
-#[derive(Debug, PartialEq, Eq)]
-struct Kept {
-    data: Vec<u8>,
-    mode: u32,
-    uid: u32,
-    gid: u32,
-    mtime: (i64, i64),
-}
-
-fn kept(p: &Path) -> Kept {
-    let m = fs::symlink_metadata(p).unwrap();
-    Kept { data: fs::read(p).unwrap(), mode: m.mode(), uid: m.uid(), gid: m.gid(), mtime: (m.mtime(), m.mtime_nsec()) }
-}
-
-fn check_dedupe(kind: &str) {
-    let fsys = match LoopFs::new(kind) {
-        Ok(f) => f,
-        Err(e) => return skip(&format!("dedupe on {kind}: cannot make or mount the image: {e}")),
-    };
-    let root = fsys.mnt.join("t");
-    // Groups of files large enough not to be inline, some with unaligned tails.
-    let mut rng = Rng(0xd0d0);
-    let mut reclaimable = 0u64;
-    let mut changed = None;
-    for (gi, &size) in [200_000usize, 1 << 20, 3 * (1 << 20) + 7, 65_536, 4 * (1 << 20)].iter().enumerate() {
-        let data = rng.bytes(size);
-        let copies = 2 + gi % 3;
-        for c in 0..copies {
-            write(&root.join(format!("g{gi}/c{c}")), &data);
-        }
-        if gi == 2 {
-            // This group gets a member that changes between the two runs.
-            write(&root.join("g2/changing"), &data);
-            changed = Some(root.join("g2/changing"));
-        }
-        reclaimable += (size * (copies - 1)) as u64;
-        write(&root.join(format!("u{gi}")), &rng.bytes(size));
-    }
-    let changed = changed.unwrap();
-    let _ = Command::new("chmod").arg("640").arg(root.join("g1/c1")).status();
-    let _ = Command::new("chown").arg("12345:54321").arg(root.join("g3/c0")).status();
-    let cache = fsys.mnt.join("hashes");
-    let h = cache.as_os_str();
-    let d = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
-    assert!(d.status.success());
-    assert!(parse_groups(&d.stdout, false).iter().any(|g| g.contains(&pbytes(&changed))));
-    // Change one byte in the middle; restore size and mtime from a sibling copy's twin.
-    let stamp = fsys.mnt.join("stamp");
-    fs::write(&stamp, b"").unwrap();
-    assert!(Command::new("touch").arg("-r").arg(&changed).arg(&stamp).status().unwrap().success());
-    let mut bytes = fs::read(&changed).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0xff;
-    fs::write(&changed, &bytes).unwrap();
-    assert!(Command::new("touch").arg("-r").arg(&stamp).arg(&changed).status().unwrap().success());
-    let mut before = BTreeMap::new();
-    for entry in walk(&root) {
-        before.insert(entry.clone(), kept(&entry));
-    }
-    let run = dfdu(&["dedupe".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
-    let js = String::from_utf8_lossy(&run.stdout).into_owned();
-    assert!(run.status.success(), "{js}\n{}", String::from_utf8_lossy(&run.stderr));
-    for entry in walk(&root) {
-        assert_eq!(kept(&entry), before[&entry], "{} changed", entry.display());
-    }
-    assert_eq!(fs::read(&changed).unwrap(), bytes, "the changed file is intact");
-    assert_eq!(json_num(&js, "refused_files"), Some(0), "{js}");
-    let deduped = json_num(&js, "bytes_deduplicated").unwrap();
-    assert_eq!(deduped, reclaimable, "the changed file was not submitted: {js}");
-    let grown = json_num(&js, "free_after").unwrap() as i64 - json_num(&js, "free_before").unwrap() as i64;
-    notice(&format!("dedupe on {kind}: reclaimable {reclaimable} bytes, free space grew by {grown}"));
-    if kind == "xfs" {
-        let diff = (grown - reclaimable as i64).unsigned_abs();
-        assert!(diff * 100 <= reclaimable, "XFS: free space grew by {grown}, reclaimable {reclaimable}");
-    } else {
+    // Messages name the command.
+    for cmd in ["dupes", "dedupe"] {
+        let out = dfdu(&[cmd.as_ref(), "/nonexistent-dfdu-dir".as_ref()]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let err = text(&out.stderr);
         assert!(
-            grown as f64 >= 0.99 * reclaimable as f64,
-            "btrfs: free space grew by {grown}, reclaimable {reclaimable}"
+            err.contains(&format!(" {cmd}: cannot access /nonexistent-dfdu-dir: No such file or directory\n")),
+            "{err}"
         );
     }
-    // A rerun finds the same groups, all already sharing: no ioctl, nothing submitted.
-    let again = dfdu(&["dedupe".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), h, root.as_os_str()]);
-    let js2 = String::from_utf8_lossy(&again.stdout).into_owned();
-    assert!(again.status.success());
-    assert_eq!(json_num(&js2, "ioctl_calls"), Some(0), "{js2}");
-    assert_eq!(json_num(&js2, "bytes_submitted"), Some(0), "{js2}");
-    assert_eq!(json_num(&js2, "bytes_reclaimable"), Some(0), "{js2}");
-    assert_eq!(json_num(&js2, "bytes_read"), Some(0), "the rerun uses the hash file: {js2}");
 }
 
-fn walk(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
+/// `dedupe` prints the groups with --json, -S or -0, or without -q (`dupes` always): here
+/// as a dry run on the scratch file system (on one that cannot share extents the run
+/// ends with that message, after the groups).
 #[test]
-fn dedupe_on_btrfs() {
-    if need_root_and("mkfs.btrfs", "dedupe_on_btrfs") {
-        check_dedupe("btrfs");
-    }
+fn dedupe_prints_groups_only_when_asked() {
+    let scratch = Scratch::new("dedupe-quiet");
+    let root = small_tree(&scratch);
+    let r = root.as_os_str();
+    let dry = "--dry-run".as_ref();
+    let plain = dfdu(&["dupes".as_ref(), r]);
+    let groups = parse_groups(&plain.stdout, false);
+    assert_eq!(groups.len(), 2);
+    assert_eq!(plain.stdout, dfdu(&["dupes".as_ref(), "-q".as_ref(), r]).stdout, "dupes -q still lists");
+    assert_eq!(plain.stdout, dfdu(&["dedupe".as_ref(), dry, r]).stdout, "dedupe without -q lists");
+    assert_eq!(dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), r]).stdout, b"", "dedupe -q lists nothing");
+    let s = dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), "-S".as_ref(), r]);
+    assert_eq!(parse_groups(&s.stdout, true), groups);
+    assert!(text(&s.stdout).starts_with("5000 bytes each:\n"), "{}", text(&s.stdout));
+    let z = dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), "-0".as_ref(), r]);
+    assert_eq!(z.stdout, plain.stdout.iter().map(|&b| if b == b'\n' { 0 } else { b }).collect::<Vec<u8>>());
+    let j = dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), "--json".as_ref(), r]);
+    let js = text(&j.stdout);
+    assert!(js.starts_with("{\"version\":1,\"command\":\"dedupe\""), "{js}");
+    assert_eq!(json_num(&js, "duplicate_files"), Some(3));
 }
 
+/// Output that cannot be written is an error (exit 1, one message); a closed pipe is not
+/// (the reader has seen what it wanted).
 #[test]
-fn dedupe_on_xfs_with_reflink() {
-    if need_root_and("mkfs.xfs", "dedupe_on_xfs_with_reflink") {
-        check_dedupe("xfs");
+fn dupes_write_error_is_reported() {
+    let scratch = Scratch::new("dupes-write-error");
+    let root = small_tree(&scratch);
+    for json in [false, true] {
+        let mut c = Command::new(dfdu_path());
+        c.arg("dupes").args(json.then_some("--json")).arg(&root).env("LC_ALL", "C");
+        let out = c.stdout(fs::File::create("/dev/full").unwrap()).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "json {json}");
+        let err = text(&out.stderr);
+        assert!(err.contains(" dupes: write error: No space left on device"), "json {json}: {err}");
+        // A pipe closed before anything was written.
+        let mut c = Command::new(dfdu_path());
+        c.arg("dupes").args(json.then_some("--json")).arg(&root).env("LC_ALL", "C");
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = c.stdout(writer).output().unwrap();
+        // dfdu restores SIGPIPE's default action (as GNU tools run): killed by it, or
+        // where it is ignored, a quiet exit.
+        use std::os::unix::process::ExitStatusExt;
+        assert!(out.status.code() == Some(0) || out.status.signal() == Some(13), "json {json}: {:?}", out.status);
+        assert!(!text(&out.stderr).contains("write error"), "json {json}: {}", text(&out.stderr));
     }
 }
 
+/// The summary on standard error: groups, duplicate files and bytes of the true groups
+/// (`-q` and `--json` leave it out).
 #[test]
-fn dedupe_on_ext4_says_so_once() {
-    if need_root_and("mkfs.ext4", "dedupe_on_ext4_says_so_once") {
-        check_cannot_share("ext4", true);
+fn dupes_summary_line_on_stderr() {
+    let scratch = Scratch::new("dupes-summary");
+    let root = small_tree(&scratch);
+    let out = dfdu(&["dupes".as_ref(), root.as_os_str()]);
+    let err = text(&out.stderr);
+    let want = "dupes: 2 groups, 3 duplicate files, 7000 bytes (6.9K) in duplicates, ";
+    assert!(err.contains(want) && err.lines().count() == 1, "{err}");
+    assert!(err.contains("; read 7 files, "), "{err}");
+    for flag in ["-q", "--json"] {
+        let out = dfdu(&["dupes".as_ref(), flag.as_ref(), root.as_os_str()]);
+        assert_eq!(out.stderr, b"", "{flag}");
     }
 }
 
-/// XFS without reflink is only found out by the first FIDEDUPERANGE call (a dry run
-/// cannot tell it from XFS with reflink).
+/// The JSON document read by python3's json module: names with quotes, backslashes,
+/// control characters and bytes that are not UTF-8 (shown as U+FFFD).
 #[test]
-fn dedupe_on_xfs_without_reflink_says_so_once() {
-    if need_root_and("mkfs.xfs", "dedupe_on_xfs_without_reflink_says_so_once") {
-        check_cannot_share("xfs-noreflink", false);
+fn dupes_json_read_by_python() {
+    if !have("python3") {
+        return skip("python3 is not installed: dupes_json_read_by_python");
     }
+    let scratch = Scratch::new("dupes-json-names");
+    let root = scratch.subdir("t");
+    let names: [&[u8]; 6] = [b"q\"uote", b"back\\slash", b"tab\there", b"ctl\x01\x1f", b"del\x7f", b"bad\xff"];
+    for n in names {
+        fs::write(root.join(std::ffi::OsStr::from_bytes(n)), b"the same bytes").unwrap();
+    }
+    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    assert!(out.status.success());
+    let script = "import json,sys\nd=json.load(sys.stdin)\nfor g in d['groups']:\n    \
+                  for p in g['paths']: print(repr(p))\nprint(d['summary']['groups'], d['summary']['duplicate_files'])";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &out.stdout).unwrap();
+    let py = child.wait_with_output().unwrap();
+    assert!(py.status.success(), "python3 rejected the JSON: {}\n{}", text(&py.stderr), text(&out.stdout));
+    let mut want: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let mut p = pbytes(&root);
+            p.push(b'/');
+            p.extend_from_slice(n);
+            let s = String::from_utf8_lossy(&p).into_owned();
+            // Python's repr of the same string.
+            let esc: String = s
+                .chars()
+                .map(|c| match c {
+                    '\\' => "\\\\".to_string(),
+                    '\'' => "\\'".to_string(),
+                    '\t' => "\\t".to_string(),
+                    c if (c as u32) < 0x20 || c == '\x7f' => format!("\\x{:02x}", c as u32),
+                    c => c.to_string(),
+                })
+                .collect();
+            format!("'{esc}'")
+        })
+        .collect();
+    want.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let got = text(&py.stdout);
+    let mut lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.pop(), Some("1 5"), "{got}");
+    let mut lines: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+    lines.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    assert_eq!(lines, want);
 }
 
-fn check_cannot_share(kind: &str, dry_run_knows: bool) {
-    let fsys = match LoopFs::new(kind) {
-        Ok(f) => f,
-        Err(e) => return skip(&format!("{kind} image: {e}")),
+/// Paths are printed as the root was given, joined with one slash: a relative root, one
+/// with a trailing slash, and a file argument.
+#[test]
+fn dupes_paths_joined_from_the_root_as_given() {
+    let scratch = Scratch::new("dupes-paths");
+    let root = small_tree(&scratch);
+    // A pair right under the root.
+    write(&root.join("r1"), &[9; 300]);
+    write(&root.join("r2"), &[9; 300]);
+    let run = |args: &[&str]| {
+        let out = Command::new(dfdu_path()).arg("dupes").args(args).current_dir(&scratch.dir).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
     };
-    let mut rng = Rng(5);
-    let data = rng.bytes(100_000);
-    for i in 0..5 {
-        write(&fsys.mnt.join(format!("t/{i}")), &data);
+    // By bytes wasted: the 5000-byte pair, the 1000-byte triple, the 300-byte pair.
+    let want = "t/d0/f4\nt/d1/f3\n\nt/d0/f0\nt/d0/f2\nt/d1/f1\n\nt/r1\nt/r2\n\n";
+    assert_eq!(run(&["t"]), want);
+    assert_eq!(run(&["t/"]), want);
+    assert_eq!(run(&["t//"]), want.replace("t/", "t//"));
+    assert_eq!(run(&["t/d0/f4", "t/d1"]), "t/d0/f4\nt/d1/f3\n\n");
+    assert_eq!(run(&["t/r2", "t/r1"]), "t/r1\nt/r2\n\n");
+}
+
+/// Runs `dfdu ARGS` under `script` (a pseudo-terminal for all three streams); returns
+/// what the terminal showed.
+fn on_terminal(args: &str) -> String {
+    let cmd = format!("LC_ALL=C '{}' {args}", dfdu_path().display());
+    let out = Command::new("script").args(["-qfec", &cmd, "/dev/null"]).output().expect("run script");
+    assert!(out.status.success(), "{cmd}: {:?} {}", out.status, text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The run time from the summary line's last field ("; 0.52 s").
+fn summary_seconds(err: &str) -> f64 {
+    let line = err.lines().rev().find(|l| l.contains(" groups, ")).expect("a summary line");
+    let (_, t) = line.rsplit_once("; ").unwrap();
+    t.trim_end().strip_suffix(" s").unwrap().parse().unwrap()
+}
+
+/// The progress line ("reading: 2/4 files, 185M read", redrawn every 200 ms) shows on a
+/// terminal, and neither with -q nor when standard error is not a terminal. The tree is
+/// two identical sparse files (nothing on disk, all of it read and hashed), made larger
+/// until each run takes long enough for a line to be drawn (over 0.45 s with the line,
+/// over 0.3 s for the two without).
+#[test]
+fn dupes_progress_line_only_on_a_terminal() {
+    if !have("script") {
+        return skip("script (util-linux) is not installed: dupes_progress_line_only_on_a_terminal");
     }
-    let root = fsys.mnt.join("t");
-    let before: Vec<Kept> = walk(&root).iter().map(|p| kept(p)).collect();
-    let runs: &[&[&str]] =
-        if dry_run_knows { &[&["dedupe", "-q"], &["dedupe", "-q", "--dry-run"]] } else { &[&["dedupe", "-q"]] };
-    for args in runs {
-        let mut full: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_ref()).collect();
-        full.push(root.as_os_str());
-        let out = dfdu(&full);
-        assert_eq!(out.status.code(), Some(1), "{kind} {args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.lines().count(), 1, "one message: {err}");
-        assert!(err.contains("cannot share extents"), "{err}");
+    let scratch = Scratch::new("dupes-progress");
+    let root = scratch.subdir("t");
+    let quoted = format!("'{}'", root.display());
+    let mut size: u64 = 256 << 20;
+    loop {
+        assert!(size <= 4 << 30, "runs on two sparse files of 4 GiB are still too short to tell");
+        for name in ["a", "b"] {
+            fs::File::create(root.join(name)).unwrap().set_len(size).unwrap();
+        }
+        let shown = on_terminal(&format!("dupes {quoted}"));
+        let seconds = summary_seconds(&shown);
+        if shown.contains("\r\x1b[Kreading: ") {
+            assert!(shown.contains(" files, ") && shown.contains(" read ("), "{shown:?}");
+            // The line is cleared before the groups are printed.
+            assert!(shown.contains(&format!("\r\x1b[K{}/a\r\n", root.display())), "{shown:?}");
+        } else {
+            assert!(seconds < 0.45, "no progress line in a run of {seconds} s: {shown:?}");
+        }
+        // Nothing with -q, nor with standard error on a pipe.
+        let t = std::time::Instant::now();
+        let quiet = on_terminal(&format!("dupes -q {quoted}"));
+        let quiet_seconds = t.elapsed().as_secs_f64();
+        assert!(!quiet.contains("reading:") && !quiet.contains('\x1b'), "{quiet:?}");
+        let piped = dfdu(&["dupes".as_ref(), root.as_os_str()]);
+        let err = text(&piped.stderr);
+        assert!(!err.contains("reading:") && !err.contains('\x1b'), "{err:?}");
+        if seconds >= 0.45 && quiet_seconds >= 0.3 && summary_seconds(&err) >= 0.3 {
+            notice(&format!("dupes_progress_line_only_on_a_terminal: two files of {} MiB", size >> 20));
+            break;
+        }
+        size *= 2;
     }
-    let after: Vec<Kept> = walk(&root).iter().map(|p| kept(p)).collect();
-    assert_eq!(before, after);
 }

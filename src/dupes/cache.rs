@@ -354,6 +354,96 @@ mod tests {
         assert_eq!(c.lookup(x.dev, x.ino, x.size + 1, x.mtime_ns, x.ctime_ns), None);
     }
 
+    /// `body` with its checksum: a file whose damage the checksum cannot see (written by a
+    /// broken or hostile program), so only the structure checks stand between it and the
+    /// cache.
+    fn sealed(mut body: Vec<u8>) -> Vec<u8> {
+        let sum = blake3::hash(&body);
+        body.extend_from_slice(sum.as_bytes());
+        body
+    }
+
+    /// A header: version, record bytes, sections, reserved, records in all.
+    fn header(version: u32, record: u32, sections: u32, reserved: u32, total: u64) -> Vec<u8> {
+        let mut h = MAGIC.to_vec();
+        for v in [version, record, sections, reserved] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        h.extend_from_slice(&total.to_le_bytes());
+        h
+    }
+
+    fn section(dev: u64, n: u64) -> Vec<u8> {
+        [dev.to_le_bytes(), n.to_le_bytes()].concat()
+    }
+
+    fn record(ino: u64) -> Vec<u8> {
+        let mut r = vec![0u8; RECORD_BYTES];
+        r[..8].copy_from_slice(&ino.to_le_bytes());
+        r[8..16].copy_from_slice(&100u64.to_le_bytes());
+        r
+    }
+
+    fn why(parts: &[Vec<u8>]) -> Result<usize, &'static str> {
+        parse(&sealed(parts.concat())).map(|c| c.entries.len())
+    }
+
+    /// Small and empty files, several devices, and sections without records all parse.
+    #[test]
+    fn hashfile_sizes_and_sections_that_are_valid() {
+        assert_eq!(parse(&serialize(&[])).map(|c| c.entries.len()), Ok(0));
+        let e = sample_entries();
+        for n in [1, 3, 13] {
+            assert_eq!(parse(&serialize(&e[..n])).map(|c| c.entries), Ok(e[..n].to_vec()));
+        }
+        let many_devs: Vec<Entry> = e.iter().enumerate().map(|(i, x)| Entry { dev: i as u64 / 3, ..*x }).collect();
+        assert_eq!(parse(&serialize(&many_devs)).map(|c| c.entries), Ok(many_devs.clone()));
+        assert_eq!(why(&[header(1, 64, 1, 0, 0), section(7, 0)]), Ok(0));
+        assert_eq!(why(&[header(1, 64, 2, 0, 1), section(7, 0), section(8, 1), record(5)]), Ok(1));
+    }
+
+    /// Files with a good checksum and a bad structure: each is refused for its own reason
+    /// (the reason is shown to the user), never read past its end.
+    #[test]
+    fn hashfile_structure_checked_behind_the_checksum() {
+        let one = |h: Vec<u8>| why(&[h, section(1, 1), record(5)]);
+        assert_eq!(one(header(1, 64, 1, 0, 1)), Ok(1));
+        assert_eq!(one(header(2, 64, 1, 0, 1)), Err("unknown version"));
+        assert_eq!(one(header(1, 32, 1, 0, 1)), Err("unknown layout"));
+        assert_eq!(one(header(1, 64, 1, 1, 1)), Err("unknown layout"));
+        // Three records fill the room exactly; a fourth is counted but not there.
+        let three = [section(1, 3), record(1), record(2), record(3)].concat();
+        assert_eq!(why(&[header(1, 64, 1, 0, 3), three.clone()]), Ok(3));
+        assert_eq!(why(&[header(1, 64, 1, 0, 4), three.clone()]), Err("counts larger than the file"));
+        assert_eq!(why(&[header(1, 64, 2, 0, 0), section(1, 0)]), Err("counts larger than the file"));
+        assert_eq!(why(&[header(1, 64, 14, 0, 3), three.clone()]), Err("counts larger than the file"));
+        assert_eq!(why(&[header(1, 64, 2, 0, 1), section(1, 1), record(5)]), Err("truncated section"));
+        assert_eq!(why(&[header(1, 64, 1, 0, 1), section(1, 2), record(5)]), Err("truncated records"));
+        assert_eq!(
+            why(&[header(1, 64, 2, 0, 2), section(2, 1), record(5), section(1, 1), record(6)]),
+            Err("sections out of order")
+        );
+        assert_eq!(why(&[header(1, 64, 1, 0, 2), section(1, 2), record(6), record(5)]), Err("records out of order"));
+        assert_eq!(why(&[header(1, 64, 1, 0, 2), section(1, 2), record(5), record(5)]), Err("records out of order"));
+        assert_eq!(one(header(1, 64, 1, 0, 0)), Err("length does not match the counts"));
+        assert_eq!(
+            why(&[header(1, 64, 1, 0, 1), section(1, 1), record(5), vec![0; 16]]),
+            Err("length does not match the counts")
+        );
+    }
+
+    /// Ours: the magic give or take two bytes, or a file shorter than the magic that
+    /// starts it. Anything else is someone else's file.
+    #[test]
+    fn hashfile_looks_ours_by_its_magic() {
+        for ours in [&b"D"[..], b"DFDUH", b"DFDUHAS", b"DFDUHASH", b"DFDUHAXX", b"XFDUHASX", b"DFDUHASH and more"] {
+            assert!(looks_ours(ours), "{:?}", String::from_utf8_lossy(ours));
+        }
+        for theirs in [&b"x"[..], b"DFDUX", b"DFDUHAX", b"DFDUxxxx", b"DFDUHxxx", b"xFDUHxxH", b"precious notes"] {
+            assert!(!looks_ours(theirs), "{:?}", String::from_utf8_lossy(theirs));
+        }
+    }
+
     /// Every truncation and every single-bit flip, plus random overwrites, is rejected
     /// (never a panic, never a partly trusted cache).
     #[test]

@@ -21,7 +21,7 @@
 //! call and after the last.
 
 use super::find::{same, Group, INLINE};
-use super::sink::Found;
+use super::sink::{FileRec, Found};
 use crate::meta::Errno;
 use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
 use std::collections::hash_map::Entry;
@@ -148,6 +148,41 @@ impl Report {
     }
 }
 
+/// Why a file is left out of the calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Skip {
+    /// Size, times or identity differ from the scan's.
+    Changed,
+    /// Immutable or append-only.
+    Pinned,
+    /// An active swap file.
+    Swap,
+}
+
+/// Why the open file `c` (scanned as `rec`) must be left alone, if it must.
+fn skip_reason(c: &platform::FileCheck, rec: &FileRec, swaps: &[(u64, u64)]) -> Option<Skip> {
+    if !same(c, rec) {
+        Some(Skip::Changed)
+    } else if c.pinned {
+        Some(Skip::Pinned)
+    } else if swaps.contains(&(c.dev, c.ino)) {
+        Some(Skip::Swap)
+    } else {
+        None
+    }
+}
+
+impl Report {
+    /// Counts `n` files left alone for `why`.
+    fn skip(&mut self, why: Skip, n: u64) {
+        match why {
+            Skip::Changed => self.skipped_changed += n,
+            Skip::Pinned => self.skipped_pinned += n,
+            Skip::Swap => self.skipped_swap += n,
+        }
+    }
+}
+
 /// Failure messages kept per run; the count covers the rest.
 const MAX_MESSAGES: usize = 1000;
 
@@ -217,14 +252,18 @@ fn dedupe_part(
             return Ok(());
         }
     };
-    if !same(&check, &src_rec) {
-        r.skipped_changed += part.len() as u64;
-        return Ok(());
-    }
-    if check.pinned || swaps.contains(&(check.dev, check.ino)) {
-        r.skipped_pinned += u64::from(check.pinned);
-        r.skipped_swap += u64::from(!check.pinned);
-        return Ok(());
+    match skip_reason(&check, &src_rec, swaps) {
+        // Changed: its group's hashes say nothing about its contents now.
+        Some(Skip::Changed) => {
+            r.skip(Skip::Changed, part.len() as u64);
+            return Ok(());
+        }
+        // Pinned or swap: counted once, for the source; the others stay as they are.
+        Some(why) => {
+            r.skip(why, 1);
+            return Ok(());
+        }
+        None => {}
     }
     if let Entry::Vacant(slot) = fs_files.entry(src_rec.dev) {
         if platform::can_share_extents(&src) == Some(false) {
@@ -250,13 +289,10 @@ fn dedupe_part(
             continue;
         }
         match open_member(g, m) {
-            Ok((file, c)) if !same(&c, &rec) => {
-                let _ = file;
-                r.skipped_changed += 1;
-            }
-            Ok((_, c)) if c.pinned => r.skipped_pinned += 1,
-            Ok((_, c)) if swaps.contains(&(c.dev, c.ino)) => r.skipped_swap += 1,
-            Ok((file, _)) => dests.push(Open { m, file }),
+            Ok((file, c)) => match skip_reason(&c, &rec, swaps) {
+                Some(why) => r.skip(why, 1),
+                None => dests.push(Open { m, file }),
+            },
             Err(e) => r.fail(&g.paths[m], e),
         }
     }
@@ -332,4 +368,166 @@ fn dedupe_part(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        Report {
+            groups: 2,
+            files: 3,
+            bytes_submitted: 4000,
+            bytes_deduped: 3000,
+            refused_files: 1,
+            skipped_shared: 5,
+            skipped_inline: 6,
+            skipped_changed: 7,
+            skipped_pinned: 8,
+            skipped_swap: 9,
+            skipped_other_fs: 10,
+            errors: 11,
+            ioctl_calls: 12,
+            free_before: 1_000_000,
+            free_after: 1_003_000,
+            free_known: true,
+            ..Report::default()
+        }
+    }
+
+    const SKIPPED: &str = "dfdu dedupe: skipped: 5 already sharing extents, 6 inline (cannot share), 7 changed since \
+                           hashed, 8 immutable or append-only, 9 swap files, 10 on another file system than their \
+                           group's first file; 11 errors\n";
+
+    #[test]
+    fn dedupe_report_text_of_a_run() {
+        let mut r = report();
+        r.messages.push("'a': Permission denied".into());
+        assert_eq!(
+            r.text("dfdu dedupe", false),
+            format!(
+                "dfdu dedupe: cannot deduplicate 'a': Permission denied\n\
+                 dfdu dedupe: 3 files in 2 groups: 4000 bytes submitted, 3000 bytes deduplicated by the kernel, \
+                 1 files refused (data differs); 12 ioctl calls\n{SKIPPED}\
+                 dfdu dedupe: free space +3000 bytes (before 1000000, after 1003000, after syncfs)\n"
+            )
+        );
+        // Less free space after (another program wrote meanwhile): a negative change.
+        r.free_after = 999_000;
+        assert!(r
+            .text("x", false)
+            .ends_with("x: free space -1000 bytes (before 1000000, after 999000, after syncfs)\n"));
+        // Free space not known: no line for it.
+        r.free_known = false;
+        assert!(r.text("dfdu dedupe", false).ends_with(SKIPPED));
+    }
+
+    #[test]
+    fn dedupe_report_text_of_a_dry_run_and_of_a_stop() {
+        let r = report();
+        assert_eq!(
+            r.text("dfdu dedupe", true),
+            format!(
+                "dfdu dedupe: dry run: would submit 3 files in 2 groups, 4000 bytes; nothing was changed\n{SKIPPED}"
+            )
+        );
+        let stop = Report { unsupported: Some("cannot share".into()), ..report() };
+        assert_eq!(stop.text("dfdu dedupe", false), "dfdu dedupe: cannot share\n");
+    }
+
+    #[test]
+    fn dedupe_report_json() {
+        let r = report();
+        assert_eq!(
+            r.json(false),
+            "{\"dry_run\":false,\"groups\":2,\"files\":3,\"bytes_submitted\":4000,\"bytes_deduplicated\":3000,\
+             \"refused_files\":1,\"skipped_shared\":5,\"skipped_inline\":6,\"skipped_changed\":7,\"skipped_pinned\":8,\
+             \"skipped_swap\":9,\"skipped_other_fs\":10,\"errors\":11,\"ioctl_calls\":12,\
+             \"free_before\":1000000,\"free_after\":1003000,\"unsupported\":false}"
+        );
+        let r = Report { free_known: false, unsupported: Some(String::new()), ..report() };
+        assert!(r.json(true).starts_with("{\"dry_run\":true,"));
+        assert!(r.json(true).ends_with(",\"free_before\":null,\"free_after\":null,\"unsupported\":true}"));
+    }
+
+    fn rec(size: u64) -> super::super::sink::FileRec {
+        super::super::sink::FileRec { size, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 }
+    }
+
+    fn pair(paths: [&[u8]; 2]) -> Group {
+        Group { size: 4, members: vec![0, 1], paths: paths.map(|p| p.to_vec()).to_vec(), layout_of: vec![0, 1] }
+    }
+
+    /// A group's first file gone since the scan: one error, the run fails, nothing else
+    /// of the group is touched.
+    #[test]
+    fn dedupe_a_source_gone_since_the_scan_is_an_error() {
+        let found = Found { files: vec![rec(4), rec(4)], ..Found::default() };
+        let r = run(&found, &[pair([b"/nonexistent-dfdu/a", b"/nonexistent-dfdu/b"])], true);
+        assert_eq!((r.groups, r.files, r.errors, r.failed), (1, 0, 1, true));
+        assert_eq!(r.messages, vec!["/nonexistent-dfdu/a: No such file or directory".to_string()]);
+    }
+
+    /// A source whose size, times or identity differ from the scan's: the whole part is
+    /// skipped as changed, which is no failure.
+    #[test]
+    fn dedupe_a_changed_source_skips_its_part() {
+        let dir = std::env::temp_dir().join(format!("dfdu-unit-dedupe-changed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, b"same").unwrap();
+        std::fs::write(&b, b"same").unwrap();
+        let found = Found { files: vec![rec(4), rec(4)], ..Found::default() };
+        let (pa, pb) = (a.to_str().unwrap().as_bytes(), b.to_str().unwrap().as_bytes());
+        let r = run(&found, &[pair([pa, pb])], true);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!((r.groups, r.files, r.skipped_changed, r.errors, r.failed), (1, 0, 2, 0, false));
+    }
+
+    /// Changed wins over pinned, pinned over swap; each is counted where it belongs.
+    #[test]
+    fn dedupe_skip_reasons_and_their_counts() {
+        let f = rec(10);
+        let c = platform::FileCheck {
+            kind: crate::meta::Kind::File,
+            dev: 1,
+            ino: 2,
+            size: 10,
+            mtime_ns: 3,
+            ctime_ns: 4,
+            pinned: false,
+        };
+        let swaps = [(7, 7), (1, 2)];
+        assert_eq!(skip_reason(&c, &f, &[]), None);
+        assert_eq!(skip_reason(&c, &f, &swaps[..1]), None);
+        assert_eq!(skip_reason(&c, &f, &swaps), Some(Skip::Swap));
+        let pinned = platform::FileCheck { pinned: true, ..c };
+        assert_eq!(skip_reason(&pinned, &f, &[]), Some(Skip::Pinned));
+        assert_eq!(skip_reason(&pinned, &f, &swaps), Some(Skip::Pinned));
+        let grown = platform::FileCheck { size: 11, pinned: true, ..c };
+        assert_eq!(skip_reason(&grown, &f, &swaps), Some(Skip::Changed));
+        assert_eq!(skip_reason(&platform::FileCheck { mtime_ns: 5, ..c }, &f, &[]), Some(Skip::Changed));
+        let mut r = Report::default();
+        r.skip(Skip::Changed, 3);
+        r.skip(Skip::Pinned, 1);
+        r.skip(Skip::Pinned, 1);
+        r.skip(Skip::Swap, 1);
+        r.skip(Skip::Swap, 4);
+        r.skip(Skip::Changed, 1);
+        assert_eq!((r.skipped_changed, r.skipped_pinned, r.skipped_swap, r.errors, r.failed), (4, 2, 5, 0, false));
+    }
+
+    /// Every failure is counted; the first `MAX_MESSAGES` are kept to be shown.
+    #[test]
+    fn dedupe_failures_counted_and_the_first_1000_kept() {
+        let mut r = Report::default();
+        r.fail(b"dir/f 1", Errno(2));
+        assert_eq!((r.errors, r.messages.clone()), (1, vec!["'dir/f 1': No such file or directory".to_string()]));
+        for i in 1..MAX_MESSAGES + 5 {
+            r.fail(format!("f{i}").as_bytes(), Errno(13));
+        }
+        assert_eq!((r.errors, r.messages.len()), (MAX_MESSAGES as u64 + 5, MAX_MESSAGES));
+        assert_eq!(r.messages[MAX_MESSAGES - 1], format!("f{}: Permission denied", MAX_MESSAGES - 1));
+    }
 }

@@ -16,6 +16,8 @@ mod cache;
 mod dedupe;
 mod find;
 mod sink;
+#[cfg(test)]
+mod tests;
 
 use crate::meta::{os_bytes, Kind};
 use crate::platform;
@@ -207,21 +209,27 @@ const PHASE_SCAN: u8 = 0;
 const PHASE_READ: u8 = 1;
 const PHASE_DONE: u8 = 2;
 
+/// The progress line's text for `phase` (`None` once the phase is done).
+fn progress_line(phase: u8, files_seen: u64, stats: &Stats) -> Option<String> {
+    match phase {
+        PHASE_SCAN => Some(format!("scanning: {files_seen} files")),
+        PHASE_READ => Some(format!(
+            "reading: {}/{} files, {} read",
+            stats.jobs_done.load(Ordering::Relaxed),
+            stats.jobs_total.load(Ordering::Relaxed),
+            format_size(stats.bytes_read.load(Ordering::Relaxed), Scale::human(true))
+        )),
+        _ => None,
+    }
+}
+
 /// Redraws one progress line on standard error every 200 ms until the phase is done.
 fn progress(phase: &AtomicU8, sink: &FilesSink, stats: &Stats, start: Instant) {
     let mut err = io::stderr();
     loop {
         std::thread::sleep(Duration::from_millis(200));
-        let line = match phase.load(Ordering::Relaxed) {
-            PHASE_SCAN => format!("scanning: {} files", sink.files_seen.load(Ordering::Relaxed)),
-            PHASE_READ => format!(
-                "reading: {}/{} files, {} read",
-                stats.jobs_done.load(Ordering::Relaxed),
-                stats.jobs_total.load(Ordering::Relaxed),
-                format_size(stats.bytes_read.load(Ordering::Relaxed), Scale::human(true))
-            ),
-            _ => break,
-        };
+        let seen = sink.files_seen.load(Ordering::Relaxed);
+        let Some(line) = progress_line(phase.load(Ordering::Relaxed), seen, stats) else { break };
         let _ = write!(err, "\r\x1b[K{line} ({:.1} s)", start.elapsed().as_secs_f64());
     }
     let _ = write!(err, "\r\x1b[K");
@@ -443,6 +451,19 @@ fn print_groups(
 ) -> io::Result<()> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    write_groups(&mut out, a, groups, stats, start, report)?;
+    out.flush()
+}
+
+/// The groups as `print_groups` prints them (JSON, or paths with -S / -0), into `out`.
+fn write_groups(
+    out: &mut impl Write,
+    a: &Args,
+    groups: &[Group],
+    stats: &Stats,
+    start: Instant,
+    report: Option<&dedupe::Report>,
+) -> io::Result<()> {
     if a.json {
         let mut s = format!("{{\"version\":{JSON_VERSION},\"command\":\"{}\",\"groups\":[", a.mode.name());
         for (i, g) in groups.iter().enumerate() {
@@ -487,8 +508,7 @@ fn print_groups(
             s.push_str(&r.json(a.dry_run));
         }
         s.push_str("}\n");
-        out.write_all(s.as_bytes())?;
-        return out.flush();
+        return out.write_all(s.as_bytes());
     }
     let (end, sep): (&[u8], &[u8]) = if a.nul { (b"\0", b"\0") } else { (b"\n", b"\n") };
     for g in groups {
@@ -501,5 +521,5 @@ fn print_groups(
         }
         out.write_all(sep)?;
     }
-    out.flush()
+    Ok(())
 }

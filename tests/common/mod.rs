@@ -24,6 +24,7 @@
 
 #![allow(dead_code)] // Each test binary that includes this module uses a different part of it.
 
+pub mod dupes;
 mod scratch;
 pub mod tmux;
 pub use scratch::*;
