@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 // ------------------------------------------------------------------------------------------
 // dedupe on loop-mounted file systems.
@@ -405,4 +405,611 @@ fn check_cannot_share(kind: &str, dry_run_knows: bool) {
     }
     let after: Vec<Kept> = walk(&root).iter().map(|p| kept(p)).collect();
     assert_eq!(before, after);
+}
+
+// ------------------------------------------------------------------------------------------
+// dedupe's report, counter by counter (issue 17: the survivors of `make mutants MOD=dupes`
+// in dedupe.rs). Every figure is what the tree on disk makes true: which files are pinned,
+// inline, on another file system, already sharing; what the kernel deduplicated.
+
+
+/// The counters of one dedupe report.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Counts {
+    groups: u64,
+    files: u64,
+    submitted: u64,
+    deduped: u64,
+    refused: u64,
+    shared: u64,
+    inline: u64,
+    changed: u64,
+    pinned: u64,
+    swap: u64,
+    other_fs: u64,
+    errors: u64,
+    calls: u64,
+}
+
+/// The counters of `--json`'s "dedupe" object.
+fn dedupe_counts(js: &str) -> Counts {
+    let at = js.find("\"dedupe\":").unwrap_or_else(|| panic!("no dedupe object: {js}"));
+    let d = &js[at..];
+    let n = |k: &str| json_num(d, k).unwrap_or_else(|| panic!("no {k}: {d}"));
+    Counts {
+        groups: n("groups"),
+        files: n("files"),
+        submitted: n("bytes_submitted"),
+        deduped: n("bytes_deduplicated"),
+        refused: n("refused_files"),
+        shared: n("skipped_shared"),
+        inline: n("skipped_inline"),
+        changed: n("skipped_changed"),
+        pinned: n("skipped_pinned"),
+        swap: n("skipped_swap"),
+        other_fs: n("skipped_other_fs"),
+        errors: n("errors"),
+        calls: n("ioctl_calls"),
+    }
+}
+
+/// The report lines `dedupe` prints without `--json` for `c` (after "CMD: ").
+fn dedupe_text(c: &Counts, dry_run: bool) -> Vec<String> {
+    let first = if dry_run {
+        format!(
+            "dry run: would submit {} files in {} groups, {} bytes; nothing was changed",
+            c.files, c.groups, c.submitted
+        )
+    } else {
+        format!(
+            "{} files in {} groups: {} bytes submitted, {} bytes deduplicated by the kernel, {} files refused \
+             (data differs); {} ioctl calls",
+            c.files, c.groups, c.submitted, c.deduped, c.refused, c.calls
+        )
+    };
+    let second = format!(
+        "skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or \
+         append-only, {} swap files, {} on another file system than their group's first file; {} errors",
+        c.shared, c.inline, c.changed, c.pinned, c.swap, c.other_fs, c.errors
+    );
+    vec![first, second]
+}
+
+/// Standard error's lines, each without its "CMD: " prefix.
+fn report_lines(err: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(err)
+        .lines()
+        .map(|l| match l.find("dedupe: ") {
+            Some(at) => l[at + "dedupe: ".len()..].to_string(),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+/// "free space +N bytes (before B, after A, after syncfs)" → (N, B, A).
+fn free_line(line: &str) -> Option<(i128, u64, u64)> {
+    let rest = line.strip_prefix("free space ")?;
+    let (n, rest) = rest.split_once(" bytes (before ")?;
+    let (b, rest) = rest.split_once(", after ")?;
+    let a = rest.strip_suffix(", after syncfs)")?;
+    Some((n.parse().ok()?, b.parse().ok()?, a.parse().ok()?))
+}
+
+fn run_ok(cmd: &mut Command) {
+    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn os(args: &[&Path]) -> Vec<std::ffi::OsString> {
+    args.iter().map(|p| p.as_os_str().to_owned()).collect()
+}
+
+fn dfdu_args(head: &[&str], tail: &[std::ffi::OsString]) -> Output {
+    let mut all: Vec<&std::ffi::OsStr> = head.iter().map(|s| s.as_ref()).collect();
+    all.extend(tail.iter().map(|s| s.as_os_str()));
+    dfdu(&all)
+}
+
+/// One tree over two images of `kind` (a: most groups, b: one copy of a group of a), run
+/// through a dry run, a real run (text report) and a rerun (JSON) after one more copy.
+fn check_dedupe_report(kind: &str) {
+    let (a, b) = match (
+        LoopFs::labelled(kind, &format!("{kind}-a"), "300M"),
+        LoopFs::labelled(kind, &format!("{kind}-b"), "300M"),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            return skip(&format!("dedupe report on {kind}: cannot make or mount the images: {e}"))
+        }
+    };
+    let btrfs = kind == "btrfs";
+    let (ra, rb) = (a.mnt.join("t"), b.mnt.join("t"));
+    let mut rng = Rng(0x5eed_d0d0);
+    let (s1, s4, s5, s6, s7, s8) = (300_000u64, 200_000u64, 180_000u64, 1000u64, 160_000u64, 140_000u64);
+    let d1 = rng.bytes(s1 as usize);
+    // g1: three copies, one batch of two destinations.
+    for n in ["a", "b", "c"] {
+        write(&ra.join("g1").join(n), &d1);
+    }
+    // g4: the source (first path) is immutable: the group is left alone, counted once.
+    let d4 = rng.bytes(s4 as usize);
+    for n in ["a", "b"] {
+        write(&ra.join("g4").join(n), &d4);
+    }
+    // g5: an immutable and an append-only destination beside a free one.
+    let d5 = rng.bytes(s5 as usize);
+    for n in ["a", "b", "c", "d"] {
+        write(&ra.join("g5").join(n), &d5);
+    }
+    // g6: small files, kept inline by btrfs (cannot share); plain extents on XFS.
+    let d6 = rng.bytes(s6 as usize);
+    for n in ["a", "b", "c"] {
+        write(&ra.join("g6").join(n), &d6);
+    }
+    // g7: two copies on a, one on b (another file system than the group's first path).
+    let d7 = rng.bytes(s7 as usize);
+    for p in [ra.join("g7/a"), ra.join("g7/b"), rb.join("g7")] {
+        write(&p, &d7);
+    }
+    // g8: three copies, all sharing after the first run.
+    let d8 = rng.bytes(s8 as usize);
+    for n in ["a", "b", "c"] {
+        write(&ra.join("g8").join(n), &d8);
+    }
+    run_ok(Command::new("chattr").arg("+i").arg(ra.join("g4/a")));
+    run_ok(Command::new("chattr").arg("+i").arg(ra.join("g5/b")));
+    run_ok(Command::new("chattr").arg("+a").arg(ra.join("g5/c")));
+    let roots = os(&[&ra, &rb]);
+    let snapshot = || -> BTreeMap<PathBuf, Kept> {
+        walk(&ra).into_iter().chain(walk(&rb)).map(|p| (p.clone(), kept(&p))).collect()
+    };
+    let before = snapshot();
+
+    // What the first run must do.
+    let inline_g6 = if btrfs { 3 } else { 0 };
+    let g6_files = if btrfs { 0 } else { 2 };
+    let first = Counts {
+        groups: if btrfs { 5 } else { 6 },
+        files: 2 + 1 + 1 + 2 + g6_files,
+        submitted: 2 * s1 + s5 + s7 + 2 * s8 + g6_files * s6,
+        deduped: 2 * s1 + s5 + s7 + 2 * s8 + g6_files * s6,
+        pinned: 1 + 2,
+        inline: inline_g6,
+        other_fs: 1,
+        calls: if btrfs { 4 } else { 5 },
+        ..Counts::default()
+    };
+
+    // A dry run: the same choices, nothing submitted to the kernel, nothing changed.
+    let dry = dfdu_args(&["dedupe", "--dry-run", "--json"], &roots);
+    let js = String::from_utf8_lossy(&dry.stdout).into_owned();
+    assert!(dry.status.success(), "{js}\n{}", String::from_utf8_lossy(&dry.stderr));
+    assert!(js.contains("\"dedupe\":{\"dry_run\":true,"), "{js}");
+    assert_eq!(dedupe_counts(&js), Counts { deduped: 0, calls: 0, ..first.clone() }, "{kind} dry run: {js}");
+    assert!(json_num(&js, "free_before").unwrap() > 0, "{js}");
+    assert_eq!(json_num(&js, "free_after"), Some(0), "a dry run does not measure after: {js}");
+    let dry = dfdu_args(&["dedupe", "--dry-run", "-q"], &roots);
+    assert!(dry.status.success());
+    assert_eq!(
+        report_lines(&dry.stderr),
+        dedupe_text(&Counts { deduped: 0, calls: 0, ..first.clone() }, true),
+        "{kind} dry-run text"
+    );
+    assert_eq!(snapshot(), before, "{kind}: a dry run changes nothing");
+
+    // The real run, text report: counters, then the free-space line.
+    let real = dfdu_args(&["dedupe", "-q"], &roots);
+    let lines = report_lines(&real.stderr);
+    assert!(real.status.success(), "{lines:?}");
+    assert_eq!(lines.len(), 3, "{kind}: {lines:?}");
+    assert_eq!(lines[..2], dedupe_text(&first, false)[..], "{kind} real run");
+    let (change, fb, fa) = free_line(&lines[2]).unwrap_or_else(|| panic!("free-space line: {lines:?}"));
+    assert_eq!(change, fa as i128 - fb as i128, "{}", lines[2]);
+    assert!(fb > 0 && fa > 0, "{}", lines[2]);
+    notice(&format!("dedupe report on {kind}: deduplicated {}, free space {change:+}", first.deduped));
+    assert_eq!(snapshot(), before, "{kind}: dedupe changed no byte, mode, owner or mtime");
+
+    // One more copy in g1; rerun. Members that share their first path's extents are
+    // skipped one by one (g1, g5, g7), a group that all shares as a whole (g8; g6 on XFS).
+    write(&ra.join("g1/d"), &d1);
+    let again = dfdu_args(&["dedupe", "--json"], &roots);
+    let js = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(again.status.success(), "{js}");
+    let second = Counts {
+        groups: 4,
+        files: 1,
+        submitted: s1,
+        deduped: s1,
+        shared: 2 + 1 + 1 + 2 + if btrfs { 0 } else { 2 },
+        pinned: 3,
+        inline: inline_g6,
+        other_fs: 1,
+        calls: 1,
+        ..Counts::default()
+    };
+    assert_eq!(dedupe_counts(&js), second, "{kind} rerun: {js}");
+    for p in [ra.join("g4/a"), ra.join("g5/b"), ra.join("g5/c")] {
+        let _ = Command::new("chattr").args(["-i", "-a"]).arg(p).status();
+    }
+}
+
+#[test]
+fn dedupe_report_on_btrfs() {
+    if need_root_and("mkfs.btrfs", "dedupe_report_on_btrfs") && have("chattr") {
+        check_dedupe_report("btrfs");
+    }
+}
+
+#[test]
+fn dedupe_report_on_xfs() {
+    if need_root_and("mkfs.xfs", "dedupe_report_on_xfs") && have("chattr") {
+        check_dedupe_report("xfs");
+    }
+}
+
+/// `dedupe` run as `nobody` on root's files (hashed beforehand by root into a hash file
+/// nobody may rewrite): destinations it cannot open are errors, each with its message up to
+/// the cap of 1000; a destination it can open but does not own is refused by the kernel
+/// (per destination, not "cannot share extents"); exit status 1.
+#[test]
+fn dedupe_report_errors_as_nobody() {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_errors_as_nobody") && have("setpriv")) {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "nobody", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("dedupe_report_errors_as_nobody: cannot make or mount the image: {e}")),
+    };
+    let root = a.mnt.join("n");
+    let mut rng = Rng(0xb0d1);
+    // n1: the first path readable by all, 1001 copies readable by root only.
+    let d1 = rng.bytes(8192);
+    let unreadable: Vec<PathBuf> = (1..=1001).map(|i| root.join(format!("n1/f{i:04}"))).collect();
+    write(&root.join("n1/f0000"), &d1);
+    for p in &unreadable {
+        write(p, &d1);
+        fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    }
+    // n2: both readable; nobody owns neither, so the kernel refuses the destination.
+    let d2 = rng.bytes(100_000);
+    write(&root.join("n2/a"), &d2);
+    write(&root.join("n2/b"), &d2);
+    let hdir = a.mnt.join("h");
+    fs::create_dir(&hdir).unwrap();
+    let cache = hdir.join("cache");
+    let d = dfdu(&["dupes".as_ref(), "-q".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    run_ok(Command::new("chown").arg("-R").arg("65534:65534").arg(&hdir));
+    let bin = a.mnt.join("dfdu");
+    fs::copy(dfdu_path(), &bin).unwrap();
+    let before: BTreeMap<PathBuf, Kept> = walk(&root).into_iter().map(|p| (p.clone(), kept(&p))).collect();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&bin)
+        .args(["dedupe", "-q", "--hashfile"])
+        .arg(&cache)
+        .arg(&root)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let lines = report_lines(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{lines:?}");
+    let want_msgs: Vec<String> =
+        unreadable[..1000].iter().map(|p| format!("cannot deduplicate {}: Permission denied", p.display())).collect();
+    assert!(lines.len() > 1000, "{lines:?}");
+    if let Some(i) = (0..1000).find(|&i| lines[i] != want_msgs[i]) {
+        panic!("failure message {i}: {:?}, expected {:?}", lines[i], want_msgs[i]);
+    }
+    let want = Counts { groups: 2, files: 1, submitted: 100_000, errors: 1002, calls: 1, ..Counts::default() };
+    assert_eq!(lines[1000..1002], dedupe_text(&want, false)[..], "{:?}", &lines[1000..]);
+    assert_eq!(lines.len(), 1003, "{:?}", &lines[1000..]);
+    assert!(free_line(&lines[1002]).is_some(), "{}", lines[1002]);
+    for (p, k) in &before {
+        assert_eq!(&kept(p), k, "{} changed", p.display());
+    }
+}
+
+/// Turns a swap file off when dropped (before its image is unmounted: declare it after).
+struct SwapOn(PathBuf);
+
+impl Drop for SwapOn {
+    fn drop(&mut self) {
+        let _ = Command::new("swapoff").arg(&self.0).status();
+    }
+}
+
+/// Active swap files are never submitted, as the first path of a group (the group is left
+/// alone) or as another member; their plain copies are ordinary files.
+#[test]
+fn dedupe_report_skips_active_swap_files() {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_active_swap_files") && have("swapon")) {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "swap", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("dedupe_report_skips_active_swap_files: cannot make or mount the image: {e}")),
+    };
+    let root = a.mnt.join("t");
+    fs::create_dir_all(root.join("w")).unwrap();
+    fs::create_dir_all(root.join("s")).unwrap();
+    // w: the swap file sorts first; s: its copy does.
+    let (w, s) = (root.join("w/a"), root.join("s/b"));
+    let mut guards = Vec::new();
+    for p in [&w, &s] {
+        let made = Command::new("btrfs").args(["filesystem", "mkswapfile", "--size", "16m"]).arg(p).output();
+        if !made.is_ok_and(|o| o.status.success()) {
+            return skip("dedupe_report_skips_active_swap_files: btrfs filesystem mkswapfile failed");
+        }
+        let on = Command::new("swapon").arg(p).output();
+        if !on.is_ok_and(|o| o.status.success()) {
+            return skip("dedupe_report_skips_active_swap_files: swapon failed");
+        }
+        guards.push(SwapOn(p.clone()));
+    }
+    write(&root.join("w/b"), &fs::read(&w).unwrap());
+    write(&root.join("s/a"), &fs::read(&s).unwrap());
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(dedupe_counts(&js), Counts { groups: 2, swap: 2, ..Counts::default() }, "{js}");
+    drop(guards);
+}
+
+/// Files that change after they were hashed are skipped, whether the change is seen when
+/// the file is opened or right before the call. The run is held in its first `syncfs`
+/// (strace delays it) while the files change.
+#[test]
+fn dedupe_report_skips_files_changed_after_hashing() {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_files_changed_after_hashing") && have("strace")) {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "changed", "300M") {
+        Ok(a) => a,
+        Err(e) => {
+            return skip(&format!(
+                "dedupe_report_skips_files_changed_after_hashing: cannot make or mount the image: {e}"
+            ))
+        }
+    };
+    let root = a.mnt.join("t");
+    let mut rng = Rng(0xc4a6);
+    // c1 comes first (more bytes wasted): its source is open when the run is held.
+    let d1 = rng.bytes(400_000);
+    for n in ["a", "b", "c", "d"] {
+        write(&root.join("c1").join(n), &d1);
+    }
+    let d2 = rng.bytes(300_000);
+    for n in ["a", "b", "c"] {
+        write(&root.join("c2").join(n), &d2);
+    }
+    let log = a.mnt.join("strace.log");
+    let child = Command::new("strace")
+        .arg("-f")
+        .arg("-o")
+        .arg(&log)
+        .args(["-e", "trace=syncfs", "-e", "inject=syncfs:delay_enter=3000000:when=1", "--"])
+        .arg(dfdu_path())
+        .args(["dedupe", "--json"])
+        .arg(&root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !fs::read_to_string(&log).unwrap_or_default().contains("syncfs(") {
+        assert!(start.elapsed().as_secs() < 60, "dfdu never reached syncfs");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Same size, new mtime and ctime: a destination of c1 before it is opened, c1's source
+    // (open already: seen right before the call), c2's source before it is opened.
+    for p in [root.join("c1/b"), root.join("c1/a"), root.join("c2/a")] {
+        let mut f = fs::OpenOptions::new().write(true).open(&p).unwrap();
+        std::io::Write::write_all(&mut f, b"x").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let js = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(fs::read_to_string(&log).unwrap().contains("(DELAYED)"), "the run was not held");
+    // c1: b at open (1), then c and d when the source is checked again (2); c2: all 3.
+    let want = Counts { groups: 2, files: 2, changed: 1 + 2 + 3, ..Counts::default() };
+    assert_eq!(dedupe_counts(&js), want, "{js}");
+}
+
+/// A group larger than one call (the VFS caps a call at 1 GiB): two calls, the second for
+/// the tail from where the first stopped. Sparse files: 64 KiB of data, a hole, 8 KiB.
+#[test]
+fn dedupe_report_files_larger_than_one_call() {
+    if !need_root_and("mkfs.btrfs", "dedupe_report_files_larger_than_one_call") {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "large", "300M") {
+        Ok(a) => a,
+        Err(e) => {
+            return skip(&format!("dedupe_report_files_larger_than_one_call: cannot make or mount the image: {e}"))
+        }
+    };
+    let root = a.mnt.join("t");
+    fs::create_dir_all(&root).unwrap();
+    let size = (1u64 << 30) + 8192;
+    let mut rng = Rng(0x1a46e);
+    let (head, tail) = (rng.bytes(65_536), rng.bytes(8192));
+    for n in ["a", "b"] {
+        use std::os::unix::fs::FileExt;
+        let f = fs::File::create(root.join(n)).unwrap();
+        f.write_all_at(&head, 0).unwrap();
+        f.write_all_at(&tail, size - 8192).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), size);
+    }
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
+    let want = Counts { groups: 1, files: 1, submitted: size, deduped: size, calls: 2, ..Counts::default() };
+    assert_eq!(dedupe_counts(&js), want, "{js}");
+    // Now one set of extents: a rerun finds the group all shared.
+    let again = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert_eq!(dedupe_counts(&js), Counts { shared: 1, ..Counts::default() }, "{js}");
+}
+
+/// A file system without any extent-sharing call (squashfs: the ioctl itself fails with
+/// EOPNOTSUPP): before anything was deduplicated, the run stops with one message; after a
+/// group on btrfs was, it is one failure per destination and the run goes on.
+#[test]
+fn dedupe_report_cannot_share_before_and_after() {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_cannot_share_before_and_after") && have("mksquashfs")) {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "sqb", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("dedupe_report_cannot_share_before_and_after: btrfs image: {e}")),
+    };
+    let pid = std::process::id();
+    let mut sq = LoopFs {
+        image: std::env::temp_dir().join(format!("mutdedupe-sq-{pid}.img")),
+        mnt: PathBuf::from(format!("/mnt/mutdedupe-sq-{pid}")),
+        mounted: false,
+    };
+    let mut rng = Rng(0x5a5a);
+    let (d1, d2) = (rng.bytes(300_000), rng.bytes(100_000));
+    let src = a.mnt.join("sqsrc");
+    write(&src.join("a"), &d2);
+    write(&src.join("b"), &d2);
+    run_ok(Command::new("mksquashfs").arg(&src).arg(&sq.image).args(["-quiet", "-noappend"]));
+    fs::create_dir_all(&sq.mnt).unwrap();
+    run_ok(Command::new("mount").args(["-o", "loop,ro"]).arg(&sq.image).arg(&sq.mnt));
+    sq.mounted = true;
+    let cannot = format!(
+        "the file system of {} cannot share extents (Operation not supported; XFS needs reflink=1): nothing was changed",
+        sq.mnt.join("a").display()
+    );
+    let before = dfdu(&["dedupe".as_ref(), "-q".as_ref(), sq.mnt.as_os_str()]);
+    assert_eq!(before.status.code(), Some(1));
+    assert_eq!(report_lines(&before.stderr), [cannot]);
+    // A btrfs group first (more bytes wasted), then the squashfs one.
+    let t = a.mnt.join("t");
+    write(&t.join("a"), &d1);
+    write(&t.join("b"), &d1);
+    let after = dfdu(&["dedupe".as_ref(), "-q".as_ref(), t.as_os_str(), sq.mnt.as_os_str()]);
+    let lines = report_lines(&after.stderr);
+    assert_eq!(after.status.code(), Some(1), "{lines:?}");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[0], format!("cannot deduplicate {}: Operation not supported", sq.mnt.join("b").display()));
+    let want =
+        Counts { groups: 2, files: 2, submitted: 400_000, deduped: 300_000, errors: 1, calls: 2, ..Counts::default() };
+    assert_eq!(lines[1..3], dedupe_text(&want, false)[..], "{lines:?}");
+    assert!(free_line(&lines[3]).is_some(), "{lines:?}");
+}
+
+/// What the kernel refuses because the bytes differ, although size, mtime and ctime say
+/// nothing changed since hashing: one byte of a file is changed under XFS, in the image
+/// (XFS keeps no data checksums), and the file's cached pages are dropped.
+#[test]
+fn dedupe_report_refused_when_data_differs_on_xfs() {
+    if !(need_root_and("mkfs.xfs", "dedupe_report_refused_when_data_differs_on_xfs") && have("xfs_io")) {
+        return;
+    }
+    let a = match LoopFs::labelled("xfs", "refused", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("dedupe_report_refused_when_data_differs_on_xfs: XFS image: {e}")),
+    };
+    let root = a.mnt.join("t");
+    let data = Rng(0xd1ff).bytes(200_000);
+    write(&root.join("a"), &data);
+    write(&root.join("b"), &data);
+    let cache = a.mnt.join("hashes");
+    let d = dfdu(&["dupes".as_ref(), "-q".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
+    assert!(d.status.success());
+    let b = root.join("b");
+    run_ok(Command::new("sync").arg("-f").arg(&b));
+    // xfs_io's fiemap: "0: [0..391]: 96..487" in 512-byte sectors.
+    let map = Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(&b).output().unwrap();
+    let map = String::from_utf8_lossy(&map.stdout).into_owned();
+    let first = map.lines().find_map(|l| l.trim().strip_prefix("0: [0..")).unwrap_or_else(|| panic!("{map}"));
+    let sector: u64 = first.split("]: ").nth(1).and_then(|r| r.split("..").next()).unwrap().parse().unwrap();
+    let at = sector * 512 + 1000;
+    {
+        use std::os::unix::fs::FileExt;
+        let img = fs::OpenOptions::new().read(true).write(true).open(&a.image).unwrap();
+        let mut byte = [0u8; 1];
+        img.read_exact_at(&mut byte, at).unwrap();
+        assert_eq!(byte[0], data[1000], "b's first extent is at {at} in the image");
+        img.write_all_at(&[!byte[0]], at).unwrap();
+        img.sync_all().unwrap();
+    }
+    let b_before = fs::metadata(&b).unwrap();
+    run_ok(Command::new("dd").arg(format!("if={}", b.display())).args(["iflag=nocache", "count=0", "status=none"]));
+    let mut changed = data.clone();
+    changed[1000] = !changed[1000];
+    assert_eq!(fs::read(&b).unwrap(), changed, "the kernel reads the changed byte");
+    assert_eq!(fs::metadata(&b).unwrap().ctime_nsec(), b_before.ctime_nsec());
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
+    let js = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_num(&js, "bytes_read"), Some(0), "hashed from the hash file: {js}");
+    let want = Counts { groups: 1, files: 1, submitted: 200_000, refused: 1, calls: 1, ..Counts::default() };
+    assert_eq!(dedupe_counts(&js), want, "{js}");
+    assert_eq!(fs::read(&b).unwrap(), changed);
+}
+
+/// A destination that changes after it was opened, before its batch's call, is left out
+/// of the call: 121 destinations make two batches (120 and 1); the run is held in the
+/// first batch's call (strace delays the ioctls on the source) while the last one changes.
+#[test]
+fn dedupe_report_skips_a_destination_changed_before_its_batch() {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_a_destination_changed_before_its_batch") && have("strace")) {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "batch", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("dedupe_report_skips_a_destination_changed_before_its_batch: image: {e}")),
+    };
+    let root = a.mnt.join("t");
+    let data = Rng(0xba7c).bytes(16_384);
+    let paths: Vec<PathBuf> = (0..122).map(|i| root.join(format!("f{i:03}"))).collect();
+    for p in &paths {
+        write(p, &data);
+    }
+    let log = a.mnt.join("strace.log");
+    let child = Command::new("strace")
+        .arg("-f")
+        .arg("-o")
+        .arg(&log)
+        .arg("-P")
+        .arg(&paths[0])
+        .args(["-e", "trace=ioctl", "-e", "inject=ioctl:delay_enter=1500000", "--"])
+        .arg(dfdu_path())
+        .args(["dedupe", "--json"])
+        .arg(&root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let is_dedupe = |l: &str| l.contains("DEDUPE") || l.contains("EXTENT_SAME") || l.contains("0x9436");
+    while !fs::read_to_string(&log).unwrap_or_default().lines().any(is_dedupe) {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "no FIDEDUPERANGE call: {}",
+            fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut f = fs::OpenOptions::new().write(true).open(&paths[121]).unwrap();
+    std::io::Write::write_all(&mut f, b"x").unwrap();
+    drop(f);
+    let out = child.wait_with_output().unwrap();
+    let js = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
+    let calls = fs::read_to_string(&log).unwrap().lines().filter(|l| is_dedupe(l)).count();
+    assert_eq!(calls, 1, "{}", fs::read_to_string(&log).unwrap());
+    let want = Counts {
+        groups: 1,
+        files: 121,
+        submitted: 120 * 16_384,
+        deduped: 120 * 16_384,
+        changed: 1,
+        calls: 1,
+        ..Counts::default()
+    };
+    assert_eq!(dedupe_counts(&js), want, "{js}");
 }

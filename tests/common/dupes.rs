@@ -169,7 +169,7 @@ pub fn skip(what: &str) {
 pub struct LoopFs {
     pub image: PathBuf,
     pub mnt: PathBuf,
-    mounted: bool,
+    pub mounted: bool,
 }
 
 impl LoopFs {
@@ -192,6 +192,33 @@ impl LoopFs {
             "xfs" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
             "xfs-noreflink" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=0"]).arg(&fsys.image))?,
             _ => run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&fsys.image))?,
+        }
+        fs::create_dir_all(&fsys.mnt).map_err(|e| e.to_string())?;
+        run(Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt))?;
+        fsys.mounted = true;
+        Ok(fsys)
+    }
+}
+
+impl LoopFs {
+    /// An image of `size` mounted on `/mnt/mutdedupe-<label>-<pid>`.
+    pub fn labelled(kind: &str, label: &str, size: &str) -> Result<LoopFs, String> {
+        let pid = std::process::id();
+        let image = std::env::temp_dir().join(format!("mutdedupe-{label}-{pid}.img"));
+        let mnt = PathBuf::from(format!("/mnt/mutdedupe-{label}-{pid}"));
+        let mut fsys = LoopFs { image, mnt, mounted: false };
+        let run = |c: &mut Command| -> Result<(), String> {
+            let o = c.output().map_err(|e| e.to_string())?;
+            if o.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
+            }
+        };
+        run(Command::new("truncate").arg("-s").arg(size).arg(&fsys.image))?;
+        match kind {
+            "btrfs" => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
+            _ => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
         }
         fs::create_dir_all(&fsys.mnt).map_err(|e| e.to_string())?;
         run(Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt))?;
