@@ -103,8 +103,12 @@ MOD ?= ncdu
 MUTANTS_JOBS ?= 1
 # SHARD=1/4 runs every fourth mutant only (a sample, for a quick look).
 SHARD ?=
-# RE='write_failed|fts_root' runs only the mutants whose names match (after a fix).
+# RE='write_failed|fts_root' runs only the mutants whose names match (after a fix). It
+# reaches the recipe through the environment, so names with quotes (Run<'_, W>) survive.
 RE ?=
+export RE
+# A run with RE or SLOW writes beside the whole module's run instead of over it.
+MUTANTS_OUT = target/mutants-out/$(MOD)$(if $(RE),-re)$(if $(SLOW),-slow)
 # SLOW=1 runs a module's longer test set where it has one (MUTANTS_TESTS_MOD_slow): for
 # du, the big directories, tmpfs, out-of-range times, the streaming order and the unit
 # tests of records.rs; for dupes, a file over 1 GiB deduplicated in two calls (on
@@ -129,15 +133,16 @@ MUTANTS_TESTS_dupes  := -C --bin -C dfdu -C --test -C dupes -C --test -C dedupe 
 MUTANTS_TESTS_dupes_slow := -C --bin -C dfdu -C --test -C dupes -C --test -C dedupe -- -- dupes hashfile damaged dedupe big_file_takes_two_calls
 
 .PHONY: mutants mutants-list
-mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD
+mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes; results in target/mutants-out/MOD[-re][-slow]
 	@test -n "$(MUTANTS_FILES_$(MOD))" || { echo "unknown MOD=$(MOD)"; exit 2; }
 	@test -z "$(SLOW)" || test -n "$(MUTANTS_TESTS_$(MOD)_slow)" || { echo "MOD=$(MOD) has no SLOW set"; exit 2; }
-	mkdir -p target/mutants-out/$(MOD)
+	mkdir -p $(MUTANTS_OUT)
 	CARGO_TARGET_DIR=$(CURDIR)/target/mutants-$(if $(filter du,$(MOD)),du,bin)-target nice -n 5 $(CARGO) mutants -j $(MUTANTS_JOBS) \
-	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o target/mutants-out/$(MOD) \
-	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $(if $(RE),--re '$(RE)') $(MUTANTS_TESTS_$(MOD)$(if $(SLOW),_slow)) \
+	  $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) -o $(MUTANTS_OUT) \
+	  $(if $(SHARD),--shard $(SHARD) --sharding round-robin) $${RE:+--re "$$RE"} $(MUTANTS_TESTS_$(MOD)$(if $(SLOW),_slow)) \
 	  || true
-	@mutants/score target/mutants-out/$(MOD)/mutants.out $(MOD)
+	@mutants/score $(MUTANTS_OUT)/mutants.out $(MOD)
+	@mutants/unlisted $(MUTANTS_OUT)/mutants.out/missed.txt | sed '1s/^/not in mutants\/equivalent.txt:\n/'
 
 mutants-list: ## list the mutants of MOD without running them
 	$(CARGO) mutants $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) --list

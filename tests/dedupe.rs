@@ -412,7 +412,6 @@ fn check_cannot_share(kind: &str, dry_run_knows: bool) {
 // in dedupe.rs). Every figure is what the tree on disk makes true: which files are pinned,
 // inline, on another file system, already sharing; what the kernel deduplicated.
 
-
 /// The counters of one dedupe report.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Counts {

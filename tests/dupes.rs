@@ -27,7 +27,7 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 #[test]
 fn dupes_reports_exactly_the_true_groups() {
@@ -796,4 +796,46 @@ fn dupes_progress_line_only_on_a_terminal() {
         }
         size *= 2;
     }
+}
+
+// ---- reads that fail or are interrupted (strace injects the fault) ----------------------
+
+/// `dfdu dupes ROOT` under strace with `inject` (a fault injected into the matching reads
+/// of ROOT's files), cut off after 60 s: a retry loop shows as a timeout (status 124).
+fn dupes_with_read_faults(root: &Path, inject: &str) -> Output {
+    // Only reads of the tree's files (-P: strace follows each descriptor to its path),
+    // not the dynamic loader's or /sys.
+    let mut cmd = Command::new("timeout");
+    cmd.args(["60", "strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=read", "-e"]);
+    cmd.arg(format!("inject=read:{inject}"));
+    for p in walk(root) {
+        if fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+            cmd.arg("-P").arg(p);
+        }
+    }
+    cmd.arg(dfdu_path()).arg("dupes").arg(root).env("LC_ALL", "C").output().expect("run strace")
+}
+
+/// A read interrupted by a signal (EINTR: NFS, FUSE) is retried, so the groups are the
+/// same; a read that fails (EIO) is one message per file, the run ends with status 1 and
+/// no group is made of a file that could not be read.
+#[test]
+fn dupes_retries_interrupted_reads_and_reports_failed_ones() {
+    if !have("strace") {
+        return skip("dupes read faults: strace is not installed");
+    }
+    let scratch = Scratch::new("dupes-read-faults");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0007);
+    let out = dupes_with_read_faults(&root, "error=EINTR:when=1+2");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(parse_groups(&out.stdout, false), want, "{err}");
+    let out = dupes_with_read_faults(&root, "error=EIO");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "no file could be read, so no group: {}", String::from_utf8_lossy(&out.stdout));
+    let failed = err.lines().filter(|l| l.contains("cannot read") && l.ends_with("Input/output error")).count();
+    let candidates: usize = want.iter().map(BTreeSet::len).sum();
+    assert!(failed >= candidates, "{failed} read errors for {candidates} group members:\n{err}");
 }

@@ -649,4 +649,62 @@ mod tests {
         // No identity (std on Windows): size and mtime decide.
         assert!(same(&platform::FileCheck { dev: 0, ino: 0, ctime_ns: 0, ..c }, &f));
     }
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("dfdu-dupes-find-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// The record the scan would have made of `path` now.
+    fn rec_of(path: &std::path::Path) -> FileRec {
+        let f = std::fs::File::open(path).unwrap();
+        let c = platform::check_file(&f).unwrap();
+        FileRec {
+            size: c.size,
+            dev: c.dev,
+            ino: c.ino,
+            mtime_ns: c.mtime_ns,
+            ctime_ns: c.ctime_ns,
+            name_off: 0,
+            name_len: 0,
+            dir: 0,
+        }
+    }
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 8) as u8).collect()
+    }
+
+    /// A file that is not what the scan recorded (other ctime, size or identity) is
+    /// dropped as changed by both stages, after its read.
+    #[test]
+    fn dupes_reads_drop_a_file_that_changed_since_the_scan() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = scratch("changed");
+        for (name, len) in [("small", 3000usize), ("big", 100_000)] {
+            let p = dir.join(name);
+            std::fs::write(&p, pattern(len, 3)).unwrap();
+            let now = rec_of(&p);
+            let stats = Stats::default();
+            let mut buf = Vec::new();
+            let path = p.as_os_str().as_bytes();
+            assert!(sample_file(path, &now, &mut buf, &stats).is_ok());
+            assert!(hash_file(path, &now, &mut buf, &stats).is_ok());
+            for then in [
+                FileRec { ctime_ns: now.ctime_ns - 1, ..now },
+                FileRec { ino: now.ino + 1, ..now },
+                FileRec { mtime_ns: now.mtime_ns + 1, ..now },
+            ] {
+                assert!(matches!(sample_file(path, &then, &mut buf, &stats), Err(Drop_::Changed)), "{name} sample");
+                assert!(matches!(hash_file(path, &then, &mut buf, &stats), Err(Drop_::Changed)), "{name} full");
+            }
+            // Shorter than recorded: the read comes up short.
+            let longer = FileRec { size: now.size + 10, ..now };
+            assert!(matches!(sample_file(path, &longer, &mut buf, &stats), Err(Drop_::Changed)), "{name}");
+            assert!(matches!(hash_file(path, &longer, &mut buf, &stats), Err(Drop_::Changed)), "{name}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
