@@ -454,16 +454,24 @@ fn dedupe_counts(js: &str) -> Counts {
 
 /// The report lines `dedupe` prints without `--json` for `c` (after "CMD: ").
 fn dedupe_text(c: &Counts, dry_run: bool) -> Vec<String> {
+    // English plurals: "1 file", "2 files".
+    let n = |k: u64, one: &str| if k == 1 { format!("{k} {one}") } else { format!("{k} {one}s") };
     let first = if dry_run {
         format!(
-            "dry run: would submit {} files in {} groups, {} bytes; nothing was changed",
-            c.files, c.groups, c.submitted
+            "dry run: would submit {} in {}, {} bytes; nothing was changed",
+            n(c.files, "file"),
+            n(c.groups, "group"),
+            c.submitted
         )
     } else {
         format!(
-            "{} files in {} groups: {} bytes submitted, {} bytes deduplicated by the kernel, {} files refused \
-             (data differs); {} ioctl calls",
-            c.files, c.groups, c.submitted, c.deduped, c.refused, c.calls
+            "{} in {}: {} bytes submitted, {} bytes deduplicated by the kernel, {} refused (data differs); {}",
+            n(c.files, "file"),
+            n(c.groups, "group"),
+            c.submitted,
+            c.deduped,
+            n(c.refused, "file"),
+            n(c.calls, "ioctl call")
         )
     };
     let second = format!(

@@ -749,7 +749,7 @@ fn on_terminal(args: &str) -> String {
 
 /// The run time from the summary line's last field ("; 0.52 s").
 fn summary_seconds(err: &str) -> f64 {
-    let line = err.lines().rev().find(|l| l.contains(" groups, ")).expect("a summary line");
+    let line = err.lines().rev().find(|l| l.contains(" duplicate file")).expect("a summary line");
     let (_, t) = line.rsplit_once("; ").unwrap();
     t.trim_end().strip_suffix(" s").unwrap().parse().unwrap()
 }

@@ -70,14 +70,21 @@ impl Report {
         }
         s.push_str(&if dry_run {
             format!(
-                "{cmd}: dry run: would submit {} files in {} groups, {} bytes; nothing was changed\n",
-                self.files, self.groups, self.bytes_submitted
+                "{cmd}: dry run: would submit {} in {}, {} bytes; nothing was changed\n",
+                super::count(self.files, "file", "files"),
+                super::count(self.groups, "group", "groups"),
+                self.bytes_submitted
             )
         } else {
             format!(
-                "{cmd}: {} files in {} groups: {} bytes submitted, {} bytes deduplicated by the kernel, \
-                 {} files refused (data differs); {} ioctl calls\n",
-                self.files, self.groups, self.bytes_submitted, self.bytes_deduped, self.refused_files, self.ioctl_calls
+                "{cmd}: {} in {}: {} bytes submitted, {} bytes deduplicated by the kernel, \
+                 {} refused (data differs); {}\n",
+                super::count(self.files, "file", "files"),
+                super::count(self.groups, "group", "groups"),
+                self.bytes_submitted,
+                self.bytes_deduped,
+                super::count(self.refused_files, "file", "files"),
+                super::count(self.ioctl_calls, "ioctl call", "ioctl calls")
             )
         });
         s.push_str(&format!(
@@ -409,7 +416,7 @@ mod tests {
             format!(
                 "dfdu dedupe: cannot deduplicate 'a': Permission denied\n\
                  dfdu dedupe: 3 files in 2 groups: 4000 bytes submitted, 3000 bytes deduplicated by the kernel, \
-                 1 files refused (data differs); 12 ioctl calls\n{SKIPPED}\
+                 1 file refused (data differs); 12 ioctl calls\n{SKIPPED}\
                  dfdu dedupe: free space +3000 bytes (before 1000000, after 1003000, after syncfs)\n"
             )
         );

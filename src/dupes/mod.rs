@@ -398,32 +398,39 @@ fn human(n: u64) -> String {
     format_size(n, Scale::human(true))
 }
 
+/// `n` and its noun, singular for one: "1 group", "2 groups".
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn summary_line(groups: &[Group], stats: &Stats, start: Instant) -> String {
     let dup_files: u64 = groups.iter().map(|g| g.members.len() as u64 - 1).sum();
     let wasted: u64 = groups.iter().map(Group::wasted).sum();
     let reclaimable: u64 = groups.iter().map(Group::reclaimable).sum();
-    let shared = groups.iter().filter(|g| g.all_shared()).count();
+    let shared = groups.iter().filter(|g| g.all_shared()).count() as u64;
     let (hits, links) = plain(stats);
     let mut s = format!(
-        "{} groups, {dup_files} duplicate files, {wasted} bytes ({}) in duplicates, {reclaimable} bytes ({}) reclaimable",
-        groups.len(),
+        "{}, {}, {wasted} bytes ({}) in duplicates, {reclaimable} bytes ({}) reclaimable",
+        count(groups.len() as u64, "group", "groups"),
+        count(dup_files, "duplicate file", "duplicate files"),
         human(wasted),
         human(reclaimable)
     );
     if shared > 0 {
-        s.push_str(&format!(" [shared: {shared} groups already share their extents]"));
+        let verb = if shared == 1 { "shares its" } else { "share their" };
+        s.push_str(&format!(" [shared: {} already {verb} extents]", count(shared, "group", "groups")));
     }
     s.push_str(&format!(
-        "; read {} files, {} bytes; {hits} from the hash file",
-        stats.files_read.load(Ordering::Relaxed),
+        "; read {}, {} bytes; {hits} from the hash file",
+        count(stats.files_read.load(Ordering::Relaxed), "file", "files"),
         stats.bytes_read.load(Ordering::Relaxed)
     ));
     if links > 0 {
-        s.push_str(&format!("; {links} extra hard-link names not listed"));
+        s.push_str(&format!("; {} not listed", count(links, "extra hard-link name", "extra hard-link names")));
     }
     let changed = stats.changed.load(Ordering::Relaxed);
     if changed > 0 {
-        s.push_str(&format!("; {changed} files changed while read (skipped)"));
+        s.push_str(&format!("; {} while read (skipped)", count(changed, "file changed", "files changed")));
     }
     s.push_str(&format!("; {:.2} s", start.elapsed().as_secs_f64()));
     s

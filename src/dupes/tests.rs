@@ -102,15 +102,15 @@ fn dupes_summary_line_notes_shared_links_and_changes_only_when_there_are_some() 
     assert_eq!(
         timeless(&summary_line(&g, &st, Instant::now()), "; "),
         "2 groups, 3 duplicate files, 7000 bytes (6.9K) in duplicates, 6000 bytes (5.9K) reclaimable; \
-         read 1 files, 2 bytes; 3 from the hash file; 1 extra hard-link names not listed; \
-         1 files changed while read (skipped)"
+         read 1 file, 2 bytes; 3 from the hash file; 1 extra hard-link name not listed; \
+         1 file changed while read (skipped)"
     );
     g[0].layout_of = vec![0, 0];
     let st = stats([0, 0, 0, 2, 2]);
     assert_eq!(
         timeless(&summary_line(&g, &st, Instant::now()), "; "),
         "2 groups, 3 duplicate files, 7000 bytes (6.9K) in duplicates, 1000 bytes (1000) reclaimable \
-         [shared: 1 groups already share their extents]; read 0 files, 0 bytes; 0 from the hash file; \
+         [shared: 1 group already shares its extents]; read 0 files, 0 bytes; 0 from the hash file; \
          2 extra hard-link names not listed; 2 files changed while read (skipped)"
     );
     g[1].layout_of = vec![0, 0, 0];
