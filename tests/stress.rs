@@ -231,6 +231,33 @@ fn files0_from_a_pipe_is_done_as_it_is_read() {
     assert_eq!(text[..half], text[half..], "GNU du, then dfdu:\n{text}");
 }
 
+/// A read of the `--files0-from` list that a signal interrupts (EINTR: a list on NFS or
+/// FUSE, or a FIFO) is tried again: under strace every other read of the list fails with
+/// EINTR, and the output and status are still GNU du's.
+#[test]
+fn files0_from_retries_interrupted_reads() {
+    if !Command::new("sh").arg("-c").arg("command -v strace").status().is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("DFDU_REQUIRE_ALL").is_none(), "strace is required");
+        eprintln!("SKIP: files0_from_retries_interrupted_reads: strace is not installed");
+        return;
+    }
+    let scratch = Scratch::new("files0-eintr");
+    let dir = scratch.dir.clone();
+    // A list of 20,001 names (about 180 KB: several 64 KiB reads).
+    python(
+        "import os\nos.makedirs('a/b')\nopen('a/f','wb').write(b'x'*9000)\nopen('g','wb').write(b'y')\n\
+         open('list','wb').write(b'a\\0' + b'a/b\\0g\\0' * 10000)\n",
+        &dir,
+    );
+    let list = dir.join("list");
+    let list = list.to_str().unwrap();
+    let strace =
+        ["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=read", "-e", "inject=read:error=EINTR:when=1+2"];
+    let wrap: Vec<&str> = strace.iter().copied().chain(["-P", list]).collect();
+    same_as_du(&["--files0-from=list"], &dir, Some(&wrap));
+    same_as_du(&["-a", "--files0-from=list"], &dir, Some(&wrap));
+}
+
 #[test]
 fn directory_of_120k_files_lists_in_du_order() {
     let scratch = Scratch::new("wide");
