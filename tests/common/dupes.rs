@@ -173,39 +173,21 @@ pub struct LoopFs {
 }
 
 impl LoopFs {
+    /// A 512 MiB image of `kind` (btrfs…, xfs with reflink, xfs-noreflink, else ext4)
+    /// mounted on `/mnt/dupes-<kind>-<pid>`.
     pub fn new(kind: &str) -> Result<LoopFs, String> {
-        let pid = std::process::id();
-        let image = std::env::temp_dir().join(format!("dupes-{kind}-{pid}.img"));
-        let mnt = PathBuf::from(format!("/mnt/dupes-{kind}-{pid}"));
-        let mut fsys = LoopFs { image, mnt, mounted: false };
-        let run = |c: &mut Command| -> Result<(), String> {
-            let o = c.output().map_err(|e| e.to_string())?;
-            if o.status.success() {
-                Ok(())
-            } else {
-                Err(String::from_utf8_lossy(&o.stderr).trim().to_string())
-            }
-        };
-        run(Command::new("truncate").arg("-s").arg("512M").arg(&fsys.image))?;
-        match kind {
-            k if k.starts_with("btrfs") => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
-            "xfs" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
-            "xfs-noreflink" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=0"]).arg(&fsys.image))?,
-            _ => run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&fsys.image))?,
-        }
-        fs::create_dir_all(&fsys.mnt).map_err(|e| e.to_string())?;
-        run(Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt))?;
-        fsys.mounted = true;
-        Ok(fsys)
+        Self::make(kind, &format!("dupes-{kind}"), "512M")
     }
-}
 
-impl LoopFs {
     /// An image of `size` mounted on `/mnt/mutdedupe-<label>-<pid>`.
     pub fn labelled(kind: &str, label: &str, size: &str) -> Result<LoopFs, String> {
+        Self::make(kind, &format!("mutdedupe-{label}"), size)
+    }
+
+    fn make(kind: &str, name: &str, size: &str) -> Result<LoopFs, String> {
         let pid = std::process::id();
-        let image = std::env::temp_dir().join(format!("mutdedupe-{label}-{pid}.img"));
-        let mnt = PathBuf::from(format!("/mnt/mutdedupe-{label}-{pid}"));
+        let image = std::env::temp_dir().join(format!("{name}-{pid}.img"));
+        let mnt = PathBuf::from(format!("/mnt/{name}-{pid}"));
         let mut fsys = LoopFs { image, mnt, mounted: false };
         let run = |c: &mut Command| -> Result<(), String> {
             let o = c.output().map_err(|e| e.to_string())?;
@@ -217,8 +199,10 @@ impl LoopFs {
         };
         run(Command::new("truncate").arg("-s").arg(size).arg(&fsys.image))?;
         match kind {
-            "btrfs" => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
-            _ => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
+            k if k.starts_with("btrfs") => run(Command::new("mkfs.btrfs").arg("-q").arg(&fsys.image))?,
+            "xfs" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=1"]).arg(&fsys.image))?,
+            "xfs-noreflink" => run(Command::new("mkfs.xfs").args(["-q", "-m", "reflink=0"]).arg(&fsys.image))?,
+            _ => run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&fsys.image))?,
         }
         fs::create_dir_all(&fsys.mnt).map_err(|e| e.to_string())?;
         run(Command::new("mount").args(["-o", "loop"]).arg(&fsys.image).arg(&fsys.mnt))?;
