@@ -301,10 +301,10 @@ pub fn pool<T: Send>(threads: usize, n: usize, stats: &Stats, job: impl Fn(&mut 
 }
 
 /// Runs `job(buffer, rec)` for the files `recs`, handing `(index in recs, result)` to
-/// `deliver`. Files on
-/// a rotational device are read by one reader per device in physical order (FIEMAP's
-/// first extent), so the disk's head sweeps instead of seeking between threads; the rest
-/// go to the whole pool, at the same time. A rotational device whose data is already in
+/// `deliver`. Files on a rotational device are read by `SPINNING_READERS` readers per
+/// device taking them in physical order (FIEMAP's first extent), so the disk's head
+/// sweeps instead of seeking between far places; the rest go to the whole pool, at the
+/// same time. A rotational device whose data is already in
 /// the page cache (`probably_cached`) has no head to move: the whole pool reads it; and
 /// when all the data is cached, the pool has no more threads than there are cores.
 fn read_pool<T: Send>(
@@ -354,7 +354,7 @@ fn read_pool<T: Send>(
     lanes[rest] = (0..recs.len()).filter(|n| !spinning.contains(&found.files[recs[*n] as usize].dev)).collect();
     std::thread::scope(|s| {
         for (i, lane) in lanes.iter().enumerate() {
-            let n_threads = if i == rest { threads } else { 1 };
+            let n_threads = if i == rest { threads } else { threads.min(SPINNING_READERS) };
             s.spawn(move || {
                 // The lane's own indices, mapped back to indices in `recs`.
                 let mut put = |k: usize, t: T| {
@@ -367,6 +367,12 @@ fn read_pool<T: Send>(
         }
     });
 }
+
+/// Readers per rotational device. They take the files in physical order, so the requests
+/// in flight are neighbours the disk's queue can sort; one reader alone left a virtio disk
+/// that reports itself rotational (its backing store is not) idle between requests: S cold
+/// took 1.06 s with one, 0.72 with two, 0.53 with four and 0.42 with eight, jdupes 1.31.
+const SPINNING_READERS: usize = 4;
 
 /// Files probed per device by `probably_cached`.
 const PROBES: usize = 16;
