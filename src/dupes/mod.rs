@@ -21,7 +21,7 @@ mod tests;
 
 use crate::meta::{os_bytes, Kind};
 use crate::platform;
-use crate::text::quote::{quoteaf, quotef};
+use crate::text::quote::{json_str, quoteaf, quotef};
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
 use crate::walk::opts::{Cli, WalkOpts};
 use crate::walk::reader::Reader;
@@ -434,19 +434,6 @@ fn summary_line(groups: &[Group], stats: &Stats, start: Instant) -> String {
     }
     s.push_str(&format!("; {:.2} s", start.elapsed().as_secs_f64()));
     s
-}
-
-fn json_str(out: &mut String, bytes: &[u8]) {
-    out.push('"');
-    for c in String::from_utf8_lossy(bytes).chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 fn print_groups(
