@@ -94,13 +94,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
             Long("si") => a.si = true,
             Long("apparent-size") => a.apparent = true,
             Long("json") => a.json = true,
-            Long("top") => {
-                let v = cli.value()?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if n <= 100_000 => a.top = n,
-                    _ => return Err(cli.bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
-                }
-            }
+            Long("top") => a.top = cli.top_value()?,
             Long("min-change") => {
                 let v = cli.value()?;
                 match parse_with_suffix(&os_bytes(&v), THRESHOLD_SUFFIXES) {

@@ -118,13 +118,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
             Short('h') | Long("human-readable") => a.si = false,
             Long("si") => a.si = true,
             Long("apparent-size") => a.apparent = true,
-            Long("top") => {
-                let v = cli.value()?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if n <= 100_000 => a.top = n,
-                    _ => return Err(cli.bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
-                }
-            }
+            Long("top") => a.top = cli.top_value()?,
             Long("json") => a.json = true,
             Long("shared") => a.shared = true,
             Long("no-shared") => a.shared = false,

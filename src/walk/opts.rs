@@ -88,6 +88,15 @@ impl Cli {
         }
     }
 
+    /// The value of `--top` (rows in a report, 0 to 100,000), for `scan` and `diff`.
+    pub fn top_value(&mut self) -> Result<usize, i32> {
+        let v = self.value()?;
+        match v.to_str().and_then(|s| s.parse().ok()) {
+            Some(n) if n <= 100_000 => Ok(n),
+            _ => Err(self.bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
+        }
+    }
+
     /// Refuses `opt`, which no one takes, in lexopt's words.
     pub fn unexpected(&self, opt: &Opt) -> i32 {
         self.bad(opt.arg().unexpected())
