@@ -270,6 +270,18 @@ struct Node<D> {
 }
 
 impl<D> Node<D> {
+    /// Whether `meta` is this directory or one of its ancestors (same device and inode).
+    fn is_or_descends_from(&self, meta: &Meta) -> bool {
+        let mut cur = Some(self);
+        while let Some(n) = cur {
+            if (n.dev, n.ino) == (meta.dev, meta.ino) {
+                return true;
+            }
+            cur = n.parent.as_deref();
+        }
+        false
+    }
+
     /// Bytes `join_path` puts between this directory's path and a child's name.
     fn separator(&self) -> usize {
         usize::from(self.parent.is_some() || !self.name.to_bytes().ends_with(b"/"))

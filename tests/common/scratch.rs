@@ -36,26 +36,26 @@ impl Scratch {
 
     /// Mounts a fresh tmpfs on the existing directory `at`; the error text when that fails.
     pub fn mount_tmpfs(&mut self, at: &Path) -> Result<(), String> {
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64m,mode=0755", "dfdu-compat-tmpfs"])
-            .arg(at)
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        self.mounts.push(at.to_path_buf());
-        Ok(())
+        self.mount(
+            &[
+                "-t".as_ref(),
+                "tmpfs".as_ref(),
+                "-o".as_ref(),
+                "size=64m,mode=0755".as_ref(),
+                "dfdu-compat-tmpfs".as_ref(),
+            ],
+            at,
+        )
     }
 
     /// `mount --bind from at`, unmounted when the scratch dir is dropped.
     pub fn mount_bind(&mut self, from: &Path, at: &Path) -> Result<(), String> {
-        let out = Command::new("mount")
-            .arg("--bind")
-            .arg(from)
-            .arg(at)
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
+        self.mount(&["--bind".as_ref(), from.as_os_str()], at)
+    }
+
+    /// `mount ARGS at`, remembered so that dropping the scratch dir unmounts it.
+    fn mount(&mut self, args: &[&std::ffi::OsStr], at: &Path) -> Result<(), String> {
+        let out = Command::new("mount").args(args).arg(at).output().map_err(|e| format!("cannot run mount: {e}"))?;
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
         }

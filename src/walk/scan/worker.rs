@@ -530,14 +530,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         if !(mount_point || node.crossed) {
             return false;
         }
-        let mut cur = Some(node);
-        while let Some(n) = cur {
-            if (n.dev, n.ino) == (meta.dev, meta.ino) {
-                return true;
-            }
-            cur = n.parent.as_deref();
-        }
-        false
+        node.is_or_descends_from(meta)
     }
 
     /// With `-L`: a directory reached again. When directories are claimed, any directory
@@ -546,14 +539,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         if self.shared.walk.claim_dirs {
             return !self.shared.claims.lock().unwrap().insert((meta.dev, meta.ino));
         }
-        let mut cur = Some(node);
-        while let Some(n) = cur {
-            if (n.dev, n.ino) == (meta.dev, meta.ino) {
-                return true;
-            }
-            cur = n.parent.as_deref();
-        }
-        false
+        node.is_or_descends_from(meta)
     }
 
     /// Commits through the sink, then turns the new subdirectories into local jobs.
