@@ -274,6 +274,14 @@ fn dedupe_part(
     }
     if let Entry::Vacant(slot) = fs_files.entry(src_rec.dev) {
         if platform::can_share_extents(&src) == Some(false) {
+            // Groups on another file system were deduplicated already: "nothing was
+            // changed" would be false. As when a call says EOPNOTSUPP then, this part
+            // fails (one message, its files counted) and the run goes on.
+            if r.bytes_deduped > 0 {
+                r.fail(&g.paths[src_m], Errno(EOPNOTSUPP));
+                r.errors += part.len() as u64 - 1;
+                return Ok(());
+            }
             return Err(format!(
                 "the file system of {} cannot share extents (ext4, tmpfs and the like; XFS needs reflink=1): \
                  nothing was changed",
