@@ -38,6 +38,7 @@ const TABLES: &[(&str, Table)] = &[
     ("big_dir_12k", big_12k_cases),
     ("big_dir_25k", big_25k_cases),
     ("big_dir_100k", big_100k_cases),
+    ("big_dir_110k", big_110k_cases),
     ("streaming_order", streaming_cases),
     ("deeper_than_path_max", deep_cases),
     ("unreadable_as_nobody", nobody_cases),
@@ -1268,6 +1269,17 @@ fn big_dir_100k() {
 
 fn big_100k_cases() -> Vec<Case> {
     cases(&["-a", "", "-s --inodes", "-a -l big"])
+}
+
+/// 110,000 entries: fts reads the first 100,000 and sorts them by inode, then a second batch
+/// of exactly 10,000, which it leaves in readdir order (a batch is sorted only above 10,000).
+#[test]
+fn big_dir_110k() {
+    check_big("big_dir_110k", 109_997, 20_000, big_110k_cases());
+}
+
+fn big_110k_cases() -> Vec<Case> {
+    cases(&["-a"])
 }
 
 // ---------------------------------------------------------------------------------------------

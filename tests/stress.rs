@@ -291,3 +291,74 @@ fn portable_reader_agrees_with_native() {
         assert!(!native.stdout.is_empty());
     }
 }
+
+/// A directory moved away while the walk is inside it (coreutils'
+/// move-dir-while-traversing.sh, made deterministic): when `t/3/a/b/c/d` is opened, an
+/// inotify watch sees it and `t/3/a/b` is renamed to `t/b` while strace holds the first
+/// read of `d` for a second. GNU du (fts) notices on the way back up ("fts_read failed:
+/// t/3/a/b: No such file or directory", status 1); dfdu must print the same lines, the
+/// same message and status. Both run under the same strace.
+#[test]
+fn directory_moved_during_the_walk() {
+    if !Command::new("sh").arg("-c").arg("command -v strace >/dev/null").status().is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("DFDU_REQUIRE_ALL").is_none(), "strace is required");
+        eprintln!("SKIP: directory_moved_during_the_walk: strace is not installed");
+        return;
+    }
+    let scratch = Scratch::new("moved-dir");
+    for (i, args) in [&["-a", "t"][..], &["t"]].into_iter().enumerate() {
+        let want = run_moving(Path::new("du"), args, &scratch.dir.join(format!("du{i}")));
+        let got = run_moving(&dfdu(), args, &scratch.dir.join(format!("dfdu{i}")));
+        assert!(!want.stdout.is_empty(), "du printed nothing for {args:?}");
+        assert_eq!(String::from_utf8_lossy(&want.stdout), String::from_utf8_lossy(&got.stdout), "stdout for {args:?}");
+        // The program name differs (du by PATH, dfdu by its path); what follows must not.
+        let message = |o: &Output| {
+            let text = String::from_utf8_lossy(&o.stderr).into_owned();
+            text.lines().map(|l| l.split_once(": ").map_or(l, |(_, rest)| rest).to_owned()).collect::<Vec<_>>()
+        };
+        assert_eq!(message(&want), vec!["fts_read failed: t/3/a/b: No such file or directory"], "GNU du's message");
+        assert_eq!(message(&got), message(&want), "stderr for {args:?}");
+        assert_eq!(got.status.code(), want.status.code(), "exit status for {args:?}");
+    }
+}
+
+/// Runs `prog args` in a fresh `dir/t/3/a/b/c/d/e/f` under strace and moves `t/3/a/b` to
+/// `t/b` as soon as `d` is opened.
+fn run_moving(prog: &Path, args: &[&str], dir: &Path) -> Output {
+    use rustix::fs::inotify;
+    use std::mem::MaybeUninit;
+    use std::time::{Duration, Instant};
+    let deep = dir.join("t/3/a/b/c/d");
+    std::fs::create_dir_all(deep.join("e/f")).unwrap();
+    std::fs::write(deep.join("e/f/file"), b"x").unwrap();
+    std::fs::write(deep.join("data"), vec![7u8; 9000]).unwrap();
+    let watch = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
+    inotify::add_watch(&watch, &deep, inotify::WatchFlags::OPEN).unwrap();
+    let child = Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "inject=all:delay_exit=1000000", "-P"])
+        .arg(&deep)
+        .arg(prog)
+        .args(args)
+        .current_dir(dir)
+        .env("LC_ALL", "C")
+        .env("DFDU_THREADS", "2")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strace runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut buf = [MaybeUninit::uninit(); 1024];
+    let mut events = inotify::Reader::new(&watch, &mut buf);
+    loop {
+        match events.next() {
+            Ok(_) => break,
+            Err(rustix::io::Errno::AGAIN) => {
+                assert!(Instant::now() < deadline, "{} never opened t/3/a/b/c/d", prog.display());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => panic!("inotify: {e}"),
+        }
+    }
+    std::fs::rename(dir.join("t/3/a/b"), dir.join("t/b")).unwrap();
+    child.wait_with_output().unwrap()
+}
