@@ -362,3 +362,58 @@ fn run_moving(prog: &Path, args: &[&str], dir: &Path) -> Output {
     std::fs::rename(dir.join("t/3/a/b"), dir.join("t/b")).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// `-s` over one argument sums each finished subtree that the ordered pass has not reached
+/// into one record (du/records.rs, `fold_subtrees`). Here the first subdirectory in GNU
+/// order is held under strace for half a second (its first call in each thread), so the workers finish the rest
+/// first and it is folded; the totals of every `-s` variant must still be GNU du's: sizes,
+/// entry counts, times, `-S`, `-c`, hard links across subtrees and a threshold.
+#[test]
+fn summary_with_subtrees_folded_while_the_first_is_held() {
+    if !Command::new("sh").arg("-c").arg("command -v strace >/dev/null").status().is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("DFDU_REQUIRE_ALL").is_none(), "strace is required");
+        eprintln!("SKIP: summary_with_subtrees_folded_while_the_first_is_held: strace is not installed");
+        return;
+    }
+    let scratch = Scratch::new("folded");
+    let dir = scratch.dir.clone();
+    python(
+        "import os\n\
+         for i in range(12):\n\
+         \x20for j in range(6):\n\
+         \x20 d='t/s%02d/m%d/leaf' % (i, j)\n\
+         \x20 os.makedirs(d)\n\
+         \x20 open(d+'/f','wb').write(b'x'*(1000*i+37*j+1))\n\
+         \x20 open('t/s%02d/m%d/g' % (i, j),'wb').write(b'y'*(5000*j))\n\
+         \x20 os.utime('t/s%02d/m%d/g' % (i, j), (1_500_000, 1_500_000))\n\
+         \x20 os.utime(d+'/f', (1_000_000+i*1000+j, 1_000_000+i*1000+j))\n\
+         os.link('t/s03/m1/leaf/f', 't/s07/m2/link')\n\
+         os.link('t/s00/m0/leaf/f', 't/s11/m5/link')\n\
+         os.utime('t/s05/m4', (2_000_000, 2_000_000))\n\
+         for top, dirs, files in os.walk('t', topdown=False):\n\
+         \x20if top != 't/s05/m4': os.utime(top, (1000, 1000))\n",
+        &dir,
+    );
+    let first = run(Path::new("du"), &["-d1", "t"], &dir, None, "1");
+    let first = String::from_utf8(first.stdout).unwrap();
+    let held = first.lines().next().and_then(|l| l.split('\t').nth(1)).expect("du -d1 lists a subdirectory");
+    let held = dir.join(held);
+    let held = held.to_str().unwrap();
+    // The newest time of all on a directory deep in a subtree that is not held (folded).
+    let newest = if held.ends_with("s05") { "t/s06/m3/leaf" } else { "t/s05/m3/leaf" };
+    python(&format!("import os\nos.utime('{newest}', (3_000_000, 3_000_000))\n"), &dir);
+    let wrap = ["strace", "-f", "-qq", "-o", "/dev/null", "-e", "inject=all:delay_exit=500000:when=1", "-P", held];
+    for args in [
+        &["-s", "t"][..],
+        &["-s", "--inodes", "t"],
+        &["-s", "--time", "t"],
+        &["-s", "--time=ctime", "--inodes", "t"],
+        &["-sS", "t"],
+        &["-sc", "t"],
+        &["-s", "-b", "t"],
+        &["-s", "-t", "200K", "t"],
+        &["-d0", "-l", "t"],
+    ] {
+        same_as_du_threads(args, &dir, Some(&wrap), "4");
+    }
+}

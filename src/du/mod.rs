@@ -10,7 +10,7 @@ pub mod records;
 
 use crate::du::cli::{Deref, DuOptions};
 use crate::du::records::{
-    DirItems, DirRec, ItemKind, Keep, Records, REC_MOVED, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
+    DirItems, DirRec, Entered, ItemKind, Keep, Records, REC_MOVED, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
 };
 use crate::meta::os_bytes;
 use crate::meta::{Errno, Kind, Meta, Timespec};
@@ -307,6 +307,7 @@ impl<W: Write> Run<'_, W> {
             collect_inodes: dedup_seen && o.deref != Deref::All && !is_last,
             claims: o.deref == Deref::All && self.dedup(),
             fold_links: self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All,
+            fold_subtrees: self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All && !self.hash_all,
         };
         let sink = Records::new(keep, &meta);
         std::thread::scope(|s| {
@@ -344,8 +345,33 @@ impl<W: Write> Run<'_, W> {
     }
 
     /// Starts directory `rec` of the ordered pass (waiting for the scan to have it all).
-    fn enter(&mut self, sink: &Records, stack: &mut Vec<Frame>, rec: u32, depth: u64, path: &[u8], path_len: usize) {
-        let (view, mut items) = sink.enter(rec);
+    /// Returns false for a folded subtree (`Keep::fold_subtrees`), which is summed into
+    /// its parent's frame at once: nothing below it can print.
+    fn enter(
+        &mut self,
+        sink: &Records,
+        stack: &mut Vec<Frame>,
+        rec: u32,
+        depth: u64,
+        path: &[u8],
+        path_len: usize,
+    ) -> bool {
+        let (view, mut items) = match sink.enter(rec) {
+            Entered::Dir(view, items) => (view, items),
+            Entered::Folded(view) => {
+                let me = Acc { bytes: view.rec.self_bytes, count: 1, time: view.self_time };
+                let below = Acc { bytes: view.rec.files_bytes, count: view.rec.files_count, time: view.files_time };
+                self.total.add(&me);
+                self.total.add(&below);
+                if let Some(parent) = stack.last_mut() {
+                    if !self.o.separate_dirs {
+                        parent.ent.add(&me);
+                    }
+                    parent.sub.add(&below);
+                }
+                return false;
+            }
+        };
         let r = view.rec;
         if r.flags & REC_UNREADABLE != 0 {
             self.error(format_args!("cannot read directory {}: {}", quoteaf(path), Self::errno_text(Errno(r.errno))));
@@ -354,6 +380,7 @@ impl<W: Write> Run<'_, W> {
         let ent = Acc { bytes: r.files_bytes, count: r.files_count, time: view.files_time };
         self.total.add(&ent);
         stack.push(Frame { rec, items, next: 0, depth, path_len, ent, sub: Acc::default() });
+        true
     }
 
     /// The ordered pass over one argument's tree: GNU's `process_file` for every entry,
@@ -386,7 +413,9 @@ impl<W: Write> Run<'_, W> {
                             path.truncate(parent_len);
                             continue;
                         }
-                        self.enter(sink, &mut stack, rec, depth, &path, parent_len);
+                        if !self.enter(sink, &mut stack, rec, depth, &path, parent_len) {
+                            path.truncate(parent_len);
+                        }
                     }
                     ItemKind::Candidate => {
                         if self.dedup() && !self.first(prior, (it.dev, it.ino)) {

@@ -45,17 +45,23 @@ pub struct Item {
 const _: () = assert!(std::mem::size_of::<Item>() == 40);
 
 /// Record flags.
-pub const REC_SORT_BY_INODE: u8 = 1;
-pub const REC_UNREADABLE: u8 = 2;
-pub const REC_PARTIAL: u8 = 4;
+pub const REC_SORT_BY_INODE: u16 = 1;
+pub const REC_UNREADABLE: u16 = 2;
+pub const REC_PARTIAL: u16 = 4;
 /// Moved away from its parent while it was being scanned (`Sink::moved`).
-pub const REC_MOVED: u8 = 8;
+pub const REC_MOVED: u16 = 8;
 /// Every item of the directory is in (`Sink::written`).
-const REC_WRITTEN: u8 = 16;
+const REC_WRITTEN: u16 = 16;
 /// Its whole subtree is scanned, so `REC_MOVED` is final (`Sink::finished`).
-const REC_FINISHED: u8 = 32;
+const REC_FINISHED: u16 = 32;
 /// It could not be opened (`Sink::unreadable`): nothing more will come for it.
-const REC_GONE: u8 = 64;
+const REC_GONE: u16 = 64;
+/// The ordered pass has entered it: its items are gone from here, so it is never folded.
+const REC_ENTERED: u16 = 128;
+/// Its whole subtree is summed into it (`Keep::fold_subtrees`): `files_bytes`,
+/// `files_count` and the files' time cover everything below it, and its subdirectories'
+/// records are gone.
+const REC_FOLDED: u16 = 256;
 
 /// One directory. Sums cover the plain (non-candidate) files directly inside it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -67,7 +73,7 @@ pub struct DirRec {
     pub files_count: u64,
     pub n_entries: u32,
     pub errno: i32,
-    pub flags: u8,
+    pub flags: u16,
 }
 
 /// The items of one directory, in the order they were committed.
@@ -149,7 +155,7 @@ struct Tree {
     done: bool,
     /// What the ordered pass waits for on `Records::ready`: (record, flags), or
     /// `(u32::MAX, 0)` for the end of the scan.
-    wanted: Option<(u32, u8)>,
+    wanted: Option<(u32, u16)>,
     /// Workers waiting on `Records::drained` in `throttle`.
     throttled: u32,
 }
@@ -176,6 +182,21 @@ pub struct Keep {
     /// for the ordered pass: right when only the argument's total is printed (`-s`),
     /// where which name is charged cannot show.
     pub fold_links: bool,
+    /// Sum each finished subtree the ordered pass has not reached into its top directory
+    /// (`REC_FOLDED`) and forget the records below it, so that what waits for the ordered
+    /// pass stays small when the workers run far ahead. Only where nothing below a
+    /// directory can print or change a later decision: `-s` (with `fold_links`) over one
+    /// argument, whose subdirectories are never looked up again (`Records::key`), and
+    /// never a subtree with an error in it (the ordered pass reports those in order).
+    pub fold_subtrees: bool,
+}
+
+/// What the ordered pass finds when it enters a directory.
+pub enum Entered {
+    /// Its record and items, to be visited.
+    Dir(RecView, DirItems),
+    /// A folded subtree (`REC_FOLDED`): the record alone, already forgotten here.
+    Folded(RecView),
 }
 
 /// Bytes of items waiting for the ordered pass above which workers wait for it (only
@@ -269,7 +290,7 @@ impl Records {
     /// Waits until `ready` holds for record `rec` or the scan is over, then runs `take`
     /// under the lock. While it waits, `Tree::wanted` says what for, and the worker that
     /// sets those flags (`flag`) or ends the scan (`close`) signals `Records::ready`.
-    fn wait_for<T>(&self, rec: u32, ready: u8, take: impl FnOnce(&mut Tree) -> T) -> T {
+    fn wait_for<T>(&self, rec: u32, ready: u16, take: impl FnOnce(&mut Tree) -> T) -> T {
         let mut tree = self.lock();
         loop {
             if tree.done || tree.slots.get(&rec).is_some_and(|s| s.rec.flags & ready != 0) {
@@ -294,15 +315,24 @@ impl Records {
 
     /// The ordered pass enters directory `rec`: waits until all its items are in, and
     /// hands them over (they are no longer kept here).
-    pub fn enter(&self, rec: u32) -> (RecView, DirItems) {
+    pub fn enter(&self, rec: u32) -> Entered {
         self.wait_for(rec, REC_WRITTEN | REC_GONE, |tree| {
             let slot = tree.slots.get_mut(&rec);
+            if let Some(s) = slot.as_ref().filter(|s| s.rec.flags & REC_FOLDED != 0) {
+                let view = Self::view(Some(s));
+                tree.slots.remove(&rec);
+                return Entered::Folded(view);
+            }
+            let mut slot = slot;
+            if let Some(s) = slot.as_mut() {
+                s.rec.flags |= REC_ENTERED;
+            }
             let items = slot.and_then(|s| s.extra.as_mut()).map(|e| std::mem::take(&mut e.items)).unwrap_or_default();
             let left = self.pending_bytes.fetch_sub(pending_cost(&items), Ordering::Relaxed) - pending_cost(&items);
             if tree.throttled > 0 && left <= PENDING_BUDGET {
                 self.drained.notify_all();
             }
-            (Self::view(tree.slots.get(&rec)), items)
+            Entered::Dir(Self::view(tree.slots.get(&rec)), items)
         })
     }
 
@@ -325,7 +355,7 @@ impl Records {
     }
 
     /// Sets `flags` (and the error) on record `dir`, if it is still held.
-    fn flag(&self, dir: u32, flags: u8, err: Option<Errno>) {
+    fn flag(&self, dir: u32, flags: u16, err: Option<Errno>) {
         let mut tree = self.lock();
         if let Some(s) = tree.slots.get_mut(&dir) {
             s.rec.flags |= flags;
@@ -350,6 +380,56 @@ impl Records {
         let mut inodes = tree.inodes;
         inodes.extend(self.folded.into_inner().unwrap_or_else(|e| e.into_inner()));
         Rest { inodes, overflow: tree.overflow }
+    }
+
+    /// `Keep::fold_subtrees`: directory `dir` (not the argument itself) has its whole
+    /// subtree scanned. If the ordered pass has not entered it, nothing in it went wrong
+    /// and every item is a subdirectory already folded, sums them into `dir` and forgets
+    /// them. Children finish before their parents, so a clean subtree folds from the
+    /// bottom up, each record once.
+    fn lock_and_fold(&self, dir: u32) {
+        let mut guard = self.lock();
+        let tree = &mut *guard;
+        let Some(slot) = tree.slots.get(&dir) else {
+            return;
+        };
+        const NO_FOLD: u16 = REC_UNREADABLE | REC_PARTIAL | REC_MOVED | REC_GONE | REC_ENTERED | REC_FOLDED;
+        if slot.rec.flags & NO_FOLD != 0 || slot.rec.flags & REC_WRITTEN == 0 {
+            return;
+        }
+        let no_items = DirItems::default();
+        let items = slot.extra.as_ref().map_or(&no_items, |e| &e.items);
+        let all_folded = items.items.iter().all(|it| {
+            it.kind == ItemKind::Dir && tree.slots.get(&it.target).is_some_and(|c| c.rec.flags & REC_FOLDED != 0)
+        });
+        if !all_folded {
+            return;
+        }
+        let (mut bytes, mut count, mut time) = (slot.rec.files_bytes, slot.rec.files_count, slot.times().1);
+        let targets: Vec<u32> = items.items.iter().map(|it| it.target).collect();
+        for child in targets {
+            let c = tree.slots.remove(&child).expect("checked above");
+            let (self_time, below_time) = c.times();
+            bytes = bytes.saturating_add(c.rec.self_bytes).saturating_add(c.rec.files_bytes);
+            count += 1 + c.rec.files_count;
+            time = time.max(self_time).max(below_time);
+        }
+        let slot = tree.slots.get_mut(&dir).expect("checked above");
+        slot.rec.files_bytes = bytes;
+        slot.rec.files_count = count;
+        slot.rec.flags |= REC_FOLDED;
+        if let Some(extra) = slot.extra.as_mut() {
+            let items = std::mem::take(&mut extra.items);
+            let left = self.pending_bytes.fetch_sub(pending_cost(&items), Ordering::Relaxed) - pending_cost(&items);
+            if tree.throttled > 0 && left <= PENDING_BUDGET {
+                self.drained.notify_all();
+            }
+            if self.keep.time.is_some() {
+                extra.times.1 = time;
+            } else {
+                slot.extra = None;
+            }
+        }
     }
 
     fn push(&self, l: &mut Local, pos: Pos, name: &[u8], kind: ItemKind, target: u32, meta: Option<&Meta>) -> usize {
@@ -521,6 +601,9 @@ impl Sink for Records {
     }
 
     fn finished(&self, dir: u32) {
+        if self.keep.fold_subtrees && dir != 0 {
+            self.lock_and_fold(dir);
+        }
         self.flag(dir, REC_FINISHED, None);
     }
 
@@ -553,6 +636,7 @@ mod tests {
             collect_inodes: false,
             claims: false,
             fold_links: false,
+            fold_subtrees: false,
         }
     }
 
@@ -564,6 +648,130 @@ mod tests {
         Some(Listed { entries, sort_by_inode: false, error: None })
     }
 
+    fn opened(e: Entered) -> (RecView, DirItems) {
+        match e {
+            Entered::Dir(view, items) => (view, items),
+            Entered::Folded(view) => panic!("record {} ino {} was folded", view.rec.flags, view.rec.ino),
+        }
+    }
+
+    fn folded(e: Entered) -> RecView {
+        match e {
+            Entered::Folded(view) => view,
+            Entered::Dir(view, _) => panic!("directory ino {} was not folded", view.rec.ino),
+        }
+    }
+
+    fn timed(kind: Kind, ino: u64, blocks: u64, mtime_s: i64) -> Meta {
+        Meta { mtime: Timespec { sec: mtime_s, nsec: 0 }, ..meta(kind, ino, blocks) }
+    }
+
+    /// `-s` over one argument: `root/a/{f, b/{g, h}, c/}` scanned before the ordered pass
+    /// gets there. `a` comes out as one folded record holding everything below it (sizes,
+    /// entry count and newest time), and the records of `b` and `c` are forgotten.
+    #[test]
+    fn a_finished_subtree_folds_into_its_top() {
+        let keep = Keep { time: Some(TimeKind::Mtime), fold_links: true, fold_subtrees: true, ..keep(None) };
+        let sink = Records::new(keep, &timed(Kind::Dir, 1, 8, 100));
+        let mut l = Local::default();
+        let mut children = Vec::new();
+        let mut list = |dir: u32, entries: &[(&[u8], Meta)], children: &mut Vec<Child>| {
+            for (i, (name, m)) in entries.iter().enumerate() {
+                sink.entry(&mut l, pos(i as u32, 0), name, Seen::Ok(m));
+            }
+            sink.commit(&mut l, dir, listed(entries.len() as u32), children);
+            sink.written(dir);
+        };
+        list(0, &[(b"a", timed(Kind::Dir, 2, 8, 200))], &mut children);
+        let a = children[0].dir;
+        list(
+            a,
+            &[
+                (b"f", timed(Kind::File, 3, 16, 300)),
+                (b"b", timed(Kind::Dir, 4, 8, 250)),
+                (b"c", timed(Kind::Dir, 5, 8, 150)),
+            ],
+            &mut children,
+        );
+        let (b, c) = (children[1].dir, children[2].dir);
+        list(b, &[(b"g", timed(Kind::File, 6, 32, 900)), (b"h", timed(Kind::File, 7, 64, 400))], &mut children);
+        list(c, &[], &mut children);
+        for dir in [b, c, a] {
+            sink.finished(dir);
+        }
+        assert_eq!((sink.key(b), sink.key(c)), ((0, 0), (0, 0)), "the records below a fold are forgotten");
+        assert_eq!(sink.key(a), (7, 2));
+        sink.finished(0);
+        let (root, items) = opened(sink.enter(0));
+        assert_eq!((root.rec.files_bytes, items.items.len()), (0, 1), "the argument itself is never folded");
+        let view = folded(sink.enter(a));
+        assert_eq!(view.rec.self_bytes, 8 * 512);
+        assert_eq!(view.rec.files_bytes, (16 + 8 + 32 + 64 + 8) * 512, "f, b, g, h and c");
+        assert_eq!(view.rec.files_count, 5);
+        assert_eq!((view.self_time.sec, view.files_time.sec), (200, 900));
+        assert_eq!(sink.key(a), (0, 0), "a folded record is handed over once");
+        assert_eq!(sink.pending_bytes.load(Ordering::Relaxed), 0, "the folded items are no longer counted as waiting");
+    }
+
+    /// What must not fold: a subtree with an unreadable directory, a partly listed one
+    /// or one that moved (the ordered pass reports each where it stands), a directory the
+    /// ordered pass has entered, and anything without `fold_subtrees`.
+    #[test]
+    fn what_must_be_visited_does_not_fold() {
+        for case in ["unreadable", "partial", "moved", "entered", "off"] {
+            let keep = Keep { fold_links: true, fold_subtrees: case != "off", ..keep(None) };
+            let sink = Records::new(keep, &meta(Kind::Dir, 1, 8));
+            let mut l = Local::default();
+            let mut children = Vec::new();
+            sink.entry(&mut l, pos(0, 0), b"a", Seen::Ok(&meta(Kind::Dir, 2, 8)));
+            sink.commit(&mut l, 0, listed(1), &mut children);
+            sink.written(0);
+            let a = children[0].dir;
+            sink.entry(&mut l, pos(0, 1), b"b", Seen::Ok(&meta(Kind::Dir, 3, 8)));
+            sink.commit(&mut l, a, listed(1), &mut children);
+            sink.written(a);
+            let b = children[1].dir;
+            let (_, root_items) = opened(sink.enter(0));
+            assert_eq!(root_items.items.len(), 1);
+            let mut entered_a = None;
+            match case {
+                "unreadable" => sink.unreadable(b, Errno(13)),
+                "partial" => {
+                    sink.commit(
+                        &mut l,
+                        b,
+                        Some(Listed { entries: 0, sort_by_inode: false, error: Some((Errno(5), true)) }),
+                        &mut children,
+                    );
+                    sink.written(b);
+                    sink.finished(b);
+                }
+                "moved" => {
+                    sink.commit(&mut l, b, listed(0), &mut children);
+                    sink.written(b);
+                    sink.moved(b);
+                    sink.finished(b);
+                }
+                _ => {
+                    if case == "entered" {
+                        entered_a = Some(opened(sink.enter(a)));
+                    }
+                    sink.commit(&mut l, b, listed(0), &mut children);
+                    sink.written(b);
+                    sink.finished(b);
+                }
+            }
+            sink.finished(a);
+            let items = match entered_a {
+                Some((_, items)) => items,
+                None => opened(sink.enter(a)).1,
+            };
+            assert_eq!(items.items.len(), 1, "{case}: a keeps its item b");
+            assert_eq!(sink.key(b), (7, 3), "{case}: b is still known");
+            sink.close();
+        }
+    }
+
     /// du prints while it scans: the ordered pass gets a directory once the scan has said
     /// all its items are in (`written`) and leaves it once its subtree is done (`finished`),
     /// without waiting for the end of the scan (`close`, which comes only at the end here).
@@ -573,10 +781,10 @@ mod tests {
         let (tx, rx) = mpsc::channel::<&str>();
         std::thread::scope(|s| {
             let consumer = s.spawn(|| {
-                let (view, items) = sink.enter(0);
+                let (view, items) = opened(sink.enter(0));
                 tx.send("entered the root").unwrap();
                 let sub = items.items[0].target;
-                let (sub_view, _) = sink.enter(sub);
+                let (sub_view, _) = opened(sink.enter(sub));
                 let sub_left = sink.leave(sub);
                 tx.send("entered and left the subdirectory").unwrap();
                 let left = sink.leave(0);
@@ -633,7 +841,7 @@ mod tests {
         sink.commit(&mut l, 0, listed(4), &mut children);
         sink.written(0);
         sink.close();
-        let (view, items) = sink.enter(0);
+        let (view, items) = opened(sink.enter(0));
         let names: Vec<&[u8]> = items.items.iter().map(|it| items.name(it)).collect();
         assert_eq!(names, [&b"first"[..], b"second", b"third-part", b"dir"]);
         let kinds: Vec<ItemKind> = items.items.iter().map(|it| it.kind).collect();
