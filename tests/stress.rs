@@ -417,3 +417,57 @@ fn summary_with_subtrees_folded_while_the_first_is_held() {
         same_as_du_threads(args, &dir, Some(&wrap), "4");
     }
 }
+
+/// With more than one argument every directory counts once across all of them (GNU's
+/// hash of every inode), so a directory reached twice inside one argument — here `x` and
+/// a bind mount of it — is charged once; nothing may be folded out of that check. On a
+/// tmpfs (readdir lists the newest name first, so `held`, made last, comes first in GNU
+/// order) `held` is held under strace while the rest is scanned. Root only (mounts).
+#[test]
+fn summary_of_several_arguments_counts_a_bind_mounted_directory_once() {
+    if !common::is_root() {
+        eprintln!("SKIP: summary_of_several_arguments_counts_a_bind_mounted_directory_once: needs root (mounts)");
+        return;
+    }
+    if !Command::new("sh").arg("-c").arg("command -v strace >/dev/null").status().is_ok_and(|s| s.success()) {
+        assert!(std::env::var_os("DFDU_REQUIRE_ALL").is_none(), "strace is required");
+        eprintln!("SKIP: summary_of_several_arguments_counts_a_bind_mounted_directory_once: strace is not installed");
+        return;
+    }
+    let mut scratch = Scratch::new("folded-bind");
+    let dir = scratch.dir.clone();
+    let u = dir.join("u");
+    std::fs::create_dir(&u).unwrap();
+    scratch.mount_tmpfs(&u).expect("mount a tmpfs");
+    python(
+        "import os\n\
+         os.makedirs('u/sA/x/deep')\n\
+         open('u/sA/x/deep/data','wb').write(b'z'*300000)\n\
+         open('u/sA/own','wb').write(b'o'*7000)\n\
+         os.makedirs('u/sB')\n\
+         os.makedirs('u/held/inner')\n\
+         open('u/held/inner/f','wb').write(b'h'*5000)\n\
+         os.makedirs('other')\n\
+         open('other/f','wb').write(b'q'*3000)\n",
+        &dir,
+    );
+    scratch.mount_bind(&u.join("sA/x"), &u.join("sB")).expect("bind mount");
+    let first = run(Path::new("du"), &["-d1", "u"], &dir, None, "1");
+    let first = String::from_utf8(first.stdout).unwrap();
+    assert_eq!(first.lines().next().and_then(|l| l.split('\t').nth(1)), Some("u/held"), "tmpfs lists the newest first");
+    let held = dir.join("u/held");
+    let wrap = [
+        "strace",
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        "inject=all:delay_exit=500000:when=1",
+        "-P",
+        held.to_str().unwrap(),
+    ];
+    for args in [&["-s", "u", "other"][..], &["-sc", "other", "u"], &["-s", "--inodes", "u", "other"]] {
+        same_as_du_threads(args, &dir, Some(&wrap), "4");
+    }
+}

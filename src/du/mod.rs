@@ -299,6 +299,7 @@ impl<W: Write> Run<'_, W> {
             check_moved: o.deref != Deref::All,
             shared: false,
         };
+        let fold_links = self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All;
         let keep = Keep {
             measure: self.measure(),
             time: o.time,
@@ -306,8 +307,8 @@ impl<W: Write> Run<'_, W> {
             all_candidates: o.deref == Deref::All && self.dedup(),
             collect_inodes: dedup_seen && o.deref != Deref::All && !is_last,
             claims: o.deref == Deref::All && self.dedup(),
-            fold_links: self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All,
-            fold_subtrees: self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All && !self.hash_all,
+            fold_links,
+            fold_subtrees: fold_links && !self.hash_all,
         };
         let sink = Records::new(keep, &meta);
         std::thread::scope(|s| {
