@@ -45,23 +45,21 @@ pub struct Item {
 const _: () = assert!(std::mem::size_of::<Item>() == 40);
 
 /// Record flags.
-pub const REC_SORT_BY_INODE: u16 = 1;
-pub const REC_UNREADABLE: u16 = 2;
-pub const REC_PARTIAL: u16 = 4;
+pub const REC_SORT_BY_INODE: u8 = 1;
+pub const REC_UNREADABLE: u8 = 2;
+pub const REC_PARTIAL: u8 = 4;
 /// Moved away from its parent while it was being scanned (`Sink::moved`).
-pub const REC_MOVED: u16 = 8;
+pub const REC_MOVED: u8 = 8;
 /// Every item of the directory is in (`Sink::written`).
-const REC_WRITTEN: u16 = 16;
+const REC_WRITTEN: u8 = 16;
 /// Its whole subtree is scanned, so `REC_MOVED` is final (`Sink::finished`).
-const REC_FINISHED: u16 = 32;
+const REC_FINISHED: u8 = 32;
 /// It could not be opened (`Sink::unreadable`): nothing more will come for it.
-const REC_GONE: u16 = 64;
-/// The ordered pass has entered it: its items are gone from here, so it is never folded.
-const REC_ENTERED: u16 = 128;
+const REC_GONE: u8 = 64;
 /// Its whole subtree is summed into it (`Keep::fold_subtrees`): `files_bytes`,
 /// `files_count` and the files' time cover everything below it, and its subdirectories'
 /// records are gone.
-const REC_FOLDED: u16 = 256;
+const REC_FOLDED: u8 = 128;
 
 /// One directory. Sums cover the plain (non-candidate) files directly inside it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -73,7 +71,7 @@ pub struct DirRec {
     pub files_count: u64,
     pub n_entries: u32,
     pub errno: i32,
-    pub flags: u16,
+    pub flags: u8,
 }
 
 /// The items of one directory, in the order they were committed.
@@ -155,7 +153,7 @@ struct Tree {
     done: bool,
     /// What the ordered pass waits for on `Records::ready`: (record, flags), or
     /// `(u32::MAX, 0)` for the end of the scan.
-    wanted: Option<(u32, u16)>,
+    wanted: Option<(u32, u8)>,
     /// Workers waiting on `Records::drained` in `throttle`.
     throttled: u32,
 }
@@ -290,7 +288,7 @@ impl Records {
     /// Waits until `ready` holds for record `rec` or the scan is over, then runs `take`
     /// under the lock. While it waits, `Tree::wanted` says what for, and the worker that
     /// sets those flags (`flag`) or ends the scan (`close`) signals `Records::ready`.
-    fn wait_for<T>(&self, rec: u32, ready: u16, take: impl FnOnce(&mut Tree) -> T) -> T {
+    fn wait_for<T>(&self, rec: u32, ready: u8, take: impl FnOnce(&mut Tree) -> T) -> T {
         let mut tree = self.lock();
         loop {
             if tree.done || tree.slots.get(&rec).is_some_and(|s| s.rec.flags & ready != 0) {
@@ -323,15 +321,8 @@ impl Records {
                 tree.slots.remove(&rec);
                 return Entered::Folded(view);
             }
-            let mut slot = slot;
-            if let Some(s) = slot.as_mut() {
-                s.rec.flags |= REC_ENTERED;
-            }
             let items = slot.and_then(|s| s.extra.as_mut()).map(|e| std::mem::take(&mut e.items)).unwrap_or_default();
-            let left = self.pending_bytes.fetch_sub(pending_cost(&items), Ordering::Relaxed) - pending_cost(&items);
-            if tree.throttled > 0 && left <= PENDING_BUDGET {
-                self.drained.notify_all();
-            }
+            self.release(tree, &items);
             Entered::Dir(Self::view(tree.slots.get(&rec)), items)
         })
     }
@@ -355,7 +346,7 @@ impl Records {
     }
 
     /// Sets `flags` (and the error) on record `dir`, if it is still held.
-    fn flag(&self, dir: u32, flags: u16, err: Option<Errno>) {
+    fn flag(&self, dir: u32, flags: u8, err: Option<Errno>) {
         let mut tree = self.lock();
         if let Some(s) = tree.slots.get_mut(&dir) {
             s.rec.flags |= flags;
@@ -382,19 +373,28 @@ impl Records {
         Rest { inodes, overflow: tree.overflow }
     }
 
+    /// Items taken out of the tree no longer wait for the ordered pass: wakes the
+    /// throttled workers once what waits is within the budget.
+    fn release(&self, tree: &Tree, items: &DirItems) {
+        let cost = pending_cost(items);
+        let left = self.pending_bytes.fetch_sub(cost, Ordering::Relaxed) - cost;
+        if tree.throttled > 0 && left <= PENDING_BUDGET {
+            self.drained.notify_all();
+        }
+    }
+
     /// `Keep::fold_subtrees`: directory `dir` (not the argument itself) has its whole
-    /// subtree scanned. If the ordered pass has not entered it, nothing in it went wrong
-    /// and every item is a subdirectory already folded, sums them into `dir` and forgets
-    /// them. Children finish before their parents, so a clean subtree folds from the
-    /// bottom up, each record once.
+    /// subtree scanned. If nothing in it went wrong and every item is a subdirectory
+    /// already folded, sums them into `dir` and forgets them. Children finish before their
+    /// parents, so a clean subtree folds from the bottom up, each record once. A directory
+    /// the ordered pass has entered has no items left here, so folding it changes nothing.
     fn lock_and_fold(&self, dir: u32) {
         let mut guard = self.lock();
         let tree = &mut *guard;
         let Some(slot) = tree.slots.get(&dir) else {
             return;
         };
-        const NO_FOLD: u16 = REC_UNREADABLE | REC_PARTIAL | REC_MOVED | REC_GONE | REC_ENTERED | REC_FOLDED;
-        if slot.rec.flags & NO_FOLD != 0 || slot.rec.flags & REC_WRITTEN == 0 {
+        if slot.rec.flags & (REC_UNREADABLE | REC_PARTIAL | REC_MOVED) != 0 {
             return;
         }
         let no_items = DirItems::default();
@@ -418,18 +418,16 @@ impl Records {
         slot.rec.files_bytes = bytes;
         slot.rec.files_count = count;
         slot.rec.flags |= REC_FOLDED;
+        let mut items = DirItems::default();
         if let Some(extra) = slot.extra.as_mut() {
-            let items = std::mem::take(&mut extra.items);
-            let left = self.pending_bytes.fetch_sub(pending_cost(&items), Ordering::Relaxed) - pending_cost(&items);
-            if tree.throttled > 0 && left <= PENDING_BUDGET {
-                self.drained.notify_all();
-            }
+            items = std::mem::take(&mut extra.items);
             if self.keep.time.is_some() {
                 extra.times.1 = time;
             } else {
                 slot.extra = None;
             }
         }
+        self.release(tree, &items);
     }
 
     fn push(&self, l: &mut Local, pos: Pos, name: &[u8], kind: ItemKind, target: u32, meta: Option<&Meta>) -> usize {
