@@ -642,14 +642,14 @@ fn check_dedupe_report(kind: &str) {
 
 #[test]
 fn dedupe_report_on_btrfs() {
-    if need_root_and("mkfs.btrfs", "dedupe_report_on_btrfs") && have("chattr") {
+    if need_root_and("mkfs.btrfs", "dedupe_report_on_btrfs") && have_or_skip("chattr", "dedupe_report_on_btrfs") {
         check_dedupe_report("btrfs");
     }
 }
 
 #[test]
 fn dedupe_report_on_xfs() {
-    if need_root_and("mkfs.xfs", "dedupe_report_on_xfs") && have("chattr") {
+    if need_root_and("mkfs.xfs", "dedupe_report_on_xfs") && have_or_skip("chattr", "dedupe_report_on_xfs") {
         check_dedupe_report("xfs");
     }
 }
@@ -660,7 +660,9 @@ fn dedupe_report_on_xfs() {
 /// (per destination, not "cannot share extents"); exit status 1.
 #[test]
 fn dedupe_report_errors_as_nobody() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_errors_as_nobody") && have("setpriv")) {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_errors_as_nobody")
+        && have_or_skip("setpriv", "dedupe_report_errors_as_nobody"))
+    {
         return;
     }
     let a = match LoopFs::labelled("btrfs", "nobody", "300M") {
@@ -729,7 +731,9 @@ impl Drop for SwapOn {
 /// alone) or as another member; their plain copies are ordinary files.
 #[test]
 fn dedupe_report_skips_active_swap_files() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_active_swap_files") && have("swapon")) {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_active_swap_files")
+        && have_or_skip("swapon", "dedupe_report_skips_active_swap_files"))
+    {
         return;
     }
     let a = match LoopFs::labelled("btrfs", "swap", "300M") {
@@ -767,7 +771,9 @@ fn dedupe_report_skips_active_swap_files() {
 /// (strace delays it) while the files change.
 #[test]
 fn dedupe_report_skips_files_changed_after_hashing() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_files_changed_after_hashing") && have("strace")) {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_files_changed_after_hashing")
+        && have_or_skip("strace", "dedupe_report_skips_files_changed_after_hashing"))
+    {
         return;
     }
     let a = match LoopFs::labelled("btrfs", "changed", "300M") {
@@ -863,7 +869,9 @@ fn dedupe_report_files_larger_than_one_call() {
 /// group on btrfs was, it is one failure per destination and the run goes on.
 #[test]
 fn dedupe_report_cannot_share_before_and_after() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_cannot_share_before_and_after") && have("mksquashfs")) {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_cannot_share_before_and_after")
+        && have_or_skip("mksquashfs", "dedupe_report_cannot_share_before_and_after"))
+    {
         return;
     }
     let a = match LoopFs::labelled("btrfs", "sqb", "300M") {
@@ -912,7 +920,9 @@ fn dedupe_report_cannot_share_before_and_after() {
 /// (XFS keeps no data checksums), and the file's cached pages are dropped.
 #[test]
 fn dedupe_report_refused_when_data_differs_on_xfs() {
-    if !(need_root_and("mkfs.xfs", "dedupe_report_refused_when_data_differs_on_xfs") && have("xfs_io")) {
+    if !(need_root_and("mkfs.xfs", "dedupe_report_refused_when_data_differs_on_xfs")
+        && have_or_skip("xfs_io", "dedupe_report_refused_when_data_differs_on_xfs"))
+    {
         return;
     }
     let a = match LoopFs::labelled("xfs", "refused", "300M") {
@@ -963,7 +973,9 @@ fn dedupe_report_refused_when_data_differs_on_xfs() {
 /// first batch's call (strace delays the ioctls on the source) while the last one changes.
 #[test]
 fn dedupe_report_skips_a_destination_changed_before_its_batch() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_a_destination_changed_before_its_batch") && have("strace")) {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_a_destination_changed_before_its_batch")
+        && have_or_skip("strace", "dedupe_report_skips_a_destination_changed_before_its_batch"))
+    {
         return;
     }
     let a = match LoopFs::labelled("btrfs", "batch", "300M") {

@@ -156,6 +156,14 @@ pub fn have(tool: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
 }
 
+/// Whether `tool` is installed; if not, says that `test` is skipped (a SKIP line).
+pub fn have_or_skip(tool: &str, test: &str) -> bool {
+    have(tool) || {
+        skip(&format!("{test}: {tool} is not installed"));
+        false
+    }
+}
+
 pub fn required() -> bool {
     std::env::var_os("DFDU_REQUIRE_ALL").is_some_and(|v| v == "1")
 }
