@@ -110,9 +110,9 @@ export RE
 # A run with RE or SLOW writes beside the whole module's run instead of over it.
 MUTANTS_OUT = target/mutants-out/$(MOD)$(if $(RE),-re)$(if $(SLOW),-slow)
 # SLOW=1 runs a module's longer test set where it has one (MUTANTS_TESTS_MOD_slow): for
-# du, the big directories, tmpfs, out-of-range times, the streaming order and the unit
-# tests of records.rs; for dupes, a file over 1 GiB deduplicated in two calls (on
-# btrfs); meant with RE= for what the quick set let through.
+# du, the big directories, tmpfs, out-of-range times, the streaming order, the -s
+# folding tests and the unit tests of records.rs; for dupes, a file over 1 GiB
+# deduplicated in two calls (on btrfs); meant with RE= for what the quick set let through.
 SLOW ?=
 # du builds the binary and du_compat, the others only the unit tests: two warm build
 # directories, so du can run beside another module.
