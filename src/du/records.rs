@@ -405,10 +405,13 @@ impl Records {
         if !all_folded {
             return;
         }
+        // The items leave the slot first, so the children can be removed without a copy
+        // of their ids.
+        let slot = tree.slots.get_mut(&dir).expect("checked above");
         let (mut bytes, mut count, mut time) = (slot.rec.files_bytes, slot.rec.files_count, slot.times().1);
-        let targets: Vec<u32> = items.items.iter().map(|it| it.target).collect();
-        for child in targets {
-            let c = tree.slots.remove(&child).expect("checked above");
+        let items = slot.extra.as_mut().map(|e| std::mem::take(&mut e.items)).unwrap_or_default();
+        for it in &items.items {
+            let c = tree.slots.remove(&it.target).expect("checked above");
             let (self_time, below_time) = c.times();
             bytes = bytes.saturating_add(c.rec.self_bytes).saturating_add(c.rec.files_bytes);
             count += 1 + c.rec.files_count;
@@ -418,14 +421,12 @@ impl Records {
         slot.rec.files_bytes = bytes;
         slot.rec.files_count = count;
         slot.rec.flags |= REC_FOLDED;
-        let mut items = DirItems::default();
-        if let Some(extra) = slot.extra.as_mut() {
-            items = std::mem::take(&mut extra.items);
-            if self.keep.time.is_some() {
+        if self.keep.time.is_some() {
+            if let Some(extra) = slot.extra.as_mut() {
                 extra.times.1 = time;
-            } else {
-                slot.extra = None;
             }
+        } else {
+            slot.extra = None;
         }
         self.release(tree, &items);
     }
