@@ -1325,7 +1325,7 @@ fn streaming_order() {
 }
 
 fn streaming_cases() -> Vec<Case> {
-    cases(&[
+    let mut all = cases(&[
         "",
         "-a",
         "-s",
@@ -1342,7 +1342,17 @@ fn streaming_cases() -> Vec<Case> {
         "-aL s01 deep",
         "-a -l",
         "-c s07 deep/d3/wide",
-    ])
+    ]);
+    // What waits for the ordered pass made tiny (a debugging knob GNU du ignores): the
+    // workers are held back all the time, and while the ordered pass waits only the jobs
+    // it waits for may run (its listing, or with a directory it leaves, the subtree).
+    for budget in ["DFDU_DEBUG_PENDING_BUDGET=1", "DFDU_DEBUG_PENDING_BUDGET=3000"] {
+        all.extend(cases_env(
+            &[budget],
+            &["", "-a", "-s", "-a --time", "-aL s01 deep", "-a deep s03 deep/d2", "-a -l"],
+        ));
+    }
+    all
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ pub mod records;
 
 use crate::du::cli::{Deref, DuOptions};
 use crate::du::records::{
-    DirItems, DirRec, Entered, ItemKind, Keep, Records, REC_MOVED, REC_PARTIAL, REC_SORT_BY_INODE, REC_UNREADABLE,
+    DirItems, DirRec, Entered, ItemKind, Keep, Records, PENDING_BUDGET, REC_MOVED, REC_PARTIAL, REC_SORT_BY_INODE,
+    REC_UNREADABLE,
 };
 use crate::meta::os_bytes;
 use crate::meta::{Errno, Kind, Meta, Timespec};
@@ -205,6 +206,13 @@ impl<W: Write> Run<'_, W> {
 }
 
 /// fts_open trims two or more trailing slashes down to one.
+/// The debugging knob `DFDU_DEBUG_PENDING_BUDGET=BYTES` (README, "Design") replaces
+/// `PENDING_BUDGET`, so that tests can make the scan wait for the ordered pass on small
+/// trees.
+fn pending_budget() -> usize {
+    std::env::var("DFDU_DEBUG_PENDING_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(PENDING_BUDGET)
+}
+
 fn fts_root(name: &[u8]) -> &[u8] {
     let mut len = name.len();
     if len > 2 && name[len - 1] == b'/' {
@@ -309,6 +317,7 @@ impl<W: Write> Run<'_, W> {
             claims: o.deref == Deref::All && self.dedup(),
             fold_links,
             fold_subtrees: fold_links && !self.hash_all,
+            pending_budget: pending_budget(),
         };
         let sink = Records::new(keep, &meta);
         std::thread::scope(|s| {

@@ -187,6 +187,8 @@ pub struct Keep {
     /// argument, whose subdirectories are never looked up again (`Records::key`), and
     /// never a subtree with an error in it (the ordered pass reports those in order).
     pub fold_subtrees: bool,
+    /// `PENDING_BUDGET`, or what the debugging knob `DFDU_DEBUG_PENDING_BUDGET` says.
+    pub pending_budget: usize,
 }
 
 /// What the ordered pass finds when it enters a directory.
@@ -197,9 +199,11 @@ pub enum Entered {
     Folded(RecView),
 }
 
-/// Bytes of items waiting for the ordered pass above which workers wait for it (only
-/// while it is not itself waiting for them, so neither side can stall the other).
-const PENDING_BUDGET: usize = 2 << 20;
+/// Bytes of items waiting for the ordered pass above which workers wait for it while it
+/// is busy; while it waits for them, they go on up to twice as much, and past that only
+/// the workers holding what it waits for go on (`Sink::throttle`): the others would pile
+/// up more of the tree behind it. `Keep::pending_budget`'s default.
+pub const PENDING_BUDGET: usize = 2 << 20;
 
 /// The du sink: a `Tree` behind one lock, taken once per directory or chunk.
 pub struct Records {
@@ -378,7 +382,7 @@ impl Records {
     fn release(&self, tree: &Tree, items: &DirItems) {
         let cost = pending_cost(items);
         let left = self.pending_bytes.fetch_sub(cost, Ordering::Relaxed) - cost;
-        if tree.throttled > 0 && left <= PENDING_BUDGET {
+        if tree.throttled > 0 && left <= self.keep.pending_budget {
             self.drained.notify_all();
         }
     }
@@ -581,14 +585,26 @@ impl Sink for Records {
         l.inodes.clear();
     }
 
-    fn throttle(&self) {
-        if self.pending_bytes.load(Ordering::Relaxed) <= PENDING_BUDGET || self.consumer_waits.load(Ordering::Relaxed) {
+    fn throttle(&self, feed: &mut dyn FnMut(u32, bool) -> bool) {
+        let (budget, limit) = (self.keep.pending_budget, self.keep.pending_budget.saturating_mul(2));
+        let pending = self.pending_bytes.load(Ordering::Relaxed);
+        if pending <= budget || (pending <= limit && self.consumer_waits.load(Ordering::Relaxed)) {
             return;
         }
         // Checked again under the lock, which the ordered pass holds when it takes items
         // or starts to wait, so its signal on `drained` cannot be missed.
         let mut tree = self.lock();
-        while self.pending_bytes.load(Ordering::Relaxed) > PENDING_BUDGET && tree.wanted.is_none() && !tree.done {
+        loop {
+            let pending = self.pending_bytes.load(Ordering::Relaxed);
+            if pending <= budget || tree.done {
+                return;
+            }
+            match tree.wanted {
+                Some((rec, ready)) if rec == u32::MAX || pending <= limit || feed(rec, ready & REC_FINISHED != 0) => {
+                    return
+                }
+                _ => {}
+            }
             tree.throttled += 1;
             tree = self.drained.wait(tree).unwrap_or_else(|e| e.into_inner());
             tree.throttled -= 1;
@@ -636,6 +652,7 @@ mod tests {
             claims: false,
             fold_links: false,
             fold_subtrees: false,
+            pending_budget: PENDING_BUDGET,
         }
     }
 

@@ -213,8 +213,12 @@ pub trait Sink: Sync {
         0
     }
     /// Called by each worker before each job: a sink consumed while the scan runs may
-    /// hold workers back here until its consumer has caught up.
-    fn throttle(&self) {}
+    /// hold workers back here until its consumer has caught up. While it holds one back
+    /// and its consumer waits for directory `dir`, it asks `feed(dir, subtree)` whether
+    /// this worker has a job that brings `dir` closer (its listing or chunks; with
+    /// `subtree`, any job below it too); `feed` answering `true` has put that job next,
+    /// and the worker goes on with it.
+    fn throttle(&self, _feed: &mut dyn FnMut(u32, bool) -> bool) {}
     /// The listing and every chunk of `dir` are committed.
     fn written(&self, _dir: u32) {}
     /// With `Walk::shared`: directory `dir` lies on a file system that can share extents

@@ -19,6 +19,51 @@ pub(super) struct Worker<'s, 'a, R: Reader, S: Sink> {
     sharing_devs: Vec<(u64, bool)>,
 }
 
+/// Whether `job` brings directory `dir` closer: it lists `dir` or stats a chunk of it, or
+/// (with `subtree`) does any of that for a directory below it.
+fn feeds<D>(job: &Job<D>, dir: u32, subtree: bool) -> bool {
+    let within = |node: &Node<D>| {
+        let mut cur = Some(node);
+        while let Some(n) = cur {
+            if n.dir == dir {
+                return true;
+            }
+            if !subtree {
+                return false;
+            }
+            cur = n.parent.as_deref();
+        }
+        false
+    };
+    match job {
+        Job::Dir { parent, child } => child.dir == dir || (subtree && within(parent)),
+        Job::Chunk { node, .. } | Job::Commit { node, .. } => within(node),
+    }
+}
+
+/// For `Sink::throttle`: puts a job that `feeds` `dir` on top of `stack`, from the stack
+/// itself or else from the shared queue; `false` when neither holds one.
+fn take_feeding<R: Reader, S: Sink>(
+    shared: &Shared<'_, R, S>,
+    stack: &mut Vec<Job<R::Dir>>,
+    dir: u32,
+    subtree: bool,
+) -> bool {
+    if let Some(i) = stack.iter().rposition(|j| feeds(j, dir, subtree)) {
+        let job = stack.remove(i);
+        stack.push(job);
+        return true;
+    }
+    let mut q = shared.queue.lock().unwrap();
+    let Some(i) = q.jobs.iter().rposition(|j| feeds(j, dir, subtree)) else {
+        return false;
+    };
+    let job = q.jobs.remove(i);
+    drop(q);
+    stack.push(job);
+    true
+}
+
 impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     pub(super) fn new(shared: &'s Shared<'a, R, S>) -> Self {
         Worker {
@@ -39,7 +84,8 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             self.list_dir(node);
         }
         loop {
-            self.shared.sink.throttle();
+            let (shared, stack) = (self.shared, &mut self.stack);
+            shared.sink.throttle(&mut |dir, subtree| take_feeding(shared, stack, dir, subtree));
             let job = match self.stack.pop() {
                 Some(job) => {
                     self.share();
