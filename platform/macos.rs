@@ -215,6 +215,16 @@ pub fn sorts_by_inode(_dir: &Dir) -> bool {
     true
 }
 
+/// Lookups in one directory are not known to serialize here (see the Linux reader).
+pub fn lookups_serialize(_dir: &Dir) -> bool {
+    false
+}
+
+/// Not needed where lookups do not serialize.
+pub fn thread_cpu_ns() -> u64 {
+    0
+}
+
 /// Reads an integer sysctl by name.
 fn sysctl_int(name: &CStr) -> Option<i32> {
     let mut value: i32 = 0;

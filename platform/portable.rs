@@ -151,6 +151,16 @@ pub fn sorts_by_inode(_dir: &Dir) -> bool {
     false
 }
 
+/// Lookups in one directory are not known to serialize here (see the Linux reader).
+pub fn lookups_serialize(_dir: &Dir) -> bool {
+    false
+}
+
+/// Not needed where lookups do not serialize.
+pub fn thread_cpu_ns() -> u64 {
+    0
+}
+
 /// Default worker count: every CPU this process may use (affinity and cgroup quotas are
 /// honoured by `available_parallelism`), at most 64.
 pub fn default_threads() -> usize {

@@ -474,3 +474,42 @@ fn summary_of_several_arguments_counts_a_bind_mounted_directory_once() {
         same_as_du_threads(args, &dir, Some(&wrap), "4");
     }
 }
+
+/// On XFS a cold directory's lookups serialize, so the scanner keeps a big directory's
+/// stats on its lister when they cost like cold ones (`stays_serial`); the knob
+/// `DFDU_DEBUG_COLD_STAT_NS=0` takes that path whatever the cache holds. A folder of
+/// 7,000 entries (four chunks' worth) with subdirectories and hard links among them, on a
+/// loop-mounted XFS image, must come out as GNU du has it, in du's modes and in `dfdu
+/// scan` (whose chunks then never run early). Root only (loop mount).
+#[test]
+fn big_folder_on_xfs_stat_ed_by_its_lister_alone() {
+    use common::dupes::{need_root_and, LoopFs};
+    let test = "big_folder_on_xfs_stat_ed_by_its_lister_alone";
+    if !need_root_and("mkfs.xfs", test) {
+        return;
+    }
+    let fsys = LoopFs::labelled("xfs", "stress-xfs", "512M").expect("make and mount an XFS image");
+    let dir = fsys.mnt.clone();
+    python(
+        "import os\n\
+         os.makedirs('big')\n\
+         for i in range(7000):\n\
+         \x20if i % 700 == 5:\n\
+         \x20\x20os.makedirs('big/d%05d/inner' % i)\n\
+         \x20\x20open('big/d%05d/inner/f' % i, 'wb').write(b'i' * (i * 3))\n\
+         \x20elif i % 1000 == 999:\n\
+         \x20\x20os.link('big/f%05d' % (i - 500), 'big/l%05d' % i)\n\
+         \x20else:\n\
+         \x20\x20open('big/f%05d' % i, 'wb').write(b'x' * ((i * 37) % 20000))\n",
+        &dir,
+    );
+    let wrap: &[&str] = &["env", "DFDU_DEBUG_COLD_STAT_NS=0"];
+    for args in [&["-s", "big"][..], &["big"], &["-a", "big"], &["-s", "--inodes", "big"], &["-a", "-b", "big"]] {
+        same_as_du_threads(args, &dir, Some(wrap), "4");
+    }
+    let want = run(Path::new("du"), &["-sB1", "big"], &dir, None, "1");
+    let want: u64 = String::from_utf8_lossy(&want.stdout).split('\t').next().unwrap().parse().unwrap();
+    let got = run(&dfdu(), &["scan", "--json", "big"], &dir, Some(wrap), "4");
+    let got = String::from_utf8_lossy(&got.stdout).into_owned();
+    assert_eq!(common::dupes::json_num(&got, "disk_bytes"), Some(want), "dfdu scan's total against du -sB1: {got}");
+}

@@ -509,6 +509,16 @@ pub fn sorts_by_inode(_dir: &Dir) -> bool {
     false
 }
 
+/// Lookups in one directory are not known to serialize here (see the Linux reader).
+pub fn lookups_serialize(_dir: &Dir) -> bool {
+    false
+}
+
+/// Not needed where lookups do not serialize.
+pub fn thread_cpu_ns() -> u64 {
+    0
+}
+
 /// Default worker count: every CPU this process may use, at most 64 (as on Linux; the
 /// best count for NTFS has yet to be measured on real Windows).
 pub fn default_threads() -> usize {

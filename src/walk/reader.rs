@@ -24,6 +24,12 @@ pub trait Reader: 'static {
         each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
     ) -> Result<(), Errno>;
     fn sorts_by_inode(dir: &Self::Dir) -> bool;
+    /// Lookups of names in `dir` that miss the cache serialize (XFS): several threads
+    /// stat'ing one directory then cost more than one.
+    fn lookups_serialize(dir: &Self::Dir) -> bool;
+    /// CPU time of the calling thread in nanoseconds (0 where `lookups_serialize` is
+    /// always false).
+    fn thread_cpu_ns() -> u64;
     /// A per-worker buffer for `file_extents_at`.
     type ExtentBuf: Default + Send;
     /// True when files in `dir` can share extents and extent maps are available.
@@ -75,6 +81,16 @@ macro_rules! reader_impl {
             fn sorts_by_inode(dir: &Self::Dir) -> bool {
                 use $m as m;
                 m::sorts_by_inode(dir)
+            }
+            #[inline]
+            fn lookups_serialize(dir: &Self::Dir) -> bool {
+                use $m as m;
+                m::lookups_serialize(dir)
+            }
+            #[inline]
+            fn thread_cpu_ns() -> u64 {
+                use $m as m;
+                m::thread_cpu_ns()
             }
             type ExtentBuf = <$ty as ReaderTypes>::ExtentBuf;
             #[inline]

@@ -19,6 +19,28 @@ pub(super) struct Worker<'s, 'a, R: Reader, S: Sink> {
     sharing_devs: Vec<(u64, bool)>,
 }
 
+/// CPU per entry above which the lister's first stats of a directory missed the cache
+/// (measured on XFS: about 1.3 µs warm, 9 µs cold, per `statx` with its lookup).
+const COLD_STAT_NS: u64 = 4_000;
+
+/// Whether the rest of a big directory on a file system whose cold lookups serialize
+/// (`Reader::lookups_serialize`) stays with its lister: when its first `stats` entries
+/// cost the lister `cpu_ns` of CPU, more than `COLD_STAT_NS` each, they missed the cache,
+/// and more threads looking up names in it would wait on each other. Warm, the chunks
+/// go to idle workers as everywhere else.
+fn stays_serial(cpu_ns: u64, stats: u32) -> bool {
+    cpu_ns > cold_stat_ns().saturating_mul(u64::from(stats))
+}
+
+/// `COLD_STAT_NS`, or what the debugging knob `DFDU_DEBUG_COLD_STAT_NS` says (README,
+/// "Design"; tests set 0 to take the one-thread path whatever the cache holds).
+fn cold_stat_ns() -> u64 {
+    static KNOB: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *KNOB.get_or_init(|| {
+        std::env::var("DFDU_DEBUG_COLD_STAT_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(COLD_STAT_NS)
+    })
+}
+
 /// Whether `job` brings directory `dir` closer: it lists `dir` or stats a chunk of it, or
 /// (with `subtree`) does any of that for a directory below it.
 fn feeds<D>(job: &Job<D>, dir: u32, subtree: bool) -> bool {
@@ -294,6 +316,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut chunk_len = 0usize;
         let mut split: Vec<((u32, u64), Vec<u8>)> = Vec::new();
         let mut offered = 0usize;
+        // Whether this directory's stats stay with the lister (`stays_serial`), decided
+        // once its first `split_after` entries are stat'ed.
+        let mut serial = false;
+        let cpu_at_start = R::thread_cpu_ns();
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
         if self.shared.walk.shared && self.can_share(node.dev, dir) {
@@ -306,6 +332,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 let pos = Pos { idx, d_ino, depth: node.depth, name_pos };
                 self.entry(&node, dir, name, pos, meta);
             } else {
+                if idx == split_after {
+                    serial = R::lookups_serialize(dir)
+                        && stays_serial(R::thread_cpu_ns().saturating_sub(cpu_at_start), split_after);
+                }
                 if chunk_len == 0 {
                     chunk_base = (idx, name_pos);
                 }
@@ -323,12 +353,14 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     // `PARKED_CHUNKS` go early: the rest wait as bare names, which cost
                     // far less than stat'ed entries).
                     if S::CONTIGUOUS {
-                        let early = offered < PARKED_CHUNKS;
+                        let early = offered < PARKED_CHUNKS && !serial;
                         match if early { self.offer_chunk(&node, chunk_base, names) } else { Err(names) } {
                             Ok(()) => offered += 1,
                             Err(names) => split.push((chunk_base, names)),
                         }
-                    } else if let Err(names) = self.offer_chunk(&node, chunk_base, names) {
+                    } else if let Err(names) =
+                        if serial { Err(names) } else { self.offer_chunk(&node, chunk_base, names) }
+                    {
                         // Nobody is idle: commit what the listing found so far, then stat
                         // the chunk here, so memory stays flat however wide the directory.
                         self.commit(&node, None);
@@ -356,7 +388,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             self.commit_parked(&node);
         }
         for (base, names) in split {
-            self.dispatch(&node, base, names);
+            self.dispatch(&node, base, names, serial);
         }
         if self.shared.open_handles.load(Ordering::Relaxed) > self.shared.walk.fd_budget
             && node.handle.write().unwrap().take().is_some()
@@ -384,9 +416,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
     }
 
-    /// Offers a chunk to idle workers, or stats it here.
-    fn dispatch(&mut self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: Vec<u8>) {
-        if let Err(names) = self.offer_chunk(node, base, names) {
+    /// Offers a chunk to idle workers, or stats it here (always when `serial`).
+    fn dispatch(&mut self, node: &Arc<Node<R::Dir>>, base: (u32, u64), names: Vec<u8>, serial: bool) {
+        if let Err(names) = if serial { Err(names) } else { self.offer_chunk(node, base, names) } {
             node.unwritten.fetch_add(1, Ordering::AcqRel);
             self.stat_chunk(node, base, &names);
         }
