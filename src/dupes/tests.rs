@@ -293,6 +293,12 @@ impl Reader for Swapped {
     fn sorts_by_inode(dir: &Self::Dir) -> bool {
         Native::sorts_by_inode(dir)
     }
+    fn lookups_serialize(dir: &Self::Dir) -> bool {
+        Native::lookups_serialize(dir)
+    }
+    fn thread_cpu_ns() -> u64 {
+        Native::thread_cpu_ns()
+    }
     fn can_share_extents(dir: &Self::Dir) -> bool {
         Native::can_share_extents(dir)
     }
