@@ -19,8 +19,10 @@
 //!   the directory handle (none when the platform's listing already carries sizes).
 //!   Entries past the first `SPLIT_AFTER` are cut into chunks of `CHUNK_ENTRIES` names.
 //!   A chunk goes to the shared queue when a worker is idle, otherwise the lister stats
-//!   it itself. A sink that needs a directory's children under contiguous ids
-//!   (`Sink::CONTIGUOUS`) gets the entry count (`Sink::listed`) when the listing ends;
+//!   it itself — and always on a file system whose cold lookups serialize (XFS) once the
+//!   directory's first stats have shown it cold (`worker::stays_serial`). A sink that
+//!   needs a directory's children under contiguous ids (`Sink::CONTIGUOUS`) gets the
+//!   entry count (`Sink::listed`) when the listing ends;
 //!   chunks stat'ed before that park their results on the directory's node, and the
 //!   lister commits them right after its own.
 //! * Results are **committed once per directory (or chunk)** through `Sink::commit`:
