@@ -205,7 +205,6 @@ impl<W: Write> Run<'_, W> {
     }
 }
 
-/// fts_open trims two or more trailing slashes down to one.
 /// The debugging knob `DFDU_DEBUG_PENDING_BUDGET=BYTES` (README, "Design") replaces
 /// `PENDING_BUDGET`, so that tests can make the scan wait for the ordered pass on small
 /// trees.
@@ -213,6 +212,7 @@ fn pending_budget() -> usize {
     std::env::var("DFDU_DEBUG_PENDING_BUDGET").ok().and_then(|v| v.parse().ok()).unwrap_or(PENDING_BUDGET)
 }
 
+/// fts_open trims two or more trailing slashes down to one.
 fn fts_root(name: &[u8]) -> &[u8] {
     let mut len = name.len();
     if len > 2 && name[len - 1] == b'/' {

@@ -316,10 +316,12 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut chunk_len = 0usize;
         let mut split: Vec<((u32, u64), Vec<u8>)> = Vec::new();
         let mut offered = 0usize;
-        // Whether this directory's stats stay with the lister (`stays_serial`), decided
-        // once its first `split_after` entries are stat'ed.
+        // Whether this directory's stats stay with the lister (`stays_serial`): on a file
+        // system whose lookups serialize, the lister's CPU clock is read halfway through
+        // its first `split_after` entries and again at the end of them, so directories
+        // too small to be split, and other file systems, pay no extra call.
+        let mut cpu_at_half: Option<u64> = None;
         let mut serial = false;
-        let cpu_at_start = R::thread_cpu_ns();
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
         if self.shared.walk.shared && self.can_share(node.dev, dir) {
@@ -328,13 +330,17 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let mut lister = self.lister.take().unwrap_or_default();
         let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
             let split_after = if S::CONTIGUOUS { SPLIT_AFTER_CONTIGUOUS } else { SPLIT_AFTER };
+            if idx == split_after / 2 && meta.is_none() && R::lookups_serialize(dir) {
+                cpu_at_half = Some(R::thread_cpu_ns());
+            }
             if idx < split_after || meta.is_some() {
                 let pos = Pos { idx, d_ino, depth: node.depth, name_pos };
                 self.entry(&node, dir, name, pos, meta);
             } else {
                 if idx == split_after {
-                    serial = R::lookups_serialize(dir)
-                        && stays_serial(R::thread_cpu_ns().saturating_sub(cpu_at_start), split_after);
+                    serial = cpu_at_half.is_some_and(|t| {
+                        stays_serial(R::thread_cpu_ns().saturating_sub(t), split_after - split_after / 2)
+                    });
                 }
                 if chunk_len == 0 {
                     chunk_base = (idx, name_pos);
