@@ -255,10 +255,11 @@ pub fn swap_files() -> Vec<(u64, u64)> {
     let Ok(text) = std::fs::read("/proc/swaps") else { return Vec::new() };
     let mut out = Vec::new();
     for line in text.split(|&b| b == b'\n').skip(1) {
-        let Some(path) = line.split(|&b| b == b' ' || b == b'\t').next().filter(|p| !p.is_empty()) else {
+        // The kernel escapes blanks inside the name, so the first blank ends it.
+        let Some(field) = line.split(|&b| b == b' ' || b == b'\t').next().filter(|p| !p.is_empty()) else {
             continue;
         };
-        let Ok(c) = std::ffi::CString::new(path) else { continue };
+        let Ok(c) = std::ffi::CString::new(super::backend::unescape_octal(field)) else { continue };
         if let Ok(st) = rustix::fs::statat(CWD, &c, AtFlags::empty()) {
             if st.st_mode & 0o170000 == 0o100000 {
                 #[allow(clippy::unnecessary_cast)] // the field types differ between architectures

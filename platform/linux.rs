@@ -80,26 +80,29 @@ pub fn dir_mount(dir: &Dir) -> Result<(u64, bool), Errno> {
 /// field of `/proc/self/mountinfo`, with its octal escapes undone); `None` if unknown.
 pub fn mount_points() -> Option<Vec<Vec<u8>>> {
     let text = std::fs::read("/proc/self/mountinfo").ok()?;
-    let unescape = |field: &[u8]| {
-        let mut out = Vec::with_capacity(field.len());
-        let mut i = 0;
-        while i < field.len() {
-            let oct =
-                field.get(i + 1..i + 4).filter(|d| field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-            match oct {
-                Some(d) => {
-                    out.push(d.iter().fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')));
-                    i += 4;
-                }
-                None => {
-                    out.push(field[i]);
-                    i += 1;
-                }
+    Some(text.split(|&b| b == b'\n').filter_map(|line| line.split(|&b| b == b' ').nth(4)).map(unescape_octal).collect())
+}
+
+/// A path as `/proc/self/mountinfo` and `/proc/swaps` print it, back to its bytes: the
+/// kernel writes space, tab, newline and backslash as `\040`, `\011`, `\012` and `\134`.
+/// A backslash not followed by three octal digits (at most `\377`) is kept as it is.
+pub(super) fn unescape_octal(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let octal = field.get(i + 1..i + 4).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match octal {
+            Some(d) if field[i] == b'\\' && d[0] <= b'3' => {
+                out.push((d[0] - b'0') << 6 | (d[1] - b'0') << 3 | (d[2] - b'0'));
+                i += 4;
+            }
+            _ => {
+                out.push(field[i]);
+                i += 1;
             }
         }
-        out
-    };
-    Some(text.split(|&b| b == b'\n').filter_map(|line| line.split(|&b| b == b' ').nth(4)).map(unescape).collect())
+    }
+    out
 }
 
 fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Errno> {
@@ -278,4 +281,22 @@ pub fn errno_text(e: Errno) -> String {
         }
     };
     text.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unescape_octal;
+
+    /// The four characters the kernel escapes in `/proc/swaps` and `mountinfo`, and
+    /// sequences it never writes, which stay as they are.
+    #[test]
+    fn proc_names_are_unescaped() {
+        assert_eq!(unescape_octal(b"/swap/plain"), b"/swap/plain");
+        assert_eq!(unescape_octal(b"/mnt/a\\040b"), b"/mnt/a b");
+        assert_eq!(unescape_octal(b"\\011x\\012\\134\\040"), b"\tx\n\\ ");
+        assert_eq!(unescape_octal(b"a\\134040"), b"a\\040", "an escaped backslash, then digits");
+        assert_eq!(unescape_octal(b"end\\04"), b"end\\04", "too few digits at the end");
+        assert_eq!(unescape_octal(b"\\08x\\400\\"), b"\\08x\\400\\", "not octal, or over 255");
+        assert_eq!(unescape_octal(b"\\303\\251t\\351"), b"\xc3\xa9t\xe9", "any byte");
+    }
 }

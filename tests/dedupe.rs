@@ -766,6 +766,48 @@ fn dedupe_report_skips_active_swap_files() {
     drop(guards);
 }
 
+/// `/proc/swaps` writes a space, tab or backslash in a swap file's name as `\040`, `\011`,
+/// `\134`: such a swap file is skipped like any other, as a group's first path (whose
+/// copy is then left alone) and as another member. Before the names were decoded, the
+/// first was submitted as a source and the kernel refused it (ETXTBSY, exit 1).
+#[test]
+fn dedupe_report_skips_swap_files_named_with_blanks() {
+    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_swap_files_named_with_blanks")
+        && have_or_skip("swapon", "dedupe_report_skips_swap_files_named_with_blanks"))
+    {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "swapname", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("dedupe_report_skips_swap_files_named_with_blanks: image: {e}")),
+    };
+    let root = a.mnt.join("t");
+    fs::create_dir_all(root.join("w")).unwrap();
+    fs::create_dir_all(root.join("s")).unwrap();
+    let (w, s) = (root.join("w/a swap"), root.join("s/b\\swap\tfile"));
+    let mut guards = Vec::new();
+    for p in [&w, &s] {
+        let made = Command::new("btrfs").args(["filesystem", "mkswapfile", "--size", "16m"]).arg(p).output();
+        if !made.is_ok_and(|o| o.status.success()) {
+            return skip("dedupe_report_skips_swap_files_named_with_blanks: btrfs filesystem mkswapfile failed");
+        }
+        let on = Command::new("swapon").arg(p).output();
+        if !on.is_ok_and(|o| o.status.success()) {
+            return skip("dedupe_report_skips_swap_files_named_with_blanks: swapon failed");
+        }
+        guards.push(SwapOn(p.clone()));
+    }
+    let swaps = fs::read_to_string("/proc/swaps").unwrap();
+    assert!(swaps.contains("w/a\\040swap") && swaps.contains("s/b\\134swap\\011file"), "{swaps}");
+    write(&root.join("w/b"), &fs::read(&w).unwrap());
+    write(&root.join("s/a"), &fs::read(&s).unwrap());
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(dedupe_counts(&js), Counts { groups: 2, swap: 2, ..Counts::default() }, "{js}");
+    drop(guards);
+}
+
 /// Files that change after they were hashed are skipped, whether the change is seen when
 /// the file is opened or right before the call. The run is held in its first `syncfs`
 /// (strace delays it) while the files change.
