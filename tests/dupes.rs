@@ -544,6 +544,62 @@ fn hashfile_merges_the_entries_of_runs_over_parts_of_a_tree() {
     assert_eq!(json_num(&both, "cache_hits"), Some(12), "{both}");
 }
 
+/// A hash file in the layout of `src/dupes/cache.rs` with `version` in its header and a
+/// valid checksum, claiming that every file in `files` (one device) has the same
+/// contents: a lie that only a trusted file can make `dupes` repeat.
+fn forged_hashfile(version: u32, files: &[PathBuf]) -> Vec<u8> {
+    let mut meta: Vec<fs::Metadata> = files.iter().map(|p| fs::metadata(p).unwrap()).collect();
+    meta.sort_by_key(|m| m.ino());
+    let ns = |s: i64, n: i64| s * 1_000_000_000 + n;
+    let mut out = b"DFDUHASH".to_vec();
+    for v in [version, 64, 1, 0] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+    out.extend_from_slice(&meta[0].dev().to_le_bytes());
+    out.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+    for m in &meta {
+        for v in [m.ino(), m.size(), ns(m.mtime(), m.mtime_nsec()) as u64, ns(m.ctime(), m.ctime_nsec()) as u64] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&0x5a5a_5a5au64.to_le_bytes());
+        out.extend_from_slice(&[0x77; 24]);
+    }
+    let sum = blake3::hash(&out);
+    out.extend_from_slice(sum.as_bytes());
+    out
+}
+
+/// Issue 25: a hash file of another version — older or newer — with a valid checksum is
+/// refused as unusable before anything in it is believed. The same file marked version 1
+/// is believed (the lie shows as a group), so the version field alone is what differs.
+#[test]
+fn hashfile_of_another_version_is_refused_though_its_checksum_is_valid() {
+    let scratch = Scratch::new("dupes-cache-version");
+    let dir = scratch.subdir("t");
+    let mut rng = Rng(0x7e25);
+    let files = [dir.join("x"), dir.join("y")];
+    for f in &files {
+        write(f, &rng.bytes(8000));
+    }
+    let cache = scratch.dir.join("hashes");
+    let run = |version: u32| {
+        fs::write(&cache, forged_hashfile(version, &files)).unwrap();
+        fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        let out = dfdu(&["dupes".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), dir.as_os_str()]);
+        assert_eq!(out.status.code(), Some(0), "version {version}: {}", text(&out.stderr));
+        (parse_groups(&out.stdout, false), text(&out.stderr))
+    };
+    let (groups, err) = run(1);
+    assert_eq!(groups.len(), 1, "version 1 is trusted, so its lie is repeated: {err}");
+    for version in [0, 2, 1 << 8, 1 << 24] {
+        let (groups, err) = run(version);
+        assert!(groups.is_empty(), "version {version} was believed: {}", show(&groups));
+        assert!(err.contains("unusable (unknown version)"), "version {version}: {err}");
+        assert!(cache_is_valid(&cache), "version {version}: a new hash file is written");
+    }
+}
+
 fn cache_is_valid(path: &Path) -> bool {
     let out = dfdu(&[
         "dupes".as_ref(),

@@ -409,6 +409,7 @@ mod tests {
         let one = |h: Vec<u8>| why(&[h, section(1, 1), record(5)]);
         assert_eq!(one(header(1, 64, 1, 0, 1)), Ok(1));
         assert_eq!(one(header(2, 64, 1, 0, 1)), Err("unknown version"));
+        assert_eq!(one(header(0, 64, 1, 0, 1)), Err("unknown version"), "an older version too");
         assert_eq!(one(header(1, 32, 1, 0, 1)), Err("unknown layout"));
         assert_eq!(one(header(1, 64, 1, 1, 1)), Err("unknown layout"));
         // Three records fill the room exactly; a fourth is counted but not there.

@@ -411,3 +411,39 @@ fn entries_that_became_directories_fail_with_the_system_error() {
     assert!(t.join("sel/file/inside").exists() && t.join("sel/fifo/inside").exists());
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 25: in one run of the browser a file, then a subdirectory, then the directory
+/// holding them are deleted. What went earlier counts as gone (it is skipped, not
+/// removed again): the last delete must not fail with ENOENT and keep the directory.
+#[test]
+fn a_directory_after_its_children_in_the_same_run() {
+    let t = scratch("sequence");
+    write(&t.join("sel/first"), 3000);
+    write(&t.join("sel/sub/inner"), 5000);
+    write(&t.join("sel/last"), 10);
+    write(&t.join("keep"), 10);
+    let (a, r) = scan_tree(&t);
+    let before = a.dir_totals(r);
+    for (rel, gone) in [("sel/first", 1), ("sel/sub", 2)] {
+        let (dir, id) = find(&a, r, rel);
+        let p = Progress::default();
+        delete(&a, dir, id, &p);
+        assert_eq!(p.failed.load(Ordering::Relaxed), 0, "{rel}: {:?}", p.failures.lock().unwrap());
+        assert_eq!(p.removed.load(Ordering::Relaxed), gone, "{rel}");
+        assert!(!t.join(rel).exists(), "{rel}");
+    }
+    let (dir, id) = find(&a, r, "sel");
+    let p = Progress::default();
+    delete(&a, dir, id, &p);
+    assert_eq!(p.failed.load(Ordering::Relaxed), 0, "{:?}", p.failures.lock().unwrap());
+    assert_eq!(p.removed.load(Ordering::Relaxed), 2, "sel/last and sel itself, nothing twice");
+    assert!(!t.join("sel").exists() && t.join("keep").exists());
+    assert!(a.removed(id));
+    let after = a.dir_totals(r);
+    assert_eq!(after.2, before.2 - 5, "five entries left the item count");
+    // du on what is left agrees with the totals the browser shows.
+    let du = std::process::Command::new("du").args(["-s", "-B512"]).arg(&t).output().unwrap();
+    let du_blocks: u64 = String::from_utf8_lossy(&du.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(after.0, du_blocks * 512);
+    std::fs::remove_dir_all(&t).unwrap();
+}
