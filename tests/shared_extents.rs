@@ -259,6 +259,92 @@ fn btrfs_every_directory_matches_btrfs_filesystem_du() {
     }
 }
 
+/// Issue 25: a partial reflink (`xfs_io -c "reflink SRC OFF 0 LEN" DST`) makes a shared
+/// range that lies inside an earlier, longer one (the source's whole extent, shared since
+/// part of it is referenced twice). It must not shrink set shared or disk once: every
+/// directory as `btrfs filesystem du --raw` says, disk once as the data the tree took.
+#[test]
+fn btrfs_partial_reflink_inside_a_longer_shared_extent() {
+    if !can_run("btrfs_partial_reflink", &["mkfs.btrfs", "btrfs", "xfs_io"]) {
+        return;
+    }
+    let m = Mounted::new("btrfs-nested", "512M", "mkfs.btrfs -q -f");
+    let top = m.at.join("top");
+    sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+    let before = btrfs_data_used(&m.at);
+    // a/big: 4 MiB; b/part takes 1 MiB from its middle, one/part2 256 KiB from inside
+    // one/big2 (same directory), and one/part3 a piece at a 4 KiB offset.
+    sh(&format!(
+        "cd '{}'
+         mkdir a b one
+         dd if=/dev/urandom of=a/big bs=1M count=4 status=none
+         dd if=/dev/urandom of=one/big2 bs=1M count=2 status=none
+         sync
+         xfs_io -f -c 'reflink a/big 1048576 0 1048576' b/part >/dev/null
+         xfs_io -f -c 'reflink one/big2 262144 0 262144' one/part2 >/dev/null
+         xfs_io -f -c 'reflink one/big2 1052672 0 8192' one/part3 >/dev/null
+         sync",
+        top.display()
+    ));
+    let taken = btrfs_data_used(&m.at) - before;
+    let dirs = export_dirs(&scan_export(&top));
+    let paths: Vec<String> = dirs.iter().map(|(p, _)| p.clone()).collect();
+    let want = btrfs_du(&paths);
+    assert_eq!(want.len(), 4, "top, a, b, one: {dirs:?}");
+    let mut bad = Vec::new();
+    for ((path, got), want) in dirs.iter().zip(&want) {
+        if got[..3] != want[..] {
+            bad.push(format!("{path}: dfdu {:?}, btrfs filesystem du {want:?}", &got[..3]));
+        }
+    }
+    assert!(bad.is_empty(), "differences:\n{}", bad.join("\n"));
+    // The case is the nested one: each source is shared whole, the copies add nothing.
+    let mib = 1u64 << 20;
+    assert_eq!(want[0], [6 * mib + mib + 256 * 1024 + 8192, 0, 6 * mib], "top");
+    // No directory takes space, so with each shared byte counted once the tree holds
+    // exactly the data btrfs allocated for it.
+    assert_eq!(dirs[0].1[3], taken, "disk once of top: the data the tree took");
+    let one = dirs.iter().find(|(p, _)| p.ends_with("/one")).expect("one in the export");
+    assert_eq!(one.1[2..], [2 * mib, 2 * mib], "one: set shared and disk once");
+}
+
+/// The same nested case on XFS, where FIEMAP reports an extent as shared only where its
+/// blocks are: a whole reflink copy makes the source's extent shared throughout, and a
+/// partial one then lies inside it. Disk once is the space the tree took (statfs).
+#[test]
+fn xfs_partial_reflink_inside_a_longer_shared_extent() {
+    if !can_run("xfs_partial_reflink", &["mkfs.xfs", "xfs_io"]) {
+        return;
+    }
+    let m = Mounted::new("xfs-nested", "300M", "mkfs.xfs -q -f -m reflink=1");
+    let top = m.at.join("top");
+    std::fs::create_dir(&top).unwrap();
+    let before = used_bytes(&m.at);
+    sh(&format!(
+        "cd '{}'
+         mkdir a b c
+         dd if=/dev/urandom of=a/big bs=1M count=8 status=none
+         sync
+         cp --reflink=always a/big c/whole
+         xfs_io -f -c 'reflink a/big 1048576 0 1048576' b/part >/dev/null
+         xfs_io -f -c 'reflink a/big 4194304 0 65536' a/piece >/dev/null
+         sync",
+        top.display()
+    ));
+    let taken = used_bytes(&m.at) - before;
+    let mib = 1u64 << 20;
+    let dirs = export_dirs(&scan_export(&top));
+    let fig = |name: &str| dirs.iter().find(|(p, _)| p.ends_with(name)).expect("in the export").1;
+    // Every byte of a/big is referenced more than once, so set shared is its 8 MiB
+    // wherever a/big is counted; b holds only its 1 MiB piece.
+    assert_eq!(fig("/top")[..3], [17 * mib + 65536, 0, 8 * mib], "top");
+    assert_eq!(fig("/a")[..3], [8 * mib + 65536, 0, 8 * mib], "a");
+    assert_eq!(fig("/b")[..3], [mib, 0, mib], "b");
+    let once = fig("/top")[3];
+    // Inodes and directory blocks come on top of the data: allow 256 KiB of metadata.
+    assert!(once <= taken && taken - once <= 256 * 1024, "disk once {once}, statfs used {taken}");
+}
+
 /// Used bytes of the file system holding `dir`, after the kernel has settled.
 fn used_bytes(dir: &Path) -> u64 {
     let mut last = u64::MAX;

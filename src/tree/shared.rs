@@ -349,6 +349,15 @@ mod tests {
         assert_eq!(v, vec![(0, 6), (10, 30), (40, 41)]);
     }
 
+    /// Issue 25: a range inside an earlier, longer one (a partial reflink of a shared
+    /// extent) leaves the longer one whole; so does one ending where it ends.
+    #[test]
+    fn merge_keeps_a_range_nested_in_an_earlier_one() {
+        let mut v = vec![(256, 512), (0, 1024), (0, 1024), (1000, 1024), (2048, 4096), (3000, 3001)];
+        assert_eq!(merge(&mut v), 1024 + 2048);
+        assert_eq!(v, vec![(0, 1024), (2048, 4096)]);
+    }
+
     #[test]
     fn inline_delalloc_unknown_and_empty_extents_are_skipped() {
         let f = file(&[
