@@ -200,3 +200,43 @@ fn a_damaged_export_gets_the_import_error_with_its_offset() {
     let out = Command::new(dfdu()).args(["diff", "only-one"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Issue 25: the listing rule at its boundary. `top/d` changes by 2·k, its
+/// subdirectories `s1` and `s2` by k each: neither explains *more* than half, so `d` is
+/// listed with both. Make `s1`'s share one block larger and it explains `d`, which is then
+/// not listed. Checked growing (OLD → NEW) and shrinking (NEW → OLD), every change from
+/// the system `du -sB1` of both sides, and the tie checked to be one on disk.
+#[test]
+fn a_directory_whose_two_subdirectories_each_explain_half_is_listed() {
+    let scratch = Scratch::new("diff-tie");
+    for (case, s1_bytes, tie) in [("tie", 40960, true), ("over", 45056, false)] {
+        let old = scratch.dir.join(format!("{case}-old"));
+        for sub in ["top/d/s1", "top/d/s2", "top/e"] {
+            fs::create_dir_all(old.join(sub)).unwrap();
+            write_data(&old.join(sub).join("f"), 5000, 7);
+        }
+        let new = scratch.dir.join(format!("{case}-new"));
+        run(Command::new("cp").arg("-a").arg(&old).arg(&new));
+        write_data(&new.join("top/d/s1/more"), s1_bytes, 1);
+        write_data(&new.join("top/d/s2/more"), 40960, 2);
+        let change = |rel: &str| du_b1(&new.join(rel)) - du_b1(&old.join(rel));
+        let (d, s1, s2) = (change("top/d"), change("top/d/s1"), change("top/d/s2"));
+        assert_eq!(d, s1 + s2, "{case}: d's own blocks did not change");
+        assert_eq!(s1 == s2, tie, "{case}: du -sB1 gives s1 {s1}, s2 {s2}");
+        for (from, to, word, sign) in [(&old, &new, "grew", 1), (&new, &old, "shrank", -1)] {
+            let got = lists(&diff_json(from, to, &[]));
+            let mut want = vec![
+                format!("{word}\ttop/d/s1\t{}", sign * s1),
+                format!("{word}\ttop/d/s2\t{}", sign * s2),
+                format!("{}\ttop/d/s1/more\t{}", if sign > 0 { "added" } else { "removed" }, du_b1(&new.join("top/d/s1/more"))),
+                format!("{}\ttop/d/s2/more\t{}", if sign > 0 { "added" } else { "removed" }, du_b1(&new.join("top/d/s2/more"))),
+                format!("total\t.\t{}", sign * (du_b1(&new) - du_b1(&old))),
+            ];
+            if tie {
+                want.push(format!("{word}\ttop/d\t{}", sign * d));
+            }
+            want.sort();
+            assert_eq!(got, want, "{case}, {word}");
+        }
+    }
+}

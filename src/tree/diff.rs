@@ -279,4 +279,31 @@ mod tests {
         });
         assert_eq!(removed, vec![(b"gone".to_vec(), 4096)]);
     }
+
+    /// Issue 25: two subdirectories explaining exactly half each do not explain their
+    /// parent (listed with both); one block more for one of them does. Both signs.
+    #[test]
+    fn a_half_and_half_change_is_listed_and_one_block_more_is_not() {
+        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        for (s1_bytes, parent_listed) in [(4096u64, true), (4608, false)] {
+            let a = Arena::new();
+            let (o, n) = (root(&a, b"old"), root(&a, b"new"));
+            let od = list(&a, o, &[(b"d", d, 0)]);
+            let nd = list(&a, n, &[(b"d", d, 0)]);
+            let os = list(&a, od[0], &[(b"s1", d, 0), (b"s2", d, 0)]);
+            let ns = list(&a, nd[0], &[(b"s1", d, 0), (b"s2", d, 0)]);
+            list(&a, os[0], &[(b"f", f, 512)]);
+            list(&a, os[1], &[(b"f", f, 512)]);
+            list(&a, ns[0], &[(b"f", f, 512 + s1_bytes)]);
+            list(&a, ns[1], &[(b"f", f, 512 + 4096)]);
+            let both = (s1_bytes + 4096) as i128;
+            let mut want = vec![(b"d/s1".to_vec(), s1_bytes as i128), (b"d/s2".to_vec(), 4096)];
+            if parent_listed {
+                want.insert(0, (b"d".to_vec(), both));
+            }
+            assert_eq!(listed(&a, o, n), want, "grown by {s1_bytes} and 4096");
+            let shrunk: Vec<(Vec<u8>, i128)> = want.iter().map(|(p, c)| (p.clone(), -c)).collect();
+            assert_eq!(listed(&a, n, o), shrunk, "shrunk by {s1_bytes} and 4096");
+        }
+    }
 }
