@@ -228,8 +228,16 @@ fn a_directory_whose_two_subdirectories_each_explain_half_is_listed() {
             let mut want = vec![
                 format!("{word}\ttop/d/s1\t{}", sign * s1),
                 format!("{word}\ttop/d/s2\t{}", sign * s2),
-                format!("{}\ttop/d/s1/more\t{}", if sign > 0 { "added" } else { "removed" }, du_b1(&new.join("top/d/s1/more"))),
-                format!("{}\ttop/d/s2/more\t{}", if sign > 0 { "added" } else { "removed" }, du_b1(&new.join("top/d/s2/more"))),
+                format!(
+                    "{}\ttop/d/s1/more\t{}",
+                    if sign > 0 { "added" } else { "removed" },
+                    du_b1(&new.join("top/d/s1/more"))
+                ),
+                format!(
+                    "{}\ttop/d/s2/more\t{}",
+                    if sign > 0 { "added" } else { "removed" },
+                    du_b1(&new.join("top/d/s2/more"))
+                ),
                 format!("total\t.\t{}", sign * (du_b1(&new) - du_b1(&old))),
             ];
             if tie {
