@@ -1,7 +1,9 @@
 //! What `dupes_linux.rs` and `dupes_std.rs` have in common: the types of the `dupes`
-//! contract (`FileCheck`, `Extent`, `Layout`, `DedupeStatus`, `MAX_DEDUPE_DESTS`) and the
-//! hash file's lock, which is `flock` on every Unix. One definition, so that the Linux and
-//! the std backends cannot drift apart; each backend fills these types its own way.
+//! contract (`FileCheck`, `Extent`, `Layout`, `DedupeStatus`, `MAX_DEDUPE_DESTS`), the
+//! hash file's lock, which is `flock` on every Unix, and the hash file's directory handle
+//! (`WriteDir`, `Owner` and the calls on them but `replace_in`, which differs: Linux has
+//! `O_TMPFILE`). One definition, so that the Linux and the std
+//! backends cannot drift apart; each backend fills these types its own way.
 
 use crate::meta::{Errno, Kind};
 use std::fs::File;
@@ -74,4 +76,255 @@ pub fn lock_file(file: &File, wait: bool) -> Result<bool, Errno> {
         let _ = (file, wait);
         Ok(true)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Files dfdu writes (the hash file). Everything is done relative to one handle on the
+// directory, so a name swapped for a symlink between two calls is never followed: the
+// last component is opened with `O_NOFOLLOW`, created only with `O_CREAT|O_EXCL`, and
+// the new contents go to a file that can only be new and ours before `replace_in`
+// renames it into place. The directory part of the path is resolved as the
+// user gave it; whether to trust what is found there is `cache.rs`'s policy, from
+// `Owner`. On Windows the same calls go through `std::fs` and there are no owners.
+
+/// The directory holding a file that dfdu writes.
+pub struct WriteDir {
+    #[cfg(unix)]
+    pub(super) fd: rustix::fd::OwnedFd,
+    #[cfg(not(unix))]
+    pub(super) path: std::path::PathBuf,
+}
+
+/// Who may change a file or directory: its owner and its permission bits (`st_mode`
+/// without the type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub mode: u32,
+}
+
+/// A new file of ours that no other name reaches yet; `replace_in` puts it in place.
+pub(super) struct TempFile {
+    pub(super) file: File,
+    /// Its name in the directory; `None` for an unnamed `O_TMPFILE` (Linux).
+    pub(super) name: Option<std::ffi::OsString>,
+}
+
+/// Mode of every file created here: the facts a hash file holds about other users' files
+/// (inode numbers, sizes, hashes) are for its owner only.
+#[cfg(unix)]
+pub(super) const WRITE_MODE: u32 = 0o600;
+
+#[cfg(unix)]
+pub(super) fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+#[cfg(unix)]
+pub(super) fn c_name(name: &std::ffi::OsStr) -> Result<std::ffi::CString, Errno> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno(22))
+}
+
+/// Opens the directory `path` (symlinks in it followed: the path is the user's choice).
+pub fn open_write_dir(path: &std::path::Path) -> Result<WriteDir, Errno> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{Mode, OFlags, CWD};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(CWD, &*c_name(path.as_os_str())?, flags, Mode::empty()).map_err(errno)?;
+        Ok(WriteDir { fd })
+    }
+    #[cfg(not(unix))]
+    {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => Ok(WriteDir { path: path.to_path_buf() }),
+            Ok(_) => Err(Errno(20)),
+            Err(e) => Err(Errno(e.raw_os_error().unwrap_or(5))),
+        }
+    }
+}
+
+#[cfg(unix)]
+#[allow(clippy::unnecessary_cast)] // the field types differ between systems
+fn owner_of(st: &rustix::fs::Stat) -> Owner {
+    Owner { uid: st.st_uid as u32, mode: st.st_mode as u32 & 0o7777 }
+}
+
+/// The directory's owner and mode; `None` where the OS has no Unix owners.
+pub fn write_dir_owner(dir: &WriteDir) -> Option<Owner> {
+    #[cfg(unix)]
+    return rustix::fs::fstat(&dir.fd).ok().map(|st| owner_of(&st));
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// An open file's owner and mode; `None` where the OS has no Unix owners.
+pub fn file_owner(file: &File) -> Option<Owner> {
+    #[cfg(unix)]
+    return rustix::fs::fstat(file).ok().map(|st| owner_of(&st));
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        None
+    }
+}
+
+/// The user whose files this process creates; `None` where the OS has no Unix owners.
+pub fn effective_uid() -> Option<u32> {
+    #[cfg(unix)]
+    return Some(rustix::process::geteuid().as_raw());
+    #[cfg(not(unix))]
+    None
+}
+
+/// The entry `name` of `dir` itself (a symlink is reported as one, not followed):
+/// kind, identity, size and times; `Ok(None)` when there is no such entry.
+pub fn entry_at(dir: &WriteDir, name: &std::ffi::OsStr) -> Result<Option<FileCheck>, Errno> {
+    #[cfg(unix)]
+    {
+        #[allow(clippy::unnecessary_cast)] // the field types differ between systems
+        match rustix::fs::statat(&dir.fd, &*c_name(name)?, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(FileCheck {
+                kind: Kind::from_mode(st.st_mode as u32),
+                dev: st.st_dev as u64,
+                ino: st.st_ino as u64,
+                size: st.st_size as u64,
+                mtime_ns: crate::meta::Timespec { sec: st.st_mtime as i64, nsec: st.st_mtime_nsec as u32 }.as_ns(),
+                ctime_ns: crate::meta::Timespec { sec: st.st_ctime as i64, nsec: st.st_ctime_nsec as u32 }.as_ns(),
+                pinned: false,
+            })),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(errno(e)),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match std::fs::symlink_metadata(dir.path.join(name)) {
+            Ok(m) => {
+                let kind = if m.is_symlink() {
+                    Kind::Symlink
+                } else if m.is_dir() {
+                    Kind::Dir
+                } else if m.is_file() {
+                    Kind::File
+                } else {
+                    Kind::Other
+                };
+                Ok(Some(FileCheck { kind, dev: 0, ino: 0, size: m.len(), mtime_ns: 0, ctime_ns: 0, pinned: false }))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Errno(e.raw_os_error().unwrap_or(5))),
+        }
+    }
+}
+
+/// Opens the entry `name` of `dir` for reading and writing without following a symlink
+/// (ELOOP) and without waiting on a FIFO; with `create_new`, creates it (mode 0600) and
+/// fails with EEXIST when anything, a dangling symlink included, has that name already.
+pub fn open_at_nofollow(dir: &WriteDir, name: &std::ffi::OsStr, create_new: bool) -> Result<File, Errno> {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{Mode, OFlags};
+        let mut flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+        if create_new {
+            flags |= OFlags::CREATE | OFlags::EXCL;
+        }
+        let fd = rustix::fs::openat(&dir.fd, &*c_name(name)?, flags, Mode::from_bits_truncate(WRITE_MODE as _))
+            .map_err(errno)?;
+        Ok(File::from(fd))
+    }
+    #[cfg(not(unix))]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        // FILE_FLAG_OPEN_REPARSE_POINT: a symbolic link is opened itself, not followed.
+        const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true).write(true).create_new(create_new).custom_flags(OPEN_REPARSE_POINT);
+        opts.open(dir.path.join(name)).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)))
+    }
+}
+
+/// A name for a temporary file next to `base` that another user cannot guess:
+/// `.BASE.` and 16 hex digits from std's per-process random hash keys.
+pub(super) fn random_name(base: &std::ffi::OsStr, attempt: u32) -> std::ffi::OsString {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u32(attempt);
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    let mut name = std::ffi::OsString::from(".");
+    name.push(base);
+    name.push(format!(".{:016x}", h.finish()));
+    name
+}
+
+/// Names tried for a new temporary file before giving up (each taken name is EEXIST).
+pub(super) const TEMP_ATTEMPTS: u32 = 32;
+
+/// A new file in `dir` under a random name, created with `O_CREAT|O_EXCL|O_NOFOLLOW`
+/// (mode 0600): whatever another user put under that name, it is never opened.
+pub(super) fn named_temp_in(dir: &WriteDir, base: &std::ffi::OsStr) -> Result<TempFile, Errno> {
+    let mut last = Errno(17);
+    for attempt in 0..TEMP_ATTEMPTS {
+        let name = random_name(base, attempt);
+        match open_at_nofollow(dir, &name, true) {
+            Ok(file) => return Ok(TempFile { file, name: Some(name) }),
+            Err(e) if e.0 == 17 => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+/// Renames the entry `from` of `dir` over `to`, both relative to the handle; on failure
+/// the temporary name is removed.
+pub(super) fn rename_in(dir: &WriteDir, from: &std::ffi::OsStr, to: &std::ffi::OsStr) -> Result<(), Errno> {
+    #[cfg(unix)]
+    let renamed = rustix::fs::renameat(&dir.fd, &*c_name(from)?, &dir.fd, &*c_name(to)?).map_err(errno);
+    #[cfg(not(unix))]
+    let renamed =
+        std::fs::rename(dir.path.join(from), dir.path.join(to)).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)));
+    if renamed.is_err() {
+        remove_in(dir, from);
+    }
+    renamed
+}
+
+/// Writes `bytes` to `tmp` and returns its name in `dir`, giving an unnamed one a name
+/// with `name_unnamed`. A named temporary that could not be filled is removed.
+pub(super) fn fill_temp(
+    dir: &WriteDir,
+    tmp: TempFile,
+    bytes: &[u8],
+    name_unnamed: impl FnOnce(&File) -> Result<std::ffi::OsString, Errno>,
+) -> Result<std::ffi::OsString, Errno> {
+    use std::io::Write;
+    let TempFile { mut file, name } = tmp;
+    let written = file.write_all(bytes).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)));
+    match (written, name) {
+        (Ok(()), Some(name)) => Ok(name),
+        (Ok(()), None) => name_unnamed(&file),
+        (Err(e), Some(name)) => {
+            drop(file);
+            remove_in(dir, &name);
+            Err(e)
+        }
+        (Err(e), None) => Err(e),
+    }
+}
+
+/// Removes the entry `name` of `dir` (a temporary of ours), if it is there.
+fn remove_in(dir: &WriteDir, name: &std::ffi::OsStr) {
+    #[cfg(unix)]
+    if let Ok(c) = c_name(name) {
+        let _ = rustix::fs::unlinkat(&dir.fd, &*c, rustix::fs::AtFlags::empty());
+    }
+    #[cfg(not(unix))]
+    let _ = std::fs::remove_file(dir.path.join(name));
 }

@@ -1,16 +1,20 @@
 //! Linux side of `dfdu dupes` and `dfdu dedupe`: opening files for reading (no-follow,
 //! non-blocking open, `O_NOATIME` where the kernel allows it), `statx` of an open file with
 //! its immutable/append-only attributes, the extent map (`FS_IOC_FIEMAP`), the comparing
-//! `FIDEDUPERANGE` ioctl, and free space after `syncfs`.
+//! `FIDEDUPERANGE` ioctl, free space after `syncfs`, and the hash file's replacement
+//! (`O_TMPFILE`, linked and renamed relative to its directory's handle).
 //!
 //! Contract (the same names in `dupes_std.rs` for every other OS): `open_read`,
 //! `open_file`, `check_file`, `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
-//! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`; the types and `lock_file`
-//! are in `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
+//! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`, `replace_in`; the
+//! types, `lock_file` and the other hash-file calls are in `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
 
-use super::dupes_common::{DedupeStatus, Extent, FileCheck, Layout, MAX_DEDUPE_DESTS};
+use super::dupes_common::{
+    c_name, fill_temp, named_temp_in, random_name, rename_in, DedupeStatus, Extent, FileCheck, Layout, TempFile,
+    WriteDir, MAX_DEDUPE_DESTS, TEMP_ATTEMPTS, WRITE_MODE,
+};
 use crate::meta::{Errno, Kind, Timespec};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
@@ -268,4 +272,56 @@ pub fn swap_files() -> Vec<(u64, u64)> {
         }
     }
     out
+}
+
+/// A new file to replace `base` in `dir` with: unnamed (`O_TMPFILE`, mode 0600) where
+/// the file system has them, else under a random name that `O_CREAT|O_EXCL|O_NOFOLLOW`
+/// makes ours. Either way no name another user prepared is ever opened.
+fn temp_in(dir: &WriteDir, base: &std::ffi::OsStr) -> Result<TempFile, Errno> {
+    let flags = OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC;
+    match rustix::fs::openat(&dir.fd, c".", flags, Mode::from_bits_truncate(WRITE_MODE)) {
+        Ok(fd) => Ok(TempFile { file: File::from(fd), name: None }),
+        // EISDIR: a kernel older than O_TMPFILE; EOPNOTSUPP: a file system without it.
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
+            named_temp_in(dir, base)
+        }
+        Err(e) => Err(errno(e)),
+    }
+}
+
+/// Gives the unnamed file a random name in `dir` (`linkat`, which never replaces an
+/// entry: a name taken meanwhile is EEXIST and another is tried).
+fn link_unnamed(dir: &WriteDir, file: &File, base: &std::ffi::OsStr) -> Result<std::ffi::OsString, Errno> {
+    use std::os::fd::AsRawFd;
+    for attempt in 0..TEMP_ATTEMPTS {
+        let name = random_name(base, attempt);
+        let c = c_name(&name)?;
+        // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH (ENOENT without it); the /proc link of
+        // the descriptor works for every user where /proc is mounted.
+        let linked = rustix::fs::linkat(file, c"", &dir.fd, &*c, AtFlags::EMPTY_PATH).or_else(|e| match e {
+            rustix::io::Errno::NOENT | rustix::io::Errno::PERM => {
+                let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+                rustix::fs::linkat(CWD, proc.as_str(), &dir.fd, &*c, AtFlags::SYMLINK_FOLLOW)
+            }
+            e => Err(e),
+        });
+        match linked {
+            Ok(()) => return Ok(name),
+            Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(errno(e)),
+        }
+    }
+    Err(Errno(17))
+}
+
+/// Replaces the entry `name` of `dir` with a new file holding `bytes` (see `temp_in`),
+/// renamed into place relative to the handle: the old file, or whatever else had that
+/// name, is replaced, never followed. Then lets go of `lock`, the old file's lock, so
+/// that a run waiting for it finds the new file.
+pub fn replace_in(dir: &WriteDir, name: &std::ffi::OsStr, bytes: &[u8], lock: File) -> Result<(), Errno> {
+    let tmp = temp_in(dir, name)?;
+    let from = fill_temp(dir, tmp, bytes, |f| link_unnamed(dir, f, name))?;
+    let renamed = rename_in(dir, &from, name);
+    drop(lock);
+    renamed
 }

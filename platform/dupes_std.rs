@@ -2,9 +2,11 @@
 //! Unix without following a symlink and without blocking on a FIFO) and their size and
 //! times. No extent maps and no deduplication here: macOS's and
 //! Windows's clone calls do not compare bytes, so `dedupe` says it is unsupported.
-//! Same names as `dupes_linux.rs`; the types and `lock_file` are in `dupes_common.rs`.
+//! The hash file's replacement goes under a random name (no `O_TMPFILE` here). Same
+//! names as `dupes_linux.rs`; the types, `lock_file` and the other hash-file calls are in
+//! `dupes_common.rs`.
 
-use super::dupes_common::{DedupeStatus, FileCheck, Layout};
+use super::dupes_common::{fill_temp, named_temp_in, rename_in, DedupeStatus, FileCheck, Layout, WriteDir};
 use crate::meta::{Errno, Kind};
 use std::ffi::CStr;
 use std::fs::File;
@@ -105,4 +107,20 @@ pub fn free_bytes(_file: &File) -> Option<u64> {
 
 pub fn swap_files() -> Vec<(u64, u64)> {
     Vec::new()
+}
+
+/// Replaces the entry `name` of `dir` with a new file holding `bytes`, written under a
+/// random name that `O_CREAT|O_EXCL|O_NOFOLLOW` (Windows: `create_new`) makes ours, then
+/// renamed into place. Lets go of `lock`, the old file's lock: on Unix after the rename,
+/// so that a waiting run finds the new file; on Windows before it, since a file held open
+/// there cannot be renamed over (and the lock is no lock there).
+pub fn replace_in(dir: &WriteDir, name: &std::ffi::OsStr, bytes: &[u8], lock: File) -> Result<(), Errno> {
+    let tmp = named_temp_in(dir, name)?;
+    let from = fill_temp(dir, tmp, bytes, |_| Err(Errno(22)))?;
+    #[cfg(not(unix))]
+    drop(lock);
+    let renamed = rename_in(dir, &from, name);
+    #[cfg(unix)]
+    drop(lock);
+    renamed
 }

@@ -29,12 +29,24 @@
 //! one is in place. The new file is written next to it and renamed over it, so a reader
 //! never sees half a file; a run that waited for the lock checks that the path still
 //! names the file it locked, and starts over on the new one if not.
+//!
+//! # Other users
+//!
+//! Root may be given a hash file in a directory another user can write. Every name is
+//! looked up relative to one handle on the directory (`platform::WriteDir`): the hash file
+//! is opened with `O_NOFOLLOW` (a symlink is refused) and created only with `O_EXCL`, and
+//! `platform::replace_in` writes the new contents to a file that can only be new and ours
+//! (mode 0600) before renaming it into place. Trust follows ownership (`distrust`): in a
+//! directory others may write the file is neither read nor written; a file others could
+//! have written is ignored and rebuilt.
 
 use super::find::{Digest, DIGEST_BYTES};
+use crate::meta::Kind;
 use crate::platform;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"DFDUHASH";
 const VERSION: u32 = 1;
@@ -193,43 +205,113 @@ fn looks_ours(bytes: &[u8]) -> bool {
 
 /// An open, locked hash file.
 pub struct HashFile {
-    path: PathBuf,
+    /// Its directory: every name below is looked up, created and renamed relative to it.
+    dir: platform::WriteDir,
+    name: OsString,
+    shown: String,
     lock: File,
     /// False when the file at `path` is not ours: it is neither read nor replaced.
     writable: bool,
+    /// Its contents were not used (damaged, or not trusted): written anew even when this
+    /// run learned nothing.
+    rebuild: bool,
 }
 
-fn same_file(a: &File, path: &Path) -> bool {
-    let Ok(b) = File::open(path) else { return false };
-    match (platform::check_file(a), platform::check_file(&b)) {
-        (Ok(x), Ok(y)) => x.ino == 0 || (x.dev, x.ino) == (y.dev, y.ino),
+/// Why a hash file another user could have written is not trusted, as ssh's
+/// `StrictModes` judges `authorized_keys`: the directory must be the user's or root's, and
+/// not writable by group or others unless sticky (as `/tmp`), since whoever may write it
+/// can put any file under the name; the file must be the user's and writable by no one
+/// else. `None` when trusted.
+fn distrust(dir: platform::Owner, file: Option<platform::Owner>, euid: u32) -> Option<String> {
+    const GROUP_OTHER_WRITE: u32 = 0o022;
+    const STICKY: u32 = 0o1000;
+    if dir.uid != euid && dir.uid != 0 {
+        return Some(format!("its directory belongs to uid {}", dir.uid));
+    }
+    if dir.mode & GROUP_OTHER_WRITE != 0 && dir.mode & STICKY == 0 {
+        return Some(format!("its directory is writable by others (mode {:04o}) and not sticky", dir.mode));
+    }
+    let file = file?;
+    if file.uid != euid {
+        return Some(format!("it belongs to uid {}, not to uid {euid}", file.uid));
+    }
+    if file.mode & GROUP_OTHER_WRITE != 0 {
+        return Some(format!("it is writable by others (mode {:04o})", file.mode));
+    }
+    None
+}
+
+/// The directory to open and the name in it; `None` for a path that names no file.
+fn split(path: &Path) -> Option<(&Path, &OsStr)> {
+    let name = path.file_name()?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Some((dir, name))
+}
+
+/// What became of one attempt at opening the hash file.
+enum Opened {
+    File(File),
+    /// The name changed between the look and the open: look again.
+    Again,
+}
+
+/// Opens the existing entry `name` of `dir`, or creates it empty (mode 0600) when there
+/// is none; never through a symlink, never anything but a regular file.
+fn open_entry(dir: &platform::WriteDir, name: &OsStr, shown: &str) -> Result<Opened, String> {
+    let symlink = || format!("hash file '{shown}' is a symbolic link: refused (a hash file is never followed)");
+    let not_regular = || format!("hash file '{shown}' is not a regular file");
+    let cannot = |e| format!("cannot open hash file '{shown}': {}", platform::errno_text(e));
+    let kind = |c: Option<platform::FileCheck>| c.map(|c| c.kind);
+    let before = kind(platform::entry_at(dir, name).map_err(cannot)?);
+    match before {
+        Some(Kind::Symlink) => return Err(symlink()),
+        Some(Kind::File) | None => {}
+        Some(_) => return Err(not_regular()),
+    }
+    match platform::open_at_nofollow(dir, name, before.is_none()) {
+        // Checked again on the handle: a FIFO or device may have taken the name.
+        Ok(file) => match platform::check_file(&file) {
+            Ok(c) if c.kind == Kind::File => Ok(Opened::File(file)),
+            Ok(_) => Err(not_regular()),
+            Err(e) => Err(cannot(e)),
+        },
+        // ELOOP (a symlink took its place), EEXIST (created meanwhile), ENOENT (removed):
+        // what the name is now decides.
+        Err(e) => match kind(platform::entry_at(dir, name).map_err(cannot)?) {
+            Some(Kind::Symlink) => Err(symlink()),
+            now if now != before => Ok(Opened::Again),
+            _ => Err(cannot(e)),
+        },
+    }
+}
+
+/// Whether the entry `name` of `dir` still is the open `file`.
+fn same_entry(dir: &platform::WriteDir, name: &OsStr, file: &File) -> bool {
+    match (platform::check_file(file), platform::entry_at(dir, name)) {
+        (Ok(x), Ok(Some(y))) => y.kind == Kind::File && (x.ino == 0 || (x.dev, x.ino) == (y.dev, y.ino)),
         _ => false,
     }
 }
 
 /// Opens and locks the hash file at `path` (creating it empty if missing) and reads it.
-/// `note` receives one line for anything the user should know (a damaged file, waiting
-/// for the lock). `Err` only when the file cannot be opened or locked at all.
-pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cache), String> {
-    let shown = path.display();
-    // Only a regular file (or none yet) is a hash file: a device, FIFO or socket given by
-    // mistake (`--hashfile /dev/null`) must never be read, locked or renamed over.
-    let not_regular = || format!("hash file '{shown}' is not a regular file");
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return Err(not_regular());
+/// `note` receives one line for anything the user should know (a damaged or untrusted
+/// file, waiting for the lock). `Ok(None, _)`: the file is in a directory others may
+/// write, and the run goes on without one. `Err` when the file cannot be used at all (a
+/// symlink, not a regular file, cannot be opened or locked).
+pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFile>, Cache), String> {
+    let shown = path.display().to_string();
+    let (dir_path, name) = split(path).ok_or_else(|| format!("hash file '{shown}' does not name a file"))?;
+    let dir = platform::open_write_dir(dir_path)
+        .map_err(|e| format!("cannot open the directory of hash file '{shown}': {}", platform::errno_text(e)))?;
+    let euid = platform::effective_uid();
+    let dir_owner = platform::write_dir_owner(&dir);
+    let untrusted = |file| euid.zip(dir_owner).and_then(|(uid, d)| distrust(d, file, uid));
+    if let Some(why) = untrusted(None) {
+        note(format!("hash file '{shown}' is not trusted: {why}; running without one, leaving it alone"));
+        return Ok((None, Cache::default()));
     }
     for _ in 0..16 {
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| format!("cannot open hash file '{shown}': {e}"))?;
-        // Checked again on the handle: the name may have been swapped meanwhile.
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            return Err(not_regular());
-        }
+        let Opened::File(mut file) = open_entry(&dir, name, &shown)? else { continue };
         let lock = |wait| {
             platform::lock_file(&file, wait)
                 .map_err(|e| format!("cannot lock hash file '{shown}': {}", platform::errno_text(e)))
@@ -238,34 +320,38 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(HashFile, Cach
             note(format!("waiting for another run that uses hash file '{shown}'"));
             lock(true)?;
         }
-        if !same_file(&file, path) {
+        if !same_entry(&dir, name, &file) {
             continue; // replaced while we waited: lock the new one
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| format!("cannot read hash file '{shown}': {e}"))?;
-        let (cache, writable) = if bytes.is_empty() {
-            (Cache::default(), true)
+        let (cache, writable, rebuild) = if bytes.is_empty() {
+            (Cache::default(), true, false)
         } else if !looks_ours(&bytes) {
             note(format!("'{shown}' is not a dfdu hash file: leaving it alone and running without a cache"));
-            (Cache::default(), false)
+            (Cache::default(), false, false)
+        } else if let Some(why) = untrusted(platform::file_owner(&file)) {
+            note(format!("hash file '{shown}' is not trusted: {why}; ignoring it and writing a new one"));
+            (Cache::default(), true, true)
         } else {
             match parse(&bytes) {
-                Ok(c) => (c, true),
+                Ok(c) => (c, true, false),
                 Err(why) => {
                     note(format!("hash file '{shown}' is unusable ({why}): ignoring it and writing a new one"));
-                    (Cache::default(), true)
+                    (Cache::default(), true, true)
                 }
             }
         };
-        return Ok((HashFile { path: path.to_path_buf(), lock: file, writable }, cache));
+        let name = name.to_os_string();
+        return Ok((Some(HashFile { dir, name, shown, lock: file, writable, rebuild }), cache));
     }
     Err(format!("hash file '{shown}' keeps being replaced by another run"))
 }
 
 impl HashFile {
-    /// Writes `old`'s entries overridden by `new` (this run's) to a temporary file next
-    /// to the hash file and renames it into place; nothing when `new` adds or changes
-    /// no entry.
+    /// Writes `old`'s entries overridden by `new` (this run's) to a new file next to the
+    /// hash file (mode 0600, see `platform::replace_in`) and renames it into place;
+    /// nothing when `new` adds or changes no entry and the old file was usable.
     pub fn save(self, old: Cache, mut new: Vec<Entry>) -> Result<(), String> {
         if !self.writable {
             return Ok(());
@@ -274,9 +360,13 @@ impl HashFile {
         new.dedup_by_key(|e| (e.dev, e.ino));
         // A rerun on an unchanged tree learned nothing new: the file stays as it is (no
         // write, no rename: a rerun reads metadata and the hash file only).
-        if new.iter().all(|e| {
-            old.entries.binary_search_by_key(&(e.dev, e.ino), |o| (o.dev, o.ino)).is_ok_and(|i| old.entries[i] == *e)
-        }) {
+        if !self.rebuild
+            && new.iter().all(|e| {
+                old.entries
+                    .binary_search_by_key(&(e.dev, e.ino), |o| (o.dev, o.ino))
+                    .is_ok_and(|i| old.entries[i] == *e)
+            })
+        {
             return Ok(());
         }
         let mut merged = Vec::with_capacity(old.entries.len() + new.len());
@@ -298,28 +388,11 @@ impl HashFile {
             merged.push(if take_new { b.next() } else { a.next() }.expect("peeked"));
         }
         let bytes = serialize(&merged);
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(format!(".tmp{}", std::process::id()));
-        let tmp = PathBuf::from(tmp);
-        let shown = self.path.display();
-        let lock = self.lock;
         // No fsync: the file is a cache. If a crash leaves it short or stale, its
         // checksum says so and the next run rebuilds it; waiting for the disk here cost
         // whole seconds on a busy machine.
-        let written = File::create(&tmp).and_then(|mut f| f.write_all(&bytes));
-        let renamed = written.and_then(|()| match std::fs::rename(&tmp, &self.path) {
-            // Windows cannot rename over a file that is open (the lock handle): close it,
-            // then try once more.
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                drop(lock);
-                std::fs::rename(&tmp, &self.path)
-            }
-            other => other,
-        });
-        renamed.map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("cannot write hash file '{shown}': {e}")
-        })
+        platform::replace_in(&self.dir, &self.name, &bytes, self.lock)
+            .map_err(|e| format!("cannot write hash file '{}': {}", self.shown, platform::errno_text(e)))
     }
 }
 
@@ -443,6 +516,42 @@ mod tests {
         for theirs in [&b"x"[..], b"DFDUX", b"DFDUHAX", b"DFDUxxxx", b"DFDUHxxx", b"xFDUHxxH", b"precious notes"] {
             assert!(!looks_ours(theirs), "{:?}", String::from_utf8_lossy(theirs));
         }
+    }
+
+    /// Trust as ssh's StrictModes: the directory the user's or root's and not writable by
+    /// others unless sticky; the file the user's and not writable by others.
+    #[test]
+    fn hashfile_trust_follows_ownership() {
+        use platform::Owner;
+        let o = |uid, mode| Owner { uid, mode };
+        let (me, other) = (1000, 1001);
+        assert_eq!(distrust(o(me, 0o755), Some(o(me, 0o600)), me), None);
+        assert_eq!(distrust(o(0, 0o755), Some(o(me, 0o644)), me), None);
+        assert_eq!(distrust(o(0, 0o1777), Some(o(me, 0o600)), me), None);
+        assert_eq!(distrust(o(me, 0o1770), None, me), None);
+        assert_eq!(distrust(o(0, 0o755), None, 0), None);
+        let why = |d, f, uid| distrust(d, f, uid).unwrap_or_default();
+        assert_eq!(why(o(other, 0o755), Some(o(me, 0o600)), me), "its directory belongs to uid 1001");
+        assert_eq!(why(o(other, 0o1777), None, me), "its directory belongs to uid 1001");
+        assert_eq!(why(o(me, 0o775), None, me), "its directory is writable by others (mode 0775) and not sticky");
+        assert_eq!(why(o(0, 0o757), None, me), "its directory is writable by others (mode 0757) and not sticky");
+        assert_eq!(why(o(me, 0o700), Some(o(other, 0o600)), me), "it belongs to uid 1001, not to uid 1000");
+        assert_eq!(why(o(me, 0o700), Some(o(0, 0o600)), me), "it belongs to uid 0, not to uid 1000");
+        assert_eq!(why(o(me, 0o700), Some(o(me, 0o620)), me), "it is writable by others (mode 0620)");
+        assert_eq!(why(o(me, 0o700), Some(o(me, 0o602)), me), "it is writable by others (mode 0602)");
+    }
+
+    #[test]
+    fn hashfile_path_split_into_directory_and_name() {
+        fn parts(p: &str) -> Option<(&str, &str)> {
+            split(Path::new(p)).map(|(d, n)| (d.to_str().unwrap(), n.to_str().unwrap()))
+        }
+        assert_eq!(parts("h"), Some((".", "h")));
+        assert_eq!(parts("a/b/h"), Some(("a/b", "h")));
+        assert_eq!(parts("/h"), Some(("/", "h")));
+        assert_eq!(parts("a/h/"), Some(("a", "h")));
+        assert_eq!(parts("/"), None);
+        assert_eq!(parts("a/.."), None);
     }
 
     /// Every truncation and every single-bit flip, plus random overwrites, is rejected

@@ -104,7 +104,11 @@ files cannot be made to look alike), on a fixed pool of threads.
       --hashfile=FILE   remember what was read in FILE (dfdu's own format,
                         64 bytes per file, keyed by device and inode, trusted
                         while size, mtime and ctime are unchanged): a rerun on
-                        an unchanged tree reads no file data
+                        an unchanged tree reads no file data; a symlink is
+                        refused; a file another user could have written (not
+                        yours, group/other-writable, or in such a directory)
+                        is not trusted: rebuilt (mode 0600), or in a directory
+                        others may write, not used at all
   -q, --quiet           no progress line and no summary on standard error
       --help            show this help
 
@@ -315,10 +319,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         },
         None => None,
     };
-    let (hash_handle, cache) = match hashfile {
-        Some((h, c)) => (Some(h), c),
-        None => (None, cache::Cache::default()),
-    };
+    let (hash_handle, cache) = hashfile.unwrap_or_default();
     let sink = FilesSink::new(Found::default(), a.min_size, a.max_size);
     let stats = Stats::default();
     let phase = AtomicU8::new(PHASE_SCAN);
