@@ -3,8 +3,8 @@
 //! `RawDir`), entries sized with `statx` (no-follow, no-automount, don't-sync), falling
 //! back to `fstatat` where the kernel or a seccomp filter refuses `statx`.
 //!
-//! Implements the contract in `platform/mod.rs`; the directory handles, terminal and
-//! local time are `unix/`'s, shared with macOS.
+//! Implements the contract in `platform/mod.rs`; the directory handles and terminal are
+//! `unix/`'s, shared with macOS; local time is `unix/zone.rs` (glibc's rules in Rust).
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use rustix::fd::{AsFd, AsRawFd};
@@ -17,7 +17,7 @@ pub use super::linux_fiemap::*;
 use super::unix::dir::errno;
 pub use super::unix::dir::*;
 pub use super::unix::term::*;
-pub use super::unix::time::local_time;
+pub use super::unix::zone::local_time;
 
 /// Bytes handed to one `getdents64` call; allocated once per worker.
 const LIST_BUFFER_BYTES: usize = 32 * 1024;

@@ -114,7 +114,9 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             }
             'z' => {
                 let off = lt.gmtoff;
-                let sign = if off < 0 { '-' } else { '+' };
+                // As gnulib: a zero offset under a name starting with `-` (tzdata's `-00`,
+                // "local time unknown") is `-0000`.
+                let sign = if off < 0 || (off == 0 && lt.zone.starts_with('-')) { '-' } else { '+' };
                 let a = off.abs();
                 format!("{sign}{:02}{:02}", a / 3600, a / 60 % 60)
             }
