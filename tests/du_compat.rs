@@ -32,6 +32,7 @@ const TABLES: &[(&str, Table)] = &[
     ("exclude", exclude_cases),
     ("files0_from", files0_from_cases),
     ("times", time_cases),
+    ("time_zones", time_zone_cases),
     ("links", link_cases),
     ("names", name_cases),
     ("big_dir_10k_boundary", big_10k_boundary_cases),
@@ -932,6 +933,204 @@ fn time_cases() -> Vec<Case> {
         case("--time -a").env("POSIXLY_CORRECT=1"),
     ]);
     all
+}
+
+// ---------------------------------------------------------------------------------------------
+// Time zones: every form of TZ that glibc reads (zone names, `:`-paths, POSIX strings with and
+// without rules, unknown names, half-hour and negative offsets, leap seconds, TZDIR, zone files
+// of each version and ones glibc refuses) over times around switches, before 1970 and past
+// the zone files' tables, where their footer rules take over. A static musl build must print
+// what GNU du prints with glibc (`make test` runs this table against it).
+
+/// Times: January and July; the US, EU and Sydney switches of 2024 (a second either side);
+/// the repeated US hour; before 1970; 2050, 2100 and 2286 (past every zone file's table);
+/// the leap second of 2016 as right/UTC counts it; and the crafted zones' transitions.
+const ZONE_TIMES: &[i64] = &[
+    1_705_300_000,
+    1_720_000_000,
+    1_710_053_999,
+    1_710_054_000,
+    1_730_610_000,
+    1_730_613_599,
+    1_730_613_600,
+    1_711_846_799,
+    1_711_846_800,
+    1_729_990_799,
+    1_729_990_800,
+    1_712_505_599,
+    1_712_505_600,
+    1_728_230_399,
+    1_728_230_400,
+    -1,
+    0,
+    -86_401,
+    -1_000_000_000,
+    -2_000_000_000,
+    2_547_000_000,
+    4_102_444_800,
+    10_000_000_000,
+    1_483_228_825,
+    1_483_228_826,
+    1_483_228_827,
+    1_999_999_999,
+    2_000_000_000,
+];
+
+#[test]
+fn time_zones() {
+    let label = "time_zones";
+    let mut checker = Checker::new(label);
+    let scratch = Scratch::new(label);
+    let root = scratch.subdir("tree");
+    let tree: Vec<String> =
+        ZONE_TIMES.iter().flat_map(|t| [format!("f t/at{t} 0"), format!("t t/at{t} @{t}")]).collect();
+    build(&root, &tree.iter().map(String::as_str).collect::<Vec<_>>());
+    write_zone_files(&root.join("zones"));
+    checker.run(&root, &time_zone_cases());
+    checker.finish();
+}
+
+fn time_zone_cases() -> Vec<Case> {
+    let zones = [
+        "-TZ",
+        "TZ=",
+        "TZ=:",
+        "TZ=::",
+        "TZ=EST5EDT",
+        "TZ=PST8PDT",
+        "TZ=CST6CDT",
+        "TZ=AAA3BBB",
+        "TZ=AAA3BBB,",
+        "TZ=CET-1CEST",
+        "TZ=Foo/Bar",
+        "TZ=No/Such_Zone",
+        "TZ=Foo",
+        "TZ=EST5EDT4,M3.2.0/2,M11.1.0/2",
+        "TZ=EST5,M3.2.0,M11.1.0",
+        "TZ=EST5EDT,J60,J300",
+        "TZ=EST5EDT,59/0,300/-1",
+        "TZ=EST5EDT,M3.2.0/x,M11.1.0/26:30",
+        "TZ='<-03>3<-02>,M3.5.0/-2,M10.5.0/-1'",
+        "TZ=AEST-10AEDT,M10.1.0,M4.1.0/3",
+        "TZ=IST-1GMT0,M10.5.0,M3.5.0/1",
+        "TZ='<+0330>-3:30'",
+        "TZ='<+03>-3'",
+        "TZ=NPT-5:45",
+        "TZ=JST-9",
+        "TZ=EST+-5",
+        "TZ=XYZ-24:59:59",
+        "TZ=America/New_York",
+        "TZ=:America/New_York",
+        "TZ=Europe/London",
+        "TZ=Europe/Dublin",
+        "TZ=Australia/Sydney",
+        "TZ=Australia/Lord_Howe",
+        "TZ=Asia/Kolkata",
+        "TZ=Asia/Kathmandu",
+        "TZ=America/St_Johns",
+        "TZ=Pacific/Chatham",
+        "TZ=Antarctica/Troll",
+        "TZ=Africa/Casablanca",
+        "TZ=Etc/GMT+5",
+        "TZ=right/UTC",
+        "TZ=right/Europe/Berlin",
+        "TZ=/usr/share/zoneinfo/Europe/Paris",
+        "TZ=:/usr/share/zoneinfo/Europe/Paris",
+        "TZ=/etc/localtime",
+        "TZ=/dev/null",
+        "TZ=/nonexistent",
+    ];
+    let crafted = ["v1", "v2", "v3", "v4", "first-dst", "leaps", "empty-footer", "NOFOOTER3", "BADMAGIC4", "AAA3BBB"];
+    let style = "--time -a --time-style='+%F %T %z %Z' t";
+    let mut all: Vec<Case> = zones.iter().map(|z| case(style).env(z)).collect();
+    all.extend(crafted.iter().map(|z| case(style).env("TZDIR=zones").env(&format!("TZ={z}"))));
+    all.extend([
+        case(style).env("TZDIR=/nonexistent").env("TZ=America/New_York"),
+        case(style).env("TZDIR=").env("TZ=Europe/Paris"),
+        case("--time -a t").env("TZ=Europe/Berlin"),
+        case("--time -a --time-style=full-iso t").env("TZ=Australia/Lord_Howe"),
+    ]);
+    all
+}
+
+/// A zone file: transitions (time, type index), types (offset, is_dst, name), leap
+/// seconds (time, total correction), and for versions 2 and later a footer.
+struct ZoneFile<'a> {
+    version: u8,
+    transitions: &'a [(i64, u8)],
+    types: &'a [(i32, bool, &'a str)],
+    leaps: &'a [(i64, i32)],
+    footer: &'a str,
+}
+
+impl ZoneFile<'_> {
+    /// RFC 8536: a 32-bit part, then for version 2 and later a 64-bit part and the footer.
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = self.part(4);
+        if self.version != 0 {
+            out.extend(self.part(8));
+            out.extend(format!("\n{}\n", self.footer).bytes());
+        }
+        out
+    }
+
+    fn part(&self, width: usize) -> Vec<u8> {
+        let mut names = Vec::new();
+        let mut name_idx = Vec::new();
+        for (_, _, name) in self.types {
+            name_idx.push(names.len() as u8);
+            names.extend(name.bytes().chain([0]));
+        }
+        let mut out = b"TZif".to_vec();
+        out.push(if self.version == 0 { 0 } else { b'0' + self.version });
+        out.extend([0; 15]);
+        for n in [0, 0, self.leaps.len(), self.transitions.len(), self.types.len(), names.len()] {
+            out.extend((n as u32).to_be_bytes());
+        }
+        let time = |t: i64| if width == 8 { t.to_be_bytes().to_vec() } else { (t as i32).to_be_bytes().to_vec() };
+        self.transitions.iter().for_each(|&(t, _)| out.extend(time(t)));
+        out.extend(self.transitions.iter().map(|&(_, i)| i));
+        for (&(offset, dst, _), idx) in self.types.iter().zip(&name_idx) {
+            out.extend(offset.to_be_bytes());
+            out.extend([u8::from(dst), *idx]);
+        }
+        out.extend(&names);
+        for &(t, correction) in self.leaps {
+            out.extend(time(t));
+            out.extend(correction.to_be_bytes());
+        }
+        out
+    }
+}
+
+/// The crafted zones of `time_zone_cases`, in `dir` (found there through `TZDIR=zones`).
+fn write_zone_files(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("create the zones dir");
+    let types: &[(i32, bool, &str)] = &[(7200, true, "DDD"), (3600, false, "SSS"), (-1800, false, "HHH")];
+    let transitions: &[(i64, u8)] = &[(1_710_054_000, 0), (1_730_613_600, 1), (2_000_000_000, 2)];
+    let v2 = ZoneFile { version: 2, transitions, types, leaps: &[], footer: "FFF-5" };
+    let write = |name: &str, bytes: Vec<u8>| std::fs::write(dir.join(name), bytes).expect("write a zone file");
+    write("v1", ZoneFile { version: 0, ..v2 }.bytes());
+    write("v2", v2.bytes());
+    write("v3", ZoneFile { version: 3, footer: "<+0530>-5:30", ..v2 }.bytes());
+    write("v4", ZoneFile { version: 4, footer: "AAA3BBB,M3.2.0,M11.1.0", ..v2 }.bytes());
+    write("first-dst", ZoneFile { transitions: &[(1_720_000_000, 1)], ..v2 }.bytes());
+    let leaps = [(1_435_708_825, 26), (1_483_228_826, 27)];
+    write("leaps", ZoneFile { transitions: &[], types: &[(0, false, "LSU")], leaps: &leaps, ..v2 }.bytes());
+    write("empty-footer", ZoneFile { footer: "", ..v2 }.bytes());
+    let whole = v2.bytes();
+    write("NOFOOTER3", whole[..whole.len() - "\nFFF-5\n".len()].to_vec());
+    write("BADMAGIC4", [b"TZiX", &whole[4..]].concat());
+    // posixrules for the rule-less `AAA3BBB`: switches at wall-clock times, as zic writes
+    // New York's.
+    let posixrules = ZoneFile {
+        version: 2,
+        transitions: &[(1_710_054_000, 1), (1_730_613_600, 0), (2_000_000_000, 0)],
+        types: &[(-18000, false, "EST"), (-14400, true, "EDT")],
+        leaps: &[],
+        footer: "EST5EDT,M3.2.0,M11.1.0",
+    };
+    write("posixrules", posixrules.bytes());
 }
 
 // ---------------------------------------------------------------------------------------------
