@@ -14,6 +14,12 @@
 //!   moved to its offsets; past that file's last transition its footer applies, with that
 //!   file's own offsets and names (as glibc 2.36 does).
 //!
+//! This is glibc's first load in a process. glibc moves the switches out of daylight time
+//! of such a `posixrules` zone by the string's whole daylight offset on a first load (it
+//! no longer reads the file's daylight offset), and by the difference from the last load's
+//! on a later one; GNU du loads again each time `%s` runs `mktime`, so with `%s` in the
+//! style its later lines can differ from dfdu's for times near those switches.
+//!
 //! `tzif.rs` reads zone files; `tests.rs` holds the unit tests.
 
 mod posix;
