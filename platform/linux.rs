@@ -235,6 +235,17 @@ pub fn open_fds() -> u64 {
     std::fs::read_dir("/proc/self/fd").map_or(3, |d| (d.count() as u64).saturating_sub(1).max(3))
 }
 
+/// Address space this process may still map under its soft `RLIMIT_AS` (the limit less
+/// `VmSize` in /proc/self/status); `None` without a limit.
+pub fn address_space_left() -> Option<u64> {
+    use rustix::process::{getrlimit, Resource};
+    let limit = getrlimit(Resource::As).current?;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmSize:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(limit.saturating_sub(kib.saturating_mul(1024)))
+}
+
 /// The text GNU libc gives for an error number, so messages read the same as GNU du's
 /// whichever C library the binary was linked with (musl words some of these differently).
 pub fn errno_text(e: Errno) -> String {

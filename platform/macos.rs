@@ -279,6 +279,12 @@ pub fn open_fds() -> u64 {
     std::fs::read_dir("/dev/fd").map_or(3, |d| (d.count() as u64).saturating_sub(1).max(3))
 }
 
+/// macOS keeps `RLIMIT_AS` as `RLIMIT_RSS`, which no mapping is held to: nothing to
+/// plan for.
+pub fn address_space_left() -> Option<u64> {
+    None
+}
+
 /// The C library's text for an error number (macOS numbers and words them its own way,
 /// and so does GNU du built there).
 pub fn errno_text(e: Errno) -> String {

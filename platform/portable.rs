@@ -176,6 +176,11 @@ pub fn open_fds() -> u64 {
     3
 }
 
+/// No address-space limit is known here.
+pub fn address_space_left() -> Option<u64> {
+    None
+}
+
 pub fn errno_text(e: Errno) -> String {
     let s = std::io::Error::from_raw_os_error(e.0).to_string();
     match s.find(" (os error") {

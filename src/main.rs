@@ -31,7 +31,8 @@
 //!   `Portable`); `extents.rs`: one file's extent figures (`--shared`); `floor.rs`: the
 //!   benchmark's minimal walker; `opts.rs`: the command line of every walking subcommand
 //!   (`Cli`, the parse loop's frame and usage errors; `WalkOpts`: `-x`, `--exclude`, `-X`,
-//!   `-L`, `-j`).
+//!   `-L`, `-j`); `threads.rs`: starting threads that may not start (`on_threads`,
+//!   `spawn_or_run`).
 //! * `term/` — the terminal without a TUI crate: `mod.rs` (`Screen` and its diffing
 //!   painter, the key `Decoder`, `escape`, `fit`, the raw-mode `Session`), `width.rs`
 //!   (columns per character).
@@ -171,16 +172,34 @@ fn main() {
     std::process::exit(run_du(&prog, args));
 }
 
-/// Threads from `-j`, else `DFDU_THREADS`, else the platform default; and the budget of
-/// open directory handles after raising the limit. `Err` holds a `DFDU_THREADS` value
-/// that is not a thread count: it is refused as `-j` would refuse it.
+/// Threads from `-j`, else `DFDU_THREADS`, else the platform default, as many as the
+/// address space allows; and the budget of open directory handles after raising the
+/// limit. `Err` holds a `DFDU_THREADS` value that is not a thread count: it is refused as
+/// `-j` would refuse it.
 fn resources(threads: Option<usize>) -> Result<(usize, usize), Vec<u8>> {
     let threads = match threads {
         Some(n) => n,
         None => env_threads()?.unwrap_or_else(default_threads),
     };
+    let threads = address_plan(threads, platform::address_space_left());
     let fd_limit = platform::raise_fd_limit();
     Ok(fd_plan(threads, fd_limit, platform::open_fds()))
+}
+
+/// Address space one more thread may take: its stack and, with glibc's malloc, an arena
+/// of its own (64 MiB reserved on 64-bit systems, up to eight per CPU).
+const THREAD_ADDRESS_BYTES: u64 = 66 << 20;
+
+/// Threads for `left` bytes of address space still free (`None`: no limit). Arenas are
+/// reserved as threads first allocate, until one no longer fits; the memory the calling
+/// thread then asks for could not be had, and the allocator's failure ends the process
+/// (`prlimit --as=400M dfdu -j 64` did). So the other threads may take at most half
+/// of what is left, and the calling thread always runs.
+fn address_plan(threads: usize, left: Option<u64>) -> usize {
+    match left {
+        None => threads,
+        Some(left) => threads.min(1 + (left / 2 / THREAD_ADDRESS_BYTES) as usize).max(1),
+    }
 }
 
 /// Descriptors kept free for what is not a directory handle of the scan (the
@@ -376,5 +395,14 @@ mod tests {
         assert_eq!(fd_plan(32, 10, 3), (1, 0));
         assert_eq!(fd_plan(8, 1 << 20, 3).0, 8);
         assert_eq!(fd_plan(8, 1 << 20, 3).1, 4096);
+    }
+
+    #[test]
+    fn address_plan_leaves_half_to_the_calling_thread() {
+        assert_eq!(address_plan(32, None), 32);
+        assert_eq!(address_plan(32, Some(30 << 20)), 1);
+        assert_eq!(address_plan(0, Some(30 << 20)), 1);
+        assert_eq!(address_plan(64, Some(400 << 20)), 4);
+        assert_eq!(address_plan(8, Some(u64::MAX)), 8);
     }
 }

@@ -854,6 +854,92 @@ fn dupes_progress_line_only_on_a_terminal() {
     }
 }
 
+// ---- threads that cannot start ------------------------------------------------------------
+
+/// Issue 24, item 8: `prlimit --as=400M dfdu dupes DIR` panicked ("failed to spawn
+/// thread", exit 134), and with `-j 64` under tighter limits the threads' stacks and
+/// malloc arenas left no room for the rest ("memory allocation failed"). Under each limit
+/// (one at which a thread's stack cannot be mapped, up to the issue's) the run must give
+/// the unlimited run's groups, exit 0 and print no panic, for `dupes` and `dedupe
+/// --dry-run` alike; three runs each, since how many threads start varies.
+#[test]
+fn dupes_and_dedupe_run_where_threads_cannot_start() {
+    if !have_or_skip("prlimit", "dupes_and_dedupe_run_where_threads_cannot_start") {
+        return;
+    }
+    let scratch = Scratch::new("dupes-address-space");
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0024);
+    let plain = dfdu(&["dupes".as_ref(), "-q".as_ref(), root.as_os_str()]);
+    assert_eq!(parse_groups(&plain.stdout, false), want);
+    for limit_mib in [24, 400] {
+        for cmd in [&["dupes", "-q"][..], &["dedupe", "--dry-run", "-S"][..]] {
+            for _ in 0..3 {
+                let out = Command::new("prlimit")
+                    .arg(format!("--as={}", limit_mib << 20))
+                    .arg(dfdu_path())
+                    .args(cmd)
+                    .args(["-j", "64"])
+                    .arg(&root)
+                    .env("LC_ALL", "C")
+                    .output()
+                    .unwrap();
+                let err = text(&out.stderr);
+                let what = format!("{cmd:?} -j 64 under --as={limit_mib}M");
+                let aborted = ["panicked", "memory allocation", "fatal runtime error"].iter().any(|w| err.contains(w));
+                assert!(!aborted, "{what}: {err}");
+                if cmd[0] == "dupes" {
+                    assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+                    assert_eq!(out.stdout, plain.stdout, "{what}");
+                } else {
+                    // tmpfs or ext4 cannot share extents: status 1, the groups all the same.
+                    assert!(matches!(out.status.code(), Some(0 | 1)), "{what}: {:?} {err}", out.status);
+                    assert_eq!(parse_groups(&out.stdout, true), want, "{what}");
+                }
+            }
+        }
+    }
+}
+
+/// Issue 24, item 8, the other way a thread cannot start: no thread at all may be created
+/// (`RLIMIT_NPROC` of 1 for a user, here nobody, with no other process), so `dupes` runs
+/// every stage on the calling thread. Before, the first pool of readers panicked.
+#[test]
+fn dupes_runs_on_one_thread_when_none_can_be_created() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        return skip("dupes_runs_on_one_thread_when_none_can_be_created: needs root to run as nobody");
+    }
+    if !have_or_skip("prlimit", "dupes_runs_on_one_thread_when_none_can_be_created") {
+        return;
+    }
+    let scratch = Scratch::new("dupes-nproc");
+    if !common::reachable_by_others(&scratch.dir) {
+        return skip(
+            "dupes_runs_on_one_thread_when_none_can_be_created: the scratch directory is not reachable by nobody",
+        );
+    }
+    let root = scratch.subdir("t");
+    let want = build(&root, 0x5eed_0025);
+    let bin = common::copy_executable(&dfdu_path(), &scratch.subdir("bin"), "dfdu");
+    for threads in ["1", "8"] {
+        let out = Command::new("prlimit")
+            .args(["--nproc=1:1"])
+            .arg(&bin)
+            .args(["dupes", "-j", threads])
+            .arg(&root)
+            .env("LC_ALL", "C")
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "-j {threads}: {err}");
+        assert!(!err.contains("panicked"), "-j {threads}: {err}");
+        assert_eq!(parse_groups(&out.stdout, false), want, "-j {threads}: {err}");
+    }
+}
+
 // ---- reads that fail or are interrupted (strace injects the fault) ----------------------
 
 /// `dfdu dupes ROOT` under strace with `inject` (a fault injected into the matching reads

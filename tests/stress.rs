@@ -172,6 +172,22 @@ fn threads_that_cannot_start_are_done_without() {
         .unwrap();
     assert!(out.status.success(), "dfdu scan: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains(" 2801  (801 directories, 2000 files"));
+    // Issue 24, item 8: with room for some threads' malloc arenas (64 MiB reserved each)
+    // but not for 64 of them, the threads that started left the rest no memory ("memory
+    // allocation failed", exit 134); the thread count now leaves half of what is free.
+    let wrap: &[&str] = &["prlimit", "--as=419430400"];
+    for _ in 0..3 {
+        same_as_du_threads(&["-s", "t"], &dir, Some(wrap), "64");
+        same_as_du_threads(&["-a", "t"], &dir, Some(wrap), "64");
+        let out = Command::new("prlimit")
+            .args(["--as=419430400"])
+            .arg(dfdu())
+            .args(["scan", "-j", "64", "t"])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "dfdu scan: {:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    }
 }
 
 /// Issue 10, item 6: `--files0-from` read the whole list before doing any name, so

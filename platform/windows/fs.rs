@@ -535,6 +535,12 @@ pub fn open_fds() -> u64 {
     3
 }
 
+/// Windows has no per-process address-space limit like `RLIMIT_AS` (a job object's
+/// memory limit counts committed memory, not reservations).
+pub fn address_space_left() -> Option<u64> {
+    None
+}
+
 // ---------------------------------------------------------------------------------------
 // Messages, time, signals.
 

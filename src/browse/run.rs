@@ -12,10 +12,11 @@ use crate::tree::roots::{import_file, load_side, stat_root};
 use crate::tree::sink::ArenaSink;
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
+use crate::walk::threads::spawn_or_run;
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Entries below `root` that could not be read: one pass over the parts of the tree
@@ -477,23 +478,6 @@ pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, 
         let total = (*total).max(removed);
         let title = format!("{} of {} entries could not be deleted", grouped(total - removed), grouped(total));
         browser.message(&title, lines);
-    }
-}
-
-/// Runs `f` on a thread of its own, or here when no thread can be started (a low
-/// RLIMIT_AS or RLIMIT_NPROC): the browser then waits for it instead of failing.
-fn spawn_or_run<'s, 'a: 's>(s: &'s std::thread::Scope<'s, 'a>, f: impl FnOnce() + Send + 's) {
-    let f = Arc::new(Mutex::new(Some(f)));
-    let theirs = f.clone();
-    let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
-        if let Some(f) = theirs.lock().ok().and_then(|mut f| f.take()) {
-            f()
-        }
-    });
-    if spawned.is_err() {
-        if let Some(f) = f.lock().ok().and_then(|mut f| f.take()) {
-            f()
-        }
     }
 }
 

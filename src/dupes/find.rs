@@ -25,6 +25,7 @@ use super::cache::{Cache, Entry};
 use super::sink::{FileRec, Found};
 use crate::meta::{Errno, Kind};
 use crate::platform;
+use crate::walk::threads::on_threads;
 use std::ffi::CString;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -257,7 +258,8 @@ fn deliver_all<T>(deliver: &Deliver<T>, mine: &mut Vec<(usize, T)>) {
 /// result to `deliver`. Jobs are taken one at a time (the largest files come last, and one
 /// worker must not take a batch of them); results are handed over `FLUSH_JOBS` at a time,
 /// so the lock is rare and no list of all results is ever built (the caller stores each
-/// where it belongs: peak RSS is part of the benchmark).
+/// where it belongs: peak RSS is part of the benchmark). The calling thread is one of
+/// the workers, and a worker that cannot be started is done without (`on_threads`).
 pub fn pool_into<T: Send>(
     threads: usize,
     n: usize,
@@ -267,25 +269,21 @@ pub fn pool_into<T: Send>(
 ) {
     let next = AtomicUsize::new(0);
     stats.jobs_total.fetch_add(n as u64, Ordering::Relaxed);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, n.max(1)) {
-            s.spawn(|| {
-                let mut buf = Vec::new();
-                let mut mine = Vec::with_capacity(FLUSH_JOBS);
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    mine.push((i, job(&mut buf, i)));
-                    stats.jobs_done.fetch_add(1, Ordering::Relaxed);
-                    if mine.len() >= FLUSH_JOBS {
-                        deliver_all(deliver, &mut mine);
-                    }
-                }
+    on_threads(threads.clamp(1, n.max(1)), || {
+        let mut buf = Vec::new();
+        let mut mine = Vec::with_capacity(FLUSH_JOBS);
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            mine.push((i, job(&mut buf, i)));
+            stats.jobs_done.fetch_add(1, Ordering::Relaxed);
+            if mine.len() >= FLUSH_JOBS {
                 deliver_all(deliver, &mut mine);
-            });
+            }
         }
+        deliver_all(deliver, &mut mine);
     });
 }
 
@@ -352,19 +350,20 @@ fn read_pool<T: Send>(
     }
     let rest = lanes.len() - 1;
     lanes[rest] = (0..recs.len()).filter(|n| !spinning.contains(&found.files[recs[*n] as usize].dev)).collect();
-    std::thread::scope(|s| {
-        for (i, lane) in lanes.iter().enumerate() {
-            let n_threads = if i == rest { threads } else { threads.min(SPINNING_READERS) };
-            s.spawn(move || {
-                // The lane's own indices, mapped back to indices in `recs`.
-                let mut put = |k: usize, t: T| {
-                    let mut outer = deliver.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    (*outer)(lane[k], t);
-                };
-                let mine: Deliver<T> = Mutex::new(&mut put);
-                pool_into(n_threads, lane.len(), stats, |buf, k| job(buf, recs[lane[k]]), &mine);
-            });
-        }
+    // One thread per lane, each running the lane's own pool; lanes whose thread cannot
+    // start are run by those that did, one after the other.
+    let next_lane = AtomicUsize::new(0);
+    on_threads(lanes.len(), || loop {
+        let i = next_lane.fetch_add(1, Ordering::Relaxed);
+        let Some(lane) = lanes.get(i) else { break };
+        let n_threads = if i == rest { threads } else { threads.min(SPINNING_READERS) };
+        // The lane's own indices, mapped back to indices in `recs`.
+        let mut put = |k: usize, t: T| {
+            let mut outer = deliver.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (*outer)(lane[k], t);
+        };
+        let mine: Deliver<T> = Mutex::new(&mut put);
+        pool_into(n_threads, lane.len(), stats, |buf, k| job(buf, recs[lane[k]]), &mine);
     });
 }
 

@@ -26,6 +26,7 @@ use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIX
 use crate::walk::opts::{Cli, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
+use crate::walk::threads;
 use find::{Group, Stats};
 use sink::{FileRec, FilesSink, Found, NO_DIR};
 use std::collections::HashSet;
@@ -331,7 +332,8 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     std::thread::scope(|s| {
         if show_progress {
             let (phase, sink, stats) = (&phase, &sink, &stats);
-            s.spawn(move || progress(phase, sink, stats, start));
+            // Without a thread for it (a low RLIMIT_AS), the run goes on without the line.
+            threads::try_spawn(s, move || progress(phase, sink, stats, start));
         }
         if !scan_all::<R>(a, &sink, threads, fd_budget, &mut notes) {
             status = 1;

@@ -2,7 +2,8 @@
 //! seam between the scanner and a platform (`reader`: `Native` or the std::fs
 //! `Portable`), one file's extent figures for sharing-aware sizes (`extents`), the
 //! benchmark's minimal walker (`floor`), and the command line every walking subcommand
-//! shares (`opts`: the parse loop's frame and `-x`, `--exclude`, `-X`, `-L`, `-j`). Nothing here prints or
+//! shares (`opts`: the parse loop's frame and `-x`, `--exclude`, `-X`, `-L`, `-j`), and
+//! starting threads that may not start (`threads`). Nothing here prints or
 //! decides what to keep: a sink (du's records, the arena) does.
 
 pub mod extents;
@@ -10,3 +11,4 @@ pub mod floor;
 pub mod opts;
 pub mod reader;
 pub mod scan;
+pub mod threads;
