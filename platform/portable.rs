@@ -205,7 +205,7 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
         weekday: (days + 4).rem_euclid(7) as u32,
         yearday: (days - jan1) as u32,
         gmtoff: 0,
-        zone: "UTC".to_string(),
+        zone: b"UTC".to_vec(),
     })
 }
 

@@ -122,7 +122,8 @@ pub struct LocalTime {
     pub yearday: u32,
     /// Seconds east of UTC.
     pub gmtoff: i64,
-    pub zone: String,
+    /// The zone's name (`%Z`), as bytes: a zone file may hold any.
+    pub zone: Vec<u8>,
 }
 
 /// The bytes of an OS string: exact on Unix, WTF-8 on Windows (lossless), elsewhere its

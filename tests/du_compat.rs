@@ -1040,7 +1040,20 @@ fn time_zone_cases() -> Vec<Case> {
         "TZ=/dev/null",
         "TZ=/nonexistent",
     ];
-    let crafted = ["v1", "v2", "v3", "v4", "first-dst", "leaps", "empty-footer", "NOFOOTER3", "BADMAGIC4", "AAA3BBB"];
+    let crafted = [
+        "v1",
+        "v2",
+        "v3",
+        "v4",
+        "first-dst",
+        "leaps",
+        "empty-footer",
+        "NOFOOTER3",
+        "BADMAGIC4",
+        "AAA3BBB",
+        "latin1",
+        "unsorted",
+    ];
     let style = "--time -a --time-style='+%F %T %z %Z' t";
     let mut all: Vec<Case> = zones.iter().map(|z| case(style).env(z)).collect();
     all.extend(crafted.iter().map(|z| case(style).env("TZDIR=zones").env(&format!("TZ={z}"))));
@@ -1049,6 +1062,7 @@ fn time_zone_cases() -> Vec<Case> {
         case(style).env("TZDIR=").env("TZ=Europe/Paris"),
         case("--time -a t").env("TZ=Europe/Berlin"),
         case("--time -a --time-style=full-iso t").env("TZ=Australia/Lord_Howe"),
+        case("--time -a --time-style=+%^Z%Z t").env("TZDIR=zones").env("TZ=latin1"),
     ]);
     all
 }
@@ -1058,7 +1072,7 @@ fn time_zone_cases() -> Vec<Case> {
 struct ZoneFile<'a> {
     version: u8,
     transitions: &'a [(i64, u8)],
-    types: &'a [(i32, bool, &'a str)],
+    types: &'a [(i32, bool, &'a [u8])],
     leaps: &'a [(i64, i32)],
     footer: &'a str,
 }
@@ -1079,7 +1093,7 @@ impl ZoneFile<'_> {
         let mut name_idx = Vec::new();
         for (_, _, name) in self.types {
             name_idx.push(names.len() as u8);
-            names.extend(name.bytes().chain([0]));
+            names.extend(name.iter().copied().chain([0]));
         }
         let mut out = b"TZif".to_vec();
         out.push(if self.version == 0 { 0 } else { b'0' + self.version });
@@ -1106,7 +1120,7 @@ impl ZoneFile<'_> {
 /// The crafted zones of `time_zone_cases`, in `dir` (found there through `TZDIR=zones`).
 fn write_zone_files(dir: &Path) {
     std::fs::create_dir_all(dir).expect("create the zones dir");
-    let types: &[(i32, bool, &str)] = &[(7200, true, "DDD"), (3600, false, "SSS"), (-1800, false, "HHH")];
+    let types: &[(i32, bool, &[u8])] = &[(7200, true, b"DDD"), (3600, false, b"SSS"), (-1800, false, b"HHH")];
     let transitions: &[(i64, u8)] = &[(1_710_054_000, 0), (1_730_613_600, 1), (2_000_000_000, 2)];
     let v2 = ZoneFile { version: 2, transitions, types, leaps: &[], footer: "FFF-5" };
     let write = |name: &str, bytes: Vec<u8>| std::fs::write(dir.join(name), bytes).expect("write a zone file");
@@ -1116,7 +1130,7 @@ fn write_zone_files(dir: &Path) {
     write("v4", ZoneFile { version: 4, footer: "AAA3BBB,M3.2.0,M11.1.0", ..v2 }.bytes());
     write("first-dst", ZoneFile { transitions: &[(1_720_000_000, 1)], ..v2 }.bytes());
     let leaps = [(1_435_708_825, 26), (1_483_228_826, 27)];
-    write("leaps", ZoneFile { transitions: &[], types: &[(0, false, "LSU")], leaps: &leaps, ..v2 }.bytes());
+    write("leaps", ZoneFile { transitions: &[], types: &[(0, false, b"LSU")], leaps: &leaps, ..v2 }.bytes());
     write("empty-footer", ZoneFile { footer: "", ..v2 }.bytes());
     let whole = v2.bytes();
     write("NOFOOTER3", whole[..whole.len() - "\nFFF-5\n".len()].to_vec());
@@ -1126,11 +1140,43 @@ fn write_zone_files(dir: &Path) {
     let posixrules = ZoneFile {
         version: 2,
         transitions: &[(1_710_054_000, 1), (1_730_613_600, 0), (2_000_000_000, 0)],
-        types: &[(-18000, false, "EST"), (-14400, true, "EDT")],
+        types: &[(-18000, false, b"EST"), (-14400, true, b"EDT")],
         leaps: &[],
         footer: "EST5EDT,M3.2.0,M11.1.0",
     };
     write("posixrules", posixrules.bytes());
+    // Names that are not UTF-8 are printed as their bytes.
+    write(
+        "latin1",
+        ZoneFile { types: &[(7200, true, b"\xc9T\xc9"), (3600, false, b"N\xe9T"), (-1800, false, b"H\xffh")], ..v2 }
+            .bytes(),
+    );
+    // Two transitions out of order (no zic writes that): glibc's search decides, and in
+    // January 2024 it finds another type than a binary search does.
+    let unsorted: Vec<(i64, u8)> = [
+        1_400_000_000,
+        1_435_294_117,
+        1_470_588_234,
+        1_505_882_351,
+        1_541_176_468,
+        1_576_470_585,
+        1_611_764_702,
+        1_858_823_521,
+        1_682_352_936,
+        1_717_647_053,
+        1_752_941_170,
+        1_788_235_287,
+        1_823_529_404,
+        1_647_058_819,
+        1_894_117_638,
+        1_929_411_755,
+        1_964_705_872,
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, &t)| (t, (i % 3) as u8))
+    .collect();
+    write("unsorted", ZoneFile { transitions: &unsorted, ..v2 }.bytes());
 }
 
 // ---------------------------------------------------------------------------------------------

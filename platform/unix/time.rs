@@ -44,11 +44,11 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
     // SAFETY: localtime_r returned non-null, so it initialised every field of `tm`.
     let tm = unsafe { tm.assume_init() };
     let zone = if tm.tm_zone.is_null() {
-        String::new()
+        Vec::new()
     } else {
         // SAFETY: tm_zone, when non-null, points at a NUL-terminated string owned by the C
         // library that stays valid until the next tzset; it is copied out at once.
-        unsafe { CStr::from_ptr(tm.tm_zone) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(tm.tm_zone) }.to_bytes().to_vec()
     };
     Some(LocalTime {
         year: i64::from(tm.tm_year) + 1900,

@@ -594,7 +594,7 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
     let gmtoff = (local_ticks as i64 - utc_ticks as i64) / 10_000_000;
     let mut out = crate::platform::portable::local_time(sec.checked_add(gmtoff)?)?;
     out.gmtoff = gmtoff;
-    out.zone = zone_name(gmtoff);
+    out.zone = zone_name(gmtoff).into_bytes();
     Some(out)
 }
 

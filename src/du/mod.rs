@@ -509,9 +509,7 @@ impl<W: Write> Run<'_, W> {
         if o.time.is_some() {
             line.push(b'\t');
             match crate::platform::local_time(acc.time.sec) {
-                Some(lt) => {
-                    line.extend_from_slice(crate::text::timefmt::format(&o.time_format, acc.time, &lt).as_bytes())
-                }
+                Some(lt) => line.extend_from_slice(&crate::text::timefmt::format(&o.time_format, acc.time, &lt)),
                 None => {
                     // As GNU du: the number, and a warning that does not change the exit
                     // status. It flushes what stdout holds first, as error() does.

@@ -33,13 +33,14 @@ const MONTHS: [&str; 12] = [
     "December",
 ];
 
-/// Formats `t` (already broken down as `lt`) with a strftime-like `fmt`.
-pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
-    let mut out = String::new();
+/// Formats `t` (already broken down as `lt`) with a strftime-like `fmt`. Bytes, because a
+/// zone's name (`%Z`) is whatever bytes its zone file holds, printed as they are.
+pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> Vec<u8> {
+    let mut out = Vec::new();
     let mut chars = fmt.chars().peekable();
     while let Some(c) = chars.next() {
         if c != '%' {
-            out.push(c);
+            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
             continue;
         }
         // GNU flags and width: `-` (no pad), `_` (space pad), `0`, `^`, `#`, digits.
@@ -71,7 +72,7 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             chars.next();
         }
         let Some(spec) = chars.next() else {
-            out.push('%');
+            out.push(b'%');
             break;
         };
         let num = |v: i64, w: usize, fill: char| -> String {
@@ -116,11 +117,12 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
                 let off = lt.gmtoff;
                 // As gnulib: a zero offset under a name starting with `-` (tzdata's `-00`,
                 // "local time unknown") is `-0000`.
-                let sign = if off < 0 || (off == 0 && lt.zone.starts_with('-')) { '-' } else { '+' };
+                let sign = if off < 0 || (off == 0 && lt.zone.starts_with(b"-")) { '-' } else { '+' };
                 let a = off.abs();
                 format!("{sign}{:02}{:02}", a / 3600, a / 60 % 60)
             }
-            'Z' => lt.zone.clone(),
+            // The name's bytes are added below.
+            'Z' => String::new(),
             'a' => DAYS[lt.weekday as usize % 7][..3].to_string(),
             'A' => DAYS[lt.weekday as usize % 7].to_string(),
             'b' | 'h' => MONTHS[(lt.month as usize + 11) % 12][..3].to_string(),
@@ -137,19 +139,21 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
             'G' => num(iso_week(lt).0, 1, '0'),
             'g' => num(iso_week(lt).0.rem_euclid(100), 2, '0'),
             'q' => num((lt.month as i64 - 1) / 3 + 1, 1, '0'),
-            'c' => format("%a %b %e %H:%M:%S %Y", t, lt),
-            'x' => format("%m/%d/%y", t, lt),
-            'X' => format("%H:%M:%S", t, lt),
-            'r' => format("%I:%M:%S %p", t, lt),
+            'c' => String::from_utf8_lossy(&format("%a %b %e %H:%M:%S %Y", t, lt)).into_owned(),
+            'x' => String::from_utf8_lossy(&format("%m/%d/%y", t, lt)).into_owned(),
+            'X' => String::from_utf8_lossy(&format("%H:%M:%S", t, lt)).into_owned(),
+            'r' => String::from_utf8_lossy(&format("%I:%M:%S %p", t, lt)).into_owned(),
             'n' => "\n".to_string(),
             't' => "\t".to_string(),
             '%' => "%".to_string(),
             other => format!("%{other}"),
         };
+        let bytes = if spec == 'Z' { &lt.zone[..] } else { piece.as_bytes() };
+        // `^` upper-cases as C's toupper does in the C locale: ASCII letters only.
         if upper {
-            out.push_str(&piece.to_uppercase());
+            out.extend(bytes.iter().map(u8::to_ascii_uppercase));
         } else {
-            out.push_str(&piece);
+            out.extend_from_slice(bytes);
         }
     }
     out
@@ -178,6 +182,10 @@ mod tests {
 
     fn utc(sec: i64) -> LocalTime {
         crate::platform::portable::local_time(sec).unwrap()
+    }
+
+    fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {
+        String::from_utf8(super::format(fmt, t, lt)).unwrap()
     }
 
     #[test]

@@ -102,7 +102,7 @@ impl Zone {
         let mut lt = civil(sec, i64::from(offset.offset_secs) - leap_correction_secs)?;
         lt.second += leap_hit_secs;
         lt.gmtoff = i64::from(offset.offset_secs);
-        lt.zone = String::from_utf8_lossy(offset.name).into_owned();
+        lt.zone = offset.name.to_vec();
         Some(lt)
     }
 }
@@ -126,7 +126,7 @@ pub fn civil(sec: i64, offset_secs: i64) -> Option<LocalTime> {
         weekday: (days + 4).rem_euclid(7) as u32,
         yearday: (days - days_from_civil(year, 1, 1)) as u32,
         gmtoff: 0,
-        zone: String::new(),
+        zone: Vec::new(),
     })
 }
 

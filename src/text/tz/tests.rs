@@ -10,7 +10,14 @@ use std::collections::HashMap;
 fn show(lt: &LocalTime) -> String {
     format!(
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02} {:+} {}",
-        lt.year, lt.month, lt.day, lt.hour, lt.minute, lt.second, lt.gmtoff, lt.zone
+        lt.year,
+        lt.month,
+        lt.day,
+        lt.hour,
+        lt.minute,
+        lt.second,
+        lt.gmtoff,
+        String::from_utf8_lossy(&lt.zone)
     )
 }
 

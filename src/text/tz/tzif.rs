@@ -200,10 +200,7 @@ impl TzFile {
                 let from_footer = self.footer.as_ref().and_then(|rules| rules.offset_at(sec));
                 from_footer.unwrap_or_else(|| self.offset_of(usize::from(self.type_idxs[self.type_idxs.len() - 1])))
             }
-            _ => {
-                let next = self.transitions.partition_point(|&t| t <= sec);
-                self.offset_of(usize::from(self.type_idxs[next - 1]))
-            }
+            _ => self.offset_of(usize::from(self.type_idxs[transition_after(&self.transitions, sec) - 1])),
         };
         FileOffset { offset, leap_correction_secs, leap_hit_secs }
     }
@@ -255,6 +252,46 @@ impl TzFile {
         self.types[1] = Type { offset_secs: dst.1, is_dst: true, name_idx: std.0.len() + 1, ..self.types[1].clone() };
         Some(self)
     }
+}
+
+/// The index of the first transition after `sec`, found as glibc finds it (a guess from
+/// two switches a year, a short linear walk, else a binary search), so that a file whose
+/// transitions are out of order gets glibc's answer too; for ordered ones it is the only
+/// answer. Needs `transitions[0] <= sec < transitions[last]`.
+fn transition_after(transitions: &[i64], sec: i64) -> usize {
+    const HALF_YEAR_SECS: i64 = 15_778_476;
+    let n = transitions.len();
+    let (mut lo, mut hi) = (0, n - 1);
+    let back = (transitions[n - 1].wrapping_sub(sec) / HALF_YEAR_SECS) as u64;
+    if let Some(back) = usize::try_from(back).ok().filter(|&b| b < n) {
+        let mut i = n - 1 - back;
+        if sec < transitions[i] {
+            if i < 10 || sec >= transitions[i - 10] {
+                while i > 1 && sec < transitions[i - 1] {
+                    i -= 1;
+                }
+                return i;
+            }
+            hi = i - 10;
+        } else {
+            if i + 10 >= n || sec < transitions[i + 10] {
+                while i < n - 1 && sec >= transitions[i] {
+                    i += 1;
+                }
+                return i;
+            }
+            lo = i + 10;
+        }
+    }
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        if sec < transitions[mid] {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi.max(1)
 }
 
 /// The footer's length as glibc computes it (from the file size, after the 64-bit
