@@ -21,7 +21,7 @@ BUILD_STD := -Z build-std=std,panic_abort
 STATIC_FLAGS := -Zunstable-options -Cpanic=immediate-abort -Cforce-unwind-tables=no \
   -Crelocation-model=static -Zlocation-detail=none
 
-.PHONY: help build release install install-du-link uninstall static static-stable test-static test test-du test-gnu test-windows lint check-targets bench bench-deps clean
+.PHONY: help build release install install-du-link uninstall static static-stable test-static test-static-du test test-du test-gnu test-windows lint check-targets bench bench-deps clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
@@ -65,8 +65,17 @@ test-static: static ## du_compat and GNU's tests/du against the static x86_64 bi
 	DFDU_UNDER_TEST=$(CURDIR)/target/$(MUSL_X86)/static/dfdu $(CARGO) test --release --test du_compat
 	DFDU=$(CURDIR)/target/$(MUSL_X86)/static/dfdu CARGO=$(CARGO) tests/gnu/run
 
+# The binary users copy is the one tested: the stable toolchain builds it on any machine
+# (a musl build once printed other local times than the glibc one; `make static` builds
+# the same code with the nightly toolchain).
+test-static-du: ## du_compat against the static x86_64 musl binary, built with the stable toolchain
+	rustup target add $(MUSL_X86) >/dev/null 2>&1 || rustup target add $(MUSL_X86)
+	$(CARGO) build --profile static --bin dfdu --target $(MUSL_X86)
+	DFDU_UNDER_TEST=$(CURDIR)/target/$(MUSL_X86)/static/dfdu $(CARGO) test --release --test du_compat
+
 test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests
 	$(CARGO) test --release --workspace
+	$(MAKE) --no-print-directory test-static-du
 	CARGO=$(CARGO) tests/wine/run
 	CARGO=$(CARGO) tests/gnu/run
 

@@ -258,7 +258,7 @@ impl TzFile {
 /// two switches a year, a short linear walk, else a binary search), so that a file whose
 /// transitions are out of order gets glibc's answer too; for ordered ones it is the only
 /// answer. Needs `transitions[0] <= sec < transitions[last]`.
-fn transition_after(transitions: &[i64], sec: i64) -> usize {
+pub(super) fn transition_after(transitions: &[i64], sec: i64) -> usize {
     const HALF_YEAR_SECS: i64 = 15_778_476;
     let n = transitions.len();
     let (mut lo, mut hi) = (0, n - 1);
