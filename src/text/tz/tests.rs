@@ -474,7 +474,9 @@ fn years_beyond_cs_tm_year_are_out_of_range() {
 #[test]
 fn glibcs_transition_search_agrees_with_a_binary_search_on_ordered_files() {
     // Half-yearly switches (glibc's guess lands near), then sparse ones (it does not).
-    for (n, step) in [(2, 1_000), (11, 15_778_476), (12, 15_778_476), (40, 15_778_476), (300, 15_778_000), (25, 400_000_000)] {
+    for (n, step) in
+        [(2, 1_000), (11, 15_778_476), (12, 15_778_476), (40, 15_778_476), (300, 15_778_000), (25, 400_000_000)]
+    {
         let transitions: Vec<i64> = (0..n).map(|i| -500_000_000 + i * step).collect();
         let last = transitions[transitions.len() - 1];
         let mut sec = transitions[0];
