@@ -83,6 +83,97 @@ fn chain_ten_thousand_deep() {
     same_as_du(&["-a", "-d", "3", "d"], &dir, None);
 }
 
+/// Issue 24, item 12: on a chain 20,000 directories deep, `dfdu -s` and plain `dfdu` did not
+/// finish in 300 s with one or two threads (GNU du: 2 s, `dfdu scan`: under 1 s): the "moved
+/// during the walk" check re-opened each finished directory's parent from the root by names,
+/// one level at a time. Both outputs must be GNU du's, with 1 and 2 threads. Each run is cut
+/// off by `timeout`, so a walk gone quadratic again fails instead of hanging; the bound is
+/// far above the real time (times are measured with hyperfine, see the README).
+#[test]
+fn chain_twenty_thousand_deep_in_linear_time() {
+    let mut scratch = Scratch::new("deep20k");
+    let dir = scratch.subdir("t");
+    // On a tmpfs where one can be mounted: removing 20,000 directories from a disk mounted
+    // with `discard` takes minutes, and the walk is the same on any file system.
+    if let Err(why) = scratch.mount_tmpfs(&dir) {
+        common::notice(&format!("chain_twenty_thousand_deep_in_linear_time: on the scratch file system ({why})"));
+    }
+    python(
+        "import os\nfd=os.open('.',os.O_RDONLY)\nfor i in range(20000):\n os.mkdir('d',dir_fd=fd)\n n=os.open('d',os.O_RDONLY,dir_fd=fd)\n os.close(fd); fd=n\nf=os.open('leaf',os.O_CREAT|os.O_WRONLY,0o644,dir_fd=fd)\nos.write(f,b'x'*5000)\nos.mkdir('sub',dir_fd=fd)\n",
+        &dir,
+    );
+    for threads in ["1", "2"] {
+        for args in [&["-s", "d"][..], &["d"]] {
+            same_stream_as_du(args, &dir, threads);
+        }
+    }
+}
+
+/// Runs GNU du and dfdu side by side, each under `timeout`, and compares their outputs as
+/// they stream (plain output of a 20,000-level chain is about 400 MB: never held whole).
+fn same_stream_as_du(args: &[&str], cwd: &Path, threads: &str) {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    const BOUND_SECONDS: &str = "100";
+    let start = |prog: &Path| {
+        Command::new("timeout")
+            .arg(BOUND_SECONDS)
+            .arg(prog)
+            .args(args)
+            .current_dir(cwd)
+            .env("LC_ALL", "C")
+            .env("DFDU_THREADS", threads)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("timeout runs")
+    };
+    let (mut want, mut got) = (start(Path::new("/usr/bin/du")), start(&dfdu()));
+    let errors = |child: &mut std::process::Child| {
+        let mut pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let (want_err, got_err) = (errors(&mut want), errors(&mut got));
+    let mut a = BufReader::with_capacity(1 << 20, want.stdout.take().unwrap());
+    let mut b = BufReader::with_capacity(1 << 20, got.stdout.take().unwrap());
+    let mut same_bytes: u64 = 0;
+    let mut differs = None;
+    loop {
+        let (fa, fb) = (a.fill_buf().unwrap(), b.fill_buf().unwrap());
+        let n = fa.len().min(fb.len());
+        if n == 0 {
+            if !(fa.is_empty() && fb.is_empty()) {
+                differs = Some(format!("one output ends at byte {same_bytes}, the other goes on"));
+            }
+            break;
+        }
+        if fa[..n] != fb[..n] {
+            let i = (0..n).find(|&i| fa[i] != fb[i]).unwrap_or(0);
+            differs = Some(format!("outputs differ at byte {}", same_bytes + i as u64));
+            break;
+        }
+        same_bytes += n as u64;
+        a.consume(n);
+        b.consume(n);
+    }
+    // Drain both, so neither waits on a full pipe after a difference.
+    let _ = std::io::copy(&mut a, &mut std::io::sink());
+    let _ = std::io::copy(&mut b, &mut std::io::sink());
+    let (want_status, got_status) = (want.wait().unwrap(), got.wait().unwrap());
+    let (want_err, got_err) = (want_err.join().unwrap(), got_err.join().unwrap());
+    let what = format!("{args:?} with {threads} thread(s)");
+    assert!(want_status.success(), "GNU du failed for {what}: {want_err}");
+    assert!(got_status.code() != Some(124), "dfdu {what} did not finish within {BOUND_SECONDS} s");
+    assert_eq!(got_status.code(), want_status.code(), "exit status for {what}: {got_err}");
+    assert_eq!(got_err, want_err, "stderr for {what}");
+    assert!(differs.is_none(), "stdout for {what}: {}", differs.unwrap_or_default());
+    assert!(same_bytes > 1, "du printed nothing for {what}");
+}
+
 #[test]
 fn deep_branching_tree_under_a_tiny_fd_limit() {
     if Command::new("prlimit").arg("--version").output().is_err() {

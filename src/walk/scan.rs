@@ -33,6 +33,16 @@
 //!   more than `fd_budget` handles are open, a lister closes its handle right after
 //!   listing, and its children re-open it from the nearest open ancestor by names
 //!   (never by a long path), so a huge tree never runs into EMFILE.
+//! * **Moved directories** (`Walk::check_moved`, du mode): `Node::subtree` counts the
+//!   listing and the unfinished subdirectories; whoever brings it to 0 climbs on, no
+//!   recursion. Leaving a directory at least `FTS_FD_RING` levels high, it opens that
+//!   directory's `..` and reports it moved when that is not its parent (GNU fts's check).
+//!   The climb carries one handle up (`worker::Held`): the finished directory's own,
+//!   taken from its node since nothing needs it any more, or the `..` just checked, so
+//!   each level costs one open, whatever the depth. Only a handle closed to save
+//!   handles, or a level that moved, makes it re-open by names from the nearest open
+//!   ancestor. Nodes drop their ancestors iteratively (`Drop for Node`) for the same
+//!   reason: a 20,000-level chain.
 //! * Workers never print: errors are handed to the sink as data.
 //! * **Loops**: without `-L`, a directory can be its own ancestor only through a bind
 //!   mount (directories have one name each). A listed directory whose listing inode
@@ -273,6 +283,18 @@ struct Node<D> {
     /// For a `CONTIGUOUS` sink: chunks stat'ed before the listing ended wait here (as the
     /// sink's `Local`) until the listing is committed; `true` once it is.
     parked: Mutex<(bool, Vec<Box<dyn Any + Send>>)>,
+}
+
+impl<D> Drop for Node<D> {
+    /// Drops the ancestors this node held the last reference to one by one: left to the
+    /// compiler, each level would drop its parent from inside its own drop, one stack
+    /// frame per level, and a chain 20,000 deep overflowed the scan thread's stack.
+    fn drop(&mut self) {
+        let mut parent = self.parent.take();
+        while let Some(mut node) = parent.and_then(Arc::into_inner) {
+            parent = node.parent.take();
+        }
+    }
 }
 
 impl<D> Node<D> {

@@ -80,16 +80,60 @@ impl Drop for Scratch {
     }
 }
 
-/// Removes a tree however deep it is and whatever its modes (std's `remove_dir_all` walks
-/// with `openat`, so paths beyond PATH_MAX are fine); `rm -rf` is the fallback.
+/// Removes a tree however deep it is and whatever its modes: `remove_contents` first (std's
+/// `remove_dir_all` recurses, and a 20,000-level chain overflows a test thread's stack with
+/// it), then `chmod -R u+rwx` and `rm -rf` for what that could not remove (`chmod 000`
+/// directories when not root).
 fn remove_tree(dir: &Path) {
     // A test may have removed it already.
     if fs::symlink_metadata(dir).is_err() {
         return;
     }
-    if fs::remove_dir_all(dir).is_err() {
+    if remove_contents(dir).is_err() || fs::remove_dir(dir).is_err() {
         let _ = Command::new("chmod").arg("-R").arg("u+rwx").arg(dir).status();
         let _ = Command::new("rm").arg("-rf").arg(dir).status();
+    }
+}
+
+/// Empties the directory `dir` without recursion and with two handles at most: down into
+/// the first subdirectory a listing shows, back up through `..` once a directory is empty
+/// (then removed by the name it was entered by). Never follows a symbolic link.
+fn remove_contents(dir: &Path) -> rustix::io::Result<()> {
+    use rustix::fs::{openat, statat, unlinkat, AtFlags, Dir, FileType, Mode, OFlags, CWD};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut cur = openat(CWD, dir, flags, Mode::empty())?;
+    // Names from `dir` down to `cur`.
+    let mut names: Vec<std::ffi::CString> = Vec::new();
+    loop {
+        let mut sub = None;
+        let mut removed_any = false;
+        for entry in Dir::read_from(&cur)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::Unknown => FileType::from_raw_mode(statat(&cur, name, AtFlags::SYMLINK_NOFOLLOW)?.st_mode),
+                kind => kind,
+            };
+            if kind == FileType::Directory {
+                sub = Some(name.to_owned());
+                break;
+            }
+            unlinkat(&cur, name, AtFlags::empty())?;
+            removed_any = true;
+        }
+        if let Some(name) = sub {
+            cur = openat(&cur, &name, flags, Mode::empty())?;
+            names.push(name);
+        } else if !removed_any {
+            // A listing that found nothing at all: `cur` is empty.
+            let Some(name) = names.pop() else { return Ok(()) };
+            let up = openat(&cur, c"..", flags, Mode::empty())?;
+            unlinkat(&up, &name, AtFlags::REMOVEDIR)?;
+            cur = up;
+        }
     }
 }
 

@@ -266,31 +266,74 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
 
     /// One unit of `node`'s subtree is finished; when it was the last, checks that the
     /// directory is still where it was found and passes the news up (no recursion).
+    ///
+    /// The check is fts's: the `..` of a directory left upward must be the parent it was
+    /// entered from. It runs through handles carried up from level to level (`Held`), so
+    /// each level costs one `open` of `..`, never a walk from the root by names.
     fn subtree_done(&self, node: &Arc<Node<R::Dir>>) {
         if !self.shared.walk.check_moved {
             return;
         }
+        let mut held: Option<Held<'_, R::Dir>> = None;
         let mut cur = node.clone();
         while cur.subtree.fetch_sub(1, Ordering::AcqRel) == 1 {
             let Some(parent) = cur.parent.clone() else {
                 self.shared.sink.finished(cur.dir);
                 return;
             };
+            // Nothing needs this handle any more (every job of the subtree is done), and
+            // a handle on the directory itself is the cheapest start of a climb.
+            if let Some(dir) = cur.handle.write().unwrap().take() {
+                held = Some(Held { dir, node: cur.clone(), open_handles: &self.shared.open_handles });
+            }
             let height = cur.height.load(Ordering::Acquire);
             parent.height.fetch_max(height + 1, Ordering::AcqRel);
             if height >= FTS_FD_RING {
-                // When the parent itself cannot be reached any more, an ancestor moved:
-                // that one is reported when its own subtree is done.
-                let found = with_handle::<R, _>(&parent, |dir| Ok(R::stat_at(dir, &cur.name, false)));
-                if let Ok(still) = found {
-                    if !still.is_ok_and(|m| (m.dev, m.ino) == (cur.dev, cur.ino)) {
-                        self.shared.sink.moved(cur.dir);
-                    }
-                }
+                held = self.check_left_upward(&cur, &parent, held.take());
             }
             self.shared.sink.finished(cur.dir);
             cur = parent;
         }
+    }
+
+    /// Leaves `cur` (whose subtree is done) for `parent` as fts does once its ring of
+    /// handles is empty: opens `cur`'s `..` and reports `cur` moved when that is not
+    /// `parent`. Returns the handle on `parent` for the next level up, if it has one.
+    fn check_left_upward<'h>(
+        &'h self,
+        cur: &Arc<Node<R::Dir>>,
+        parent: &Arc<Node<R::Dir>>,
+        held: Option<Held<'h, R::Dir>>,
+    ) -> Option<Held<'h, R::Dir>> {
+        let count = &self.shared.open_handles;
+        let here = held.and_then(|h| h.climb_to::<R>(cur)).or_else(|| {
+            // No handle came up from below (closed to save handles, or a directory on the
+            // way moved): re-open `cur` by names, and believe it only if it is `cur`.
+            let dir = reopen::<R>(cur).ok()?;
+            count.fetch_add(1, Ordering::Relaxed);
+            let h = Held { dir, node: cur.clone(), open_handles: count };
+            is_node::<R>(&h.dir, cur).then_some(h)
+        });
+        if let Some(up) = here.as_ref().and_then(|h| R::open_at(&h.dir, c"..", false).ok()) {
+            count.fetch_add(1, Ordering::Relaxed);
+            let up = Held { dir: up, node: parent.clone(), open_handles: count };
+            if !is_node::<R>(&up.dir, parent) {
+                self.shared.sink.moved(cur.dir);
+                return None;
+            }
+            return Some(up);
+        }
+        // `..` cannot be opened here (a reader without it, or `cur` lost its search
+        // permission): its parent must still hold it under the same name. When the parent
+        // itself cannot be reached any more, an ancestor moved: that one is reported when
+        // its own subtree is done.
+        let found = with_handle::<R, _>(parent, |dir| Ok(R::stat_at(dir, &cur.name, false)));
+        if let Ok(still) = found {
+            if !still.is_ok_and(|m| (m.dev, m.ino) == (cur.dev, cur.ino)) {
+                self.shared.sink.moved(cur.dir);
+            }
+        }
+        None
     }
 
     /// Drops one claim on `node`'s handle; the last claim closes it.
@@ -641,6 +684,43 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 }
 
+/// A directory handle `subtree_done` carries up the tree: on `node`'s directory (or, after
+/// a climb, checked to be it), counted in `open_handles` until dropped.
+struct Held<'h, D> {
+    dir: D,
+    node: Arc<Node<D>>,
+    open_handles: &'h AtomicUsize,
+}
+
+impl<D> Drop for Held<'_, D> {
+    fn drop(&mut self) {
+        self.open_handles.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<'h, D> Held<'h, D> {
+    /// Turns a handle on a directory at or below `target` into one on `target`, through
+    /// `..` one level at a time, each checked to be the node above; `None` when one is not
+    /// (something on the way moved: fts does not look at these levels, and nor does this).
+    fn climb_to<R: Reader<Dir = D>>(mut self, target: &Arc<Node<D>>) -> Option<Self> {
+        while !Arc::ptr_eq(&self.node, target) {
+            let above = self.node.parent.clone()?;
+            let dir = R::open_at(&self.dir, c"..", false).ok()?;
+            self.open_handles.fetch_add(1, Ordering::Relaxed);
+            self = Held { dir, node: above, open_handles: self.open_handles };
+            if !is_node::<R>(&self.dir, &self.node) {
+                return None;
+            }
+        }
+        Some(self)
+    }
+}
+
+/// Whether the handle `dir` is on `node`'s directory (same device and inode).
+fn is_node<R: Reader>(dir: &R::Dir, node: &Node<R::Dir>) -> bool {
+    R::stat_at(dir, c".", false).is_ok_and(|m| (m.dev, m.ino) == (node.dev, node.ino))
+}
+
 /// Runs `f` with `node`'s directory handle, re-opening it from the nearest open
 /// ancestor (by names, one level at a time) when it was closed to save handles.
 fn with_handle<R: Reader, T>(node: &Node<R::Dir>, f: impl FnOnce(&R::Dir) -> Result<T, Errno>) -> Result<T, Errno> {
@@ -650,6 +730,12 @@ fn with_handle<R: Reader, T>(node: &Node<R::Dir>, f: impl FnOnce(&R::Dir) -> Res
             return f(dir);
         }
     }
+    f(&reopen::<R>(node)?)
+}
+
+/// A new handle on `node`'s directory, opened from the nearest ancestor that still holds
+/// one, by names one level at a time (from the root path when none does).
+fn reopen<R: Reader>(node: &Node<R::Dir>) -> Result<R::Dir, Errno> {
     let mut chain: Vec<&Node<R::Dir>> = vec![node];
     let mut cur = node;
     loop {
@@ -663,7 +749,7 @@ fn with_handle<R: Reader, T>(node: &Node<R::Dir>, f: impl FnOnce(&R::Dir) -> Res
                     for n in chain.iter().rev().skip(1) {
                         open = R::open_at(&open, &n.name, n.follow)?;
                     }
-                    return f(&open);
+                    return Ok(open);
                 }
                 chain.push(p);
                 cur = p;
@@ -674,7 +760,7 @@ fn with_handle<R: Reader, T>(node: &Node<R::Dir>, f: impl FnOnce(&R::Dir) -> Res
                 for n in chain.iter().rev() {
                     open = R::open_at(&open, &n.name, n.follow)?;
                 }
-                return f(&open);
+                return Ok(open);
             }
         }
     }
