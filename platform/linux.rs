@@ -17,7 +17,7 @@ pub use super::linux_fiemap::*;
 use super::unix::dir::errno;
 pub use super::unix::dir::*;
 pub use super::unix::term::*;
-pub use super::unix::zone::local_time;
+pub use super::unix::zone::{local_time, reload_zone};
 
 /// Bytes handed to one `getdents64` call; allocated once per worker.
 const LIST_BUFFER_BYTES: usize = 32 * 1024;

@@ -43,7 +43,7 @@ use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 use super::unix::dir::errno;
 pub use super::unix::dir::*;
 pub use super::unix::term::*;
-pub use super::unix::time::local_time;
+pub use super::unix::time::{local_time, reload_zone};
 
 /// Bytes handed to one `getattrlistbulk` call: about 900 entries with typical names.
 /// Allocated once per worker; far larger than any single entry (so ERANGE cannot mean

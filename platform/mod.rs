@@ -9,7 +9,8 @@
 //! * Reading a tree (`walk::reader::Native`): `Dir` (an open directory handle), `Lister`
 //!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
 //!   `stat_at`, `Lister::list`, `sorts_by_inode`, `errno_text`.
-//! * The process: `local_time`, `raise_fd_limit`, `open_fds`, `address_space_left`,
+//! * The process: `local_time` (and `reload_zone`: as after a second `tzset`, which GNU du's
+//!   `%s` runs), `raise_fd_limit`, `open_fds`, `address_space_left`,
 //!   `default_threads`, `default_sigpipe`.
 //! * The browser's delete: `dir_id`, `dir_mount` (which mount a directory is on, and
 //!   whether it is a mount root), `mount_points` (the mount table, where there is one)

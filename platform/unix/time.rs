@@ -63,3 +63,7 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
         zone,
     })
 }
+
+/// Nothing to do: `local_time` runs `tzset` before every conversion, as GNU du's `mktime`
+/// (for `%s`) would.
+pub fn reload_zone() {}

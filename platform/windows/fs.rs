@@ -574,6 +574,9 @@ pub fn errno_text(e: Errno) -> String {
     text.to_string()
 }
 
+/// Nothing to do: Windows reads its zone settings on every conversion.
+pub fn reload_zone() {}
+
 /// Local time by the system's time zone rules for that date (daylight saving included).
 pub fn local_time(sec: i64) -> Option<LocalTime> {
     let utc_ticks = sec.checked_add(SECS_1601_TO_1970)?.checked_mul(10_000_000)?;

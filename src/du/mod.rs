@@ -509,7 +509,13 @@ impl<W: Write> Run<'_, W> {
         if o.time.is_some() {
             line.push(b'\t');
             match crate::platform::local_time(acc.time.sec) {
-                Some(lt) => line.extend_from_slice(&crate::text::timefmt::format(&o.time_format, acc.time, &lt)),
+                Some(lt) => {
+                    line.extend_from_slice(&crate::text::timefmt::format(&o.time_format, acc.time, &lt));
+                    // GNU du's `%s` runs mktime, which loads the zone again (see text::tz).
+                    if crate::text::timefmt::runs_mktime(&o.time_format) {
+                        crate::platform::reload_zone();
+                    }
+                }
                 None => {
                     // As GNU du: the number, and a warning that does not change the exit
                     // status. It flushes what stdout holds first, as error() does.

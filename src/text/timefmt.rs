@@ -159,6 +159,22 @@ pub fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> Vec<u8> {
     out
 }
 
+/// Whether `fmt` has a `%s`: gnulib's `%s` calls `mktime`, which runs `tzset` again
+/// (after which glibc may answer differently for some zones: `text::tz`).
+pub fn runs_mktime(fmt: &str) -> bool {
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        let spec = chars.by_ref().find(|c| !matches!(c, '-' | '_' | '0'..='9' | '^' | '#' | 'E' | 'O'));
+        if spec == Some('s') {
+            return true;
+        }
+    }
+    false
+}
+
 /// (ISO 8601 week-based year, week number) of a date.
 fn iso_week(lt: &LocalTime) -> (i64, i64) {
     // A year has 53 ISO weeks when it ends on a Thursday, or a Friday after a leap day
@@ -203,5 +219,15 @@ mod tests {
         // 2024-12-30 (Monday) is in ISO week 1 of 2025.
         let t = Timespec { sec: 1_735_516_800, nsec: 0 };
         assert_eq!(format("%G-W%V", t, &utc(t.sec)), "2025-W01");
+    }
+
+    #[test]
+    fn which_styles_run_mktime() {
+        for fmt in ["%s", "%F %s", "%-10s", "%_Es", "%Os|"] {
+            assert!(runs_mktime(fmt), "{fmt}");
+        }
+        for fmt in ["", "%%s", "%F %T %z %Z", "s", "%", "%Y-%m-%d %H:%M:%S.%N %z"] {
+            assert!(!runs_mktime(fmt), "{fmt}");
+        }
     }
 }

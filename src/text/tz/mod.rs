@@ -14,11 +14,12 @@
 //!   moved to its offsets; past that file's last transition its footer applies, with that
 //!   file's own offsets and names (as glibc 2.36 does).
 //!
-//! This is glibc's first load in a process. glibc moves the switches out of daylight time
-//! of such a `posixrules` zone by the string's whole daylight offset on a first load (it
-//! no longer reads the file's daylight offset), and by the difference from the last load's
-//! on a later one; GNU du loads again each time `%s` runs `mktime`, so with `%s` in the
-//! style its later lines can differ from dfdu's for times near those switches.
+//! How often the zone was loaded matters for such a `posixrules` zone: glibc moves its
+//! switches out of daylight time by the string's whole daylight offset on the first load
+//! in a process (it no longer reads the file's daylight offset, and its variable starts at
+//! 0), and not at all on a later load (the variable then holds the string's own). GNU du
+//! loads once, and again each time `%s` runs `mktime`: `resolve`'s `again` gives the zone
+//! of a later load, which the platform switches to when du says `%s` ran.
 //!
 //! `tzif.rs` reads zone files; `tests.rs` holds the unit tests.
 
@@ -53,8 +54,14 @@ pub enum Zone {
 
 impl Zone {
     /// The zone glibc would use for `tz` (the value of `TZ`, `None` when unset) and
-    /// `tzdir` (`TZDIR`); `read` loads a file by path, `None` when it cannot.
-    pub fn resolve(tz: Option<&[u8]>, tzdir: Option<&[u8]>, read: &mut dyn FnMut(&[u8]) -> Option<ZoneFile>) -> Zone {
+    /// `tzdir` (`TZDIR`); `read` loads a file by path, `None` when it cannot. `again`:
+    /// as a later `tzset` in the same process loads it (see the module doc).
+    pub fn resolve(
+        tz: Option<&[u8]>,
+        tzdir: Option<&[u8]>,
+        again: bool,
+        read: &mut dyn FnMut(&[u8]) -> Option<ZoneFile>,
+    ) -> Zone {
         let spec: &[u8] = match tz {
             None => b"/etc/localtime",
             Some(b"") => b"Universal",
@@ -82,7 +89,7 @@ impl Zone {
         let parsed = Rules::parse(spec);
         if parsed.ruleless {
             let [std, dst] = parsed.rules.names_and_offsets();
-            if let Some(file) = load(b"posixrules").and_then(|f| f.with_names(std, dst)) {
+            if let Some(file) = load(b"posixrules").and_then(|f| f.with_names(std, dst, again)) {
                 return Zone::File(file);
             }
         }

@@ -396,7 +396,7 @@ fn resolve(tz: Option<&str>, tzdir: Option<&str>, files: &HashMap<&str, Vec<u8>>
         let size_bytes = bytes.len() as u64;
         Some(ZoneFile { bytes, size_bytes })
     };
-    Zone::resolve(tz.map(str::as_bytes), tzdir.map(str::as_bytes), &mut read)
+    Zone::resolve(tz.map(str::as_bytes), tzdir.map(str::as_bytes), false, &mut read)
 }
 
 #[test]
@@ -457,6 +457,16 @@ fn a_ruleless_string_takes_posixrules_transitions_with_its_own_names() {
     // Past the last transition (moved by +2 h too), the file's footer and its names.
     assert_eq!(at(&zone, 3_007_199), "1970-02-04 16:19:59 -10800 AAA");
     assert_eq!(at(&zone, 3_007_200), "1970-02-04 14:20:00 -18000 EST");
+    // Loaded again in the same process, the switch out of daylight time stays where the
+    // file has it (GNU du's `%s` loads again; `du_compat` checks it against GNU du).
+    let mut read = |path: &[u8]| {
+        let bytes = files.get(std::str::from_utf8(path).ok()?)?.clone();
+        Some(ZoneFile { size_bytes: bytes.len() as u64, bytes })
+    };
+    let again = Zone::resolve(Some(b"AAA3BBB"), None, true, &mut read);
+    assert_eq!(at(&again, 1_007_200), "1970-01-12 13:46:40 -7200 BBB");
+    assert_eq!(at(&again, 1_999_999), "1970-01-24 01:33:19 -7200 BBB");
+    assert_eq!(at(&again, 2_000_000), "1970-01-24 00:33:20 -10800 AAA");
 }
 
 #[test]

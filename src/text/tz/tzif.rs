@@ -225,11 +225,16 @@ impl TzFile {
 
     /// The `posixrules` file made over for a `TZ` string without rules (glibc's
     /// `__tzfile_default`): two types with the given names and offsets, the transitions
-    /// shifted from the file's offsets to these. `None` when the file has fewer than two
-    /// types (glibc then uses the string's default rules).
-    pub fn with_names(mut self, std: (&[u8], i32), dst: (&[u8], i32)) -> Option<TzFile> {
+    /// shifted from the file's offsets to these. On a load `again` in the same process the
+    /// file's daylight offset reads as the string's (what the last load left in glibc's
+    /// variable). `None` when the file has fewer than two types (glibc then uses the
+    /// string's default rules).
+    pub fn with_names(mut self, std: (&[u8], i32), dst: (&[u8], i32), again: bool) -> Option<TzFile> {
         if self.types.len() < 2 {
             return None;
+        }
+        if again {
+            self.rule_offsets[1] = dst.1;
         }
         let mut was_dst = false;
         for i in 0..self.transitions.len() {
