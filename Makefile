@@ -73,7 +73,13 @@ test-static-du: ## du_compat against the static x86_64 musl binary, built with t
 	$(CARGO) build --profile static --bin dfdu --target $(MUSL_X86)
 	DFDU_UNDER_TEST=$(CURDIR)/target/$(MUSL_X86)/static/dfdu $(CARGO) test --release --test du_compat
 
-test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests
+test: lint check-targets ## everything a developer runs: format, lints, other targets, all tests (tests/machine-state checks they left the machine as it was)
+	tests/machine-state -- $(MAKE) --no-print-directory test-steps
+
+# The steps of `make test`, run inside tests/machine-state: it records /tmp, /dev/null and
+# the mount table first and fails the run when the steps left them changed.
+.PHONY: test-steps
+test-steps:
 	$(CARGO) test --release --workspace
 	$(MAKE) --no-print-directory test-static-du
 	CARGO=$(CARGO) tests/wine/run

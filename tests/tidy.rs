@@ -46,6 +46,12 @@ fn every_file_has_a_module_doc() {
 /// The text with comments and string/char literals blanked out (newlines kept), so that
 /// only code is searched. Handles escapes, raw strings (`r#"..."#`) and block comments.
 fn code_only(text: &str) -> String {
+    blank_out(text, false)
+}
+
+/// The text with comments blanked out, and string and char literals too unless
+/// `keep_literals`; one character out for each character in, so positions match.
+fn blank_out(text: &str, keep_literals: bool) -> String {
     let b: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -98,23 +104,26 @@ fn code_only(text: &str) -> String {
             }
             let end = (j + 1 + hashes).min(b.len());
             for &ch in &b[i..end] {
-                out.push(blank(ch));
+                out.push(if keep_literals { ch } else { blank(ch) });
             }
             i = end;
         } else if c == '"' {
-            out.push(' ');
+            let lit = |ch: char| if keep_literals { ch } else { blank(ch) };
+            out.push(lit('"'));
             i += 1;
             while i < b.len() && b[i] != '"' {
                 if b[i] == '\\' {
-                    out.push(' ');
+                    out.push(lit('\\'));
                     i += 1;
                 }
                 if i < b.len() {
-                    out.push(blank(b[i]));
+                    out.push(lit(b[i]));
                     i += 1;
                 }
             }
-            out.push(' ');
+            if i < b.len() {
+                out.push(lit('"'));
+            }
             i += 1;
         } else if c == '\'' && (b.get(i + 2) == Some(&'\'') || next == '\\') {
             // A char literal ('x' or an escape); lifetimes ('a) fall through as code.
@@ -125,8 +134,8 @@ fn code_only(text: &str) -> String {
             while j < b.len() && b[j] != '\'' {
                 j += 1;
             }
-            for _ in i..=j.min(b.len() - 1) {
-                out.push(' ');
+            for &ch in &b[i..=j.min(b.len() - 1)] {
+                out.push(if keep_literals { ch } else { ' ' });
             }
             i = j + 1;
         } else {
@@ -377,4 +386,74 @@ fn the_layering_check_can_fail() {
     );
     assert_eq!(layering_problems("src/tree/ncdu/import.rs", "use crate::browse::X;").len(), 1, "its siblings are not");
     assert!(layering_problems("src/main.rs", "use crate::browse::run;").is_empty(), "main is above every layer");
+}
+
+/// Lines of test or harness code that change what lies outside a test's scratch directory:
+/// a permission or owner change (`chmod`, `set_permissions`, `chown`, ...) whose target is
+/// the system temporary directory itself. `unreadable_entries_are_reported_and_exit_1` once
+/// ran `chmod 755` on it, and /tmp was no longer sticky 1777 for the rest of the machine's
+/// life (issue 24, item 14). `tests/machine-state` checks the same from outside at the end
+/// of `make test`; this finds it in the source before anything runs.
+fn outside_scratch_lines(text: &str) -> Vec<(usize, String)> {
+    const CHANGES: &[&str] = &["chmod", "set_permissions", "chown", "lchown", "setfacl", "chattr", "chgrp"];
+    let code: Vec<char> = code_only(text).chars().collect();
+    let with_literals: Vec<char> = blank_out(text, true).chars().collect();
+    let mut found = Vec::new();
+    let (mut start, mut line_no) = (0, 1);
+    // One statement at a time (rustfmt may spread one over several lines): cut where the
+    // code, not a literal or a comment, has `;`, `{` or `}`.
+    for end in 0..=code.len() {
+        if end < code.len() && !matches!(code[end], ';' | '{' | '}') {
+            continue;
+        }
+        let stmt: String = with_literals[start..end].iter().collect();
+        let lead = stmt.len() - stmt.trim_start().len();
+        let first_line = line_no + stmt[..lead].matches('\n').count();
+        line_no += stmt.matches('\n').count();
+        start = end + 1;
+        let changes = CHANGES.iter().any(|c| stmt.contains(c));
+        // The temporary directory itself, not a path inside it (`temp_dir().join(..)`).
+        let names_tmp = stmt.contains("\"/tmp\"")
+            || stmt.contains("\"/tmp/\"")
+            || stmt.match_indices("temp_dir()").any(|(at, m)| !stmt[at + m.len()..].starts_with(".join("));
+        if changes && names_tmp {
+            found.push((first_line, stmt.split_whitespace().collect::<Vec<_>>().join(" ")));
+        }
+    }
+    found
+}
+
+#[test]
+fn tests_change_nothing_outside_their_scratch() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    for d in ["tests", "xtask"] {
+        rust_files(&root.join(d), &mut files);
+    }
+    assert!(files.len() > 10, "found too few test sources: {files:?}");
+    for f in files.iter().filter(|f| !f.ends_with("tests/tidy.rs")) {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in outside_scratch_lines(&text) {
+            problems.push(format!("{}:{n}: {line}", f.strip_prefix(root).unwrap().display()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "tests change the system temporary directory (use a Scratch directory; see tests/machine-state):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_scratch_check_can_fail() {
+    let once = "        let _ = Command::new(\"chmod\").arg(\"755\").arg(std::env::temp_dir()).status();";
+    assert_eq!(outside_scratch_lines(once).len(), 1, "the line this test was made for");
+    let spread = "fn f() {\n    let _ = Command::new(\"chmod\")\n        .arg(\"755\")\n        .arg(std::env::temp_dir())\n        .status();\n}";
+    assert_eq!(outside_scratch_lines(spread).iter().map(|f| f.0).collect::<Vec<_>>(), [2], "over several lines");
+    assert_eq!(outside_scratch_lines("fs::set_permissions(\"/tmp\", p).unwrap();").len(), 1);
+    assert_eq!(outside_scratch_lines("Command::new(\"chown\").arg(\"nobody\").arg(\"/tmp/\");").len(), 1);
+    assert!(outside_scratch_lines("fs::set_permissions(&dir, p); let d = temp_dir().join(\"x\");").is_empty());
+    assert!(outside_scratch_lines("// chmod 755 of temp_dir() is forbidden").is_empty(), "comments are not code");
+    assert!(outside_scratch_lines("let d = std::env::temp_dir().join(\"x\"); chmod(&d, 0o700);").is_empty());
 }
