@@ -8,8 +8,8 @@
 //! * The value names a file first: an absolute path as it is, anything else under `TZDIR`
 //!   (when set and not empty) or `/usr/share/zoneinfo`. So `EST5EDT` is the zone file of
 //!   that name where tzdata ships one, not the POSIX string.
-//! * No such file (or one glibc refuses): `UTC` when the value was empty or
-//!   `/etc/localtime`, else the value read as a POSIX string (`posix.rs`). A string with
+//! * No such file (or one glibc refuses): `UTC` when nothing is left after the `:` or
+//!   the value is `/etc/localtime`, else the value read as a POSIX string (`posix.rs`). A string with
 //!   daylight names but no rules takes its switch times from the `posixrules` zone file,
 //!   moved to its offsets; past that file's last transition its footer applies, with that
 //!   file's own offsets and names (as glibc 2.36 does).
@@ -20,6 +20,10 @@
 //! 0), and not at all on a later load (the variable then holds the string's own). GNU du
 //! loads once, and again each time `%s` runs `mktime`: `resolve`'s `again` gives the zone
 //! of a later load, which the platform switches to when du says `%s` ran.
+//!
+//! Not followed: what glibc does where it reads memory it does not own (a rule's month
+//! outside 1-12, a type named by the index just past the names, a zone file's footer with
+//! daylight names but no rules, which makes glibc load `posixrules` mid-conversion).
 //!
 //! `tzif.rs` reads zone files; `tests.rs` holds the unit tests.
 
