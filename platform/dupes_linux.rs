@@ -1,13 +1,15 @@
-//! Linux side of `dfdu dupes` and `dfdu dedupe`: opening files for reading (no-follow,
-//! non-blocking open, `O_NOATIME` where the kernel allows it), `statx` of an open file with
-//! its immutable/append-only attributes, the extent map (`FS_IOC_FIEMAP`), the comparing
+//! Linux side of `dfdu dupes` and `dfdu dedupe`: `statx` of an open file with its
+//! immutable/append-only attributes, the extent map (`FS_IOC_FIEMAP`), the comparing
 //! `FIDEDUPERANGE` ioctl, free space after `syncfs`, and the hash file's replacement
 //! (`O_TMPFILE`, linked and renamed relative to its directory's handle).
 //!
-//! Contract (the same names in `dupes_std.rs` for every other OS): `open_read`,
-//! `open_file`, `check_file`, `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
-//! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`, `replace_in`; the
-//! types, `lock_file` and the other hash-file calls are in `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
+//! Files are opened by the walker side (`open_file_at`, `open_file_path` in `linux.rs`:
+//! relative to a directory handle, nothing but a regular file, `O_NOATIME` where allowed).
+//! Contract (the same names in `dupes_std.rs` for every other OS): `check_file`,
+//! `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
+//! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`, `replace_in`; the types,
+//! `lock_file` and the other hash-file calls are in `dupes_common.rs`. No printing, no
+//! policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
 
@@ -16,33 +18,12 @@ use super::dupes_common::{
     WriteDir, MAX_DEDUPE_DESTS, TEMP_ATTEMPTS, WRITE_MODE,
 };
 use crate::meta::{Errno, Kind, Timespec};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
-use std::ffi::CStr;
 use std::fs::File;
 
 fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
-}
-
-/// Opens the file at `path` for reading without following a symlink and without blocking
-/// on a FIFO that took a file's place; `O_NOATIME` when permitted (the file's owner or
-/// CAP_FOWNER), plain otherwise. No `statx`: `find` checks the file once, after reading.
-pub fn open_read(path: &CStr) -> Result<File, Errno> {
-    let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd: OwnedFd = match rustix::fs::openat(CWD, path, base | OFlags::NOATIME, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::PERM) => rustix::fs::openat(CWD, path, base, Mode::empty()).map_err(errno)?,
-        Err(e) => return Err(errno(e)),
-    };
-    Ok(File::from(fd))
-}
-
-/// `open_read`, then `check_file`.
-pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
-    let file = open_read(path)?;
-    let check = check_file(&file)?;
-    Ok((file, check))
 }
 
 /// Whether the byte at `offset` of `file` is in the page cache: a one-byte `preadv2` with

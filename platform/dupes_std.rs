@@ -1,49 +1,17 @@
-//! `dfdu dupes` on every OS but Linux, through `std::fs`: opening files for reading (on
-//! Unix without following a symlink and without blocking on a FIFO) and their size and
-//! times. No extent maps and no deduplication here: macOS's and
-//! Windows's clone calls do not compare bytes, so `dedupe` says it is unsupported.
+//! `dfdu dupes` on every OS but Linux, through `std::fs`: the size and times of an open
+//! file (files are opened by the walker side's `open_file_at` and `open_file_path`). No
+//! extent maps and no deduplication here: macOS's and Windows's clone calls do not
+//! compare bytes, so `dedupe` says it is unsupported.
 //! The hash file's replacement goes under a random name (no `O_TMPFILE` here). Same
 //! names as `dupes_linux.rs`; the types, `lock_file` and the other hash-file calls are in
 //! `dupes_common.rs`.
 
 use super::dupes_common::{fill_temp, named_temp_in, rename_in, DedupeStatus, FileCheck, Layout, WriteDir};
 use crate::meta::{Errno, Kind};
-use std::ffi::CStr;
 use std::fs::File;
 
 fn io_errno(e: std::io::Error) -> Errno {
     Errno(e.raw_os_error().unwrap_or(5))
-}
-
-#[cfg(unix)]
-fn path_of(path: &CStr) -> std::path::PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(path.to_bytes()))
-}
-
-#[cfg(not(unix))]
-fn path_of(path: &CStr) -> std::path::PathBuf {
-    std::path::PathBuf::from(String::from_utf8_lossy(path.to_bytes()).into_owned())
-}
-
-/// Opens the file at `path` for reading (on Unix no-follow and non-blocking).
-pub fn open_read(path: &CStr) -> Result<File, Errno> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        opts.custom_flags(flags.bits() as i32);
-    }
-    opts.open(path_of(path)).map_err(io_errno)
-}
-
-/// `open_read`, then `check_file`.
-pub fn open_file(path: &CStr) -> Result<(File, FileCheck), Errno> {
-    let file = open_read(path)?;
-    let check = check_file(&file)?;
-    Ok((file, check))
 }
 
 /// Whether a byte is in the page cache: never known here (no rotational devices either).

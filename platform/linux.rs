@@ -1,17 +1,20 @@
 //! Linux reader: directories opened relative to their parent (`openat`, no-follow,
 //! close-on-exec), listed with raw `getdents64` into a caller-owned buffer (rustix
 //! `RawDir`), entries sized with `statx` (no-follow, no-automount, don't-sync), falling
-//! back to `fstatat` where the kernel or a seccomp filter refuses `statx`.
+//! back to `fstatat` where the kernel or a seccomp filter refuses `statx`; and the files
+//! `dupes` reads, opened only once an `O_PATH` handle shows a regular file.
 //!
 //! Implements the contract in `platform/mod.rs`; the directory handles and terminal are
 //! `unix/`'s, shared with macOS; local time is `unix/zone.rs` (glibc's rules in Rust).
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
-use rustix::fd::{AsFd, AsRawFd};
-use rustix::fs::{AtFlags, RawDir, StatxAttributes, StatxFlags, CWD};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxAttributes, StatxFlags, CWD};
 use std::ffi::CStr;
+use std::fs::File;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 pub use super::linux_fiemap::*;
 use super::unix::dir::errno;
@@ -110,6 +113,10 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
     if !follow {
         at |= AtFlags::SYMLINK_NOFOLLOW;
     }
+    stat_flags(dirfd, name, at)
+}
+
+fn stat_flags<Fd: AsFd>(dirfd: Fd, name: &CStr, at: AtFlags) -> Result<Meta, Errno> {
     if !NO_STATX.load(Ordering::Relaxed) {
         let mask = StatxFlags::TYPE
             | StatxFlags::MODE
@@ -151,6 +158,105 @@ fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Err
         atime: Timespec { sec: st.st_atime as i64, nsec: st.st_atime_nsec as u32 },
         ctime: Timespec { sec: st.st_ctime as i64, nsec: st.st_ctime_nsec as u32 },
     })
+}
+
+/// Opens the entry `name` of `dir` to read its bytes if it is a regular file, and only
+/// then: `(None, meta)` for anything else, which is never opened for reading, so no
+/// device driver's `open` runs and no FIFO is waited on. A symlink is not followed.
+/// `meta` is the entry's stat taken before the open for reading (see `open_file_in`).
+pub fn open_file_at(dir: &Dir, name: &CStr) -> Result<(Option<File>, Meta), Errno> {
+    open_file_in(dir.fd.as_fd(), name)
+}
+
+/// `open_file_at` for a path relative to the working directory (a file argument): its
+/// last component is not followed.
+pub fn open_file_path(path: &CStr) -> Result<(Option<File>, Meta), Errno> {
+    open_file_in(CWD, path)
+}
+
+/// First an `O_PATH` handle of the entry itself (no-follow; opening it runs no driver
+/// code and reads nothing) and its stat; a regular file is then opened for reading
+/// through `/proc/self/fd/N`, which reaches exactly the inode of that handle, whatever
+/// happened to the name meanwhile. Without procfs (an initramfs, a chroot without
+/// /proc) the name is opened again, no-follow, non-blocking and without taking a
+/// controlling terminal, and stat'ed once more: what remains there is that a device node
+/// put under the name between the two looks would have its driver's `open` run (only
+/// someone who may create device nodes, or hard-link one on that file system, can put
+/// one there); nothing is read from it, as its second stat is not a regular file's.
+fn open_file_in(dirfd: BorrowedFd<'_>, name: &CStr) -> Result<(Option<File>, Meta), Errno> {
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let handle = rustix::fs::openat(dirfd, name, flags, Mode::empty()).map_err(errno)?;
+    let meta = stat_flags(&handle, c"", AtFlags::EMPTY_PATH | AtFlags::STATX_DONT_SYNC)?;
+    if meta.kind != Kind::File {
+        return Ok((None, meta));
+    }
+    let file = match proc_fd_dir() {
+        Some(proc) => {
+            let mut digits = itoa_fd(handle.as_raw_fd());
+            open_read_noatime(proc.as_fd(), digits.as_cstr(), OFlags::empty())?
+        }
+        None => {
+            let fd = open_read_noatime(dirfd, name, OFlags::NOFOLLOW | OFlags::NONBLOCK)?;
+            let again = stat_flags(&fd, c"", AtFlags::EMPTY_PATH | AtFlags::STATX_DONT_SYNC)?;
+            if again.kind != Kind::File || (again.dev, again.ino) != (meta.dev, meta.ino) {
+                return Ok((None, again));
+            }
+            fd
+        }
+    };
+    Ok((Some(File::from(file)), meta))
+}
+
+/// Opens for reading with `O_NOATIME` when permitted (the file's owner or CAP_FOWNER),
+/// plain otherwise; never as a controlling terminal.
+fn open_read_noatime(dirfd: BorrowedFd<'_>, name: &CStr, extra: OFlags) -> Result<OwnedFd, Errno> {
+    let base = OFlags::RDONLY | OFlags::NOCTTY | OFlags::CLOEXEC | extra;
+    match rustix::fs::openat(dirfd, name, base | OFlags::NOATIME, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        Err(rustix::io::Errno::PERM) => rustix::fs::openat(dirfd, name, base, Mode::empty()).map_err(errno),
+        Err(e) => Err(errno(e)),
+    }
+}
+
+/// The decimal digits of a descriptor number as a C string, without allocating.
+struct FdName([u8; 12]);
+
+impl FdName {
+    fn as_cstr(&mut self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.0).unwrap_or(c"")
+    }
+}
+
+fn itoa_fd(fd: i32) -> FdName {
+    let mut out = [0u8; 12];
+    let mut digits = [0u8; 10];
+    let (mut n, mut len) = (fd.unsigned_abs(), 0);
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        out[i] = digits[len - 1 - i];
+    }
+    FdName(out)
+}
+
+/// `/proc/self/fd`, opened once for the process (its threads share one descriptor
+/// table) and only if it is procfs: a directory of that name on another file system
+/// would not hold magic links.
+fn proc_fd_dir() -> Option<&'static OwnedFd> {
+    static DIR: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(CWD, c"/proc/self/fd", flags, Mode::empty()).ok()?;
+        let fs = rustix::fs::fstatfs(&fd).ok()?;
+        (fs.f_type as u32 == linux_raw_sys::general::PROC_SUPER_MAGIC).then_some(fd)
+    })
+    .as_ref()
 }
 
 impl Lister {

@@ -129,9 +129,41 @@ pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
 
 fn stat_impl(dirfd: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<Meta, Errno> {
     let at = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
-    let st = rustix::fs::statat(dirfd, name, at).map_err(errno)?;
+    Ok(meta_of(&rustix::fs::statat(dirfd, name, at).map_err(errno)?))
+}
+
+/// Opens the entry `name` of `dir` to read its bytes if it is a regular file:
+/// `(None, meta)` for anything else. A symlink is not followed. macOS has no `O_PATH`:
+/// the entry is stat'ed first, so only a regular file is opened, then opened without
+/// blocking on a FIFO or taking a controlling terminal, and its handle stat'ed again.
+/// What remains is that a device node put under the name between the stat and the open
+/// would have its driver's `open` run (only someone who may create device nodes, or
+/// hard-link one on that volume, can put one there); nothing is read from it.
+pub fn open_file_at(dir: &Dir, name: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
+    open_file_in(dir.fd.as_fd(), name)
+}
+
+/// `open_file_at` for a path relative to the working directory (a file argument).
+pub fn open_file_path(path: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
+    open_file_in(CWD, path)
+}
+
+fn open_file_in(dirfd: BorrowedFd<'_>, name: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
+    let before = stat_impl(dirfd, name, false)?;
+    if before.kind != Kind::File {
+        return Ok((None, before));
+    }
+    let fd = super::unix::dir::open_file_plain(dirfd, name)?;
+    let meta = meta_of(&rustix::fs::fstat(&fd).map_err(errno)?);
+    if meta.kind != Kind::File || (meta.dev, meta.ino) != (before.dev, before.ino) {
+        return Ok((None, meta));
+    }
+    Ok((Some(std::fs::File::from(fd)), meta))
+}
+
+fn meta_of(st: &rustix::fs::Stat) -> Meta {
     let kind = Kind::from_mode(u32::from(st.st_mode));
-    Ok(Meta {
+    Meta {
         kind,
         // dev_t is an i32: widened as std widens it, and as the listing parser does.
         dev: st.st_dev as u64,
@@ -142,7 +174,7 @@ fn stat_impl(dirfd: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<Meta, E
         mtime: timespec(st.st_mtime, st.st_mtime_nsec),
         atime: timespec(st.st_atime, st.st_atime_nsec),
         ctime: timespec(st.st_ctime, st.st_ctime_nsec),
-    })
+    }
 }
 
 fn timespec(sec: i64, nsec: c_long) -> Timespec {

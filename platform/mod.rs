@@ -12,7 +12,11 @@
 //! * The process: `local_time` (and `reload_zone`: as after a second `tzset`, which GNU du's
 //!   `%s` runs), `raise_fd_limit`, `open_fds`, `address_space_left`,
 //!   `default_threads`, `default_sigpipe`.
-//! * The browser's delete: `dir_id`, `dir_mount` (which mount a directory is on, and
+//! * The files `dupes` reads: `open_file_at` (one name inside a directory handle) and
+//!   `open_file_path`, which open nothing but a regular file, never following a symlink
+//!   (Linux: an `O_PATH` handle first, reopened through `/proc/self/fd`).
+//! * The browser's delete and `dupes`' checked handles: `dir_id`, `dir_mount` (which
+//!   mount a directory is on, and
 //!   whether it is a mount root), `mount_points` (the mount table, where there is one)
 //!   and `remove_at`.
 //! * Sharing-aware sizes (`--shared`): `ExtentBuf` (one worker's buffer, `Default`),
@@ -23,7 +27,7 @@
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`).
 //!
-//! * `dupes` and `dedupe`: `open_read`, `open_file`, `check_file`, `cached`, `FileCheck`, `layout`, `Layout`,
+//! * `dupes` and `dedupe`: `check_file`, `cached`, `FileCheck`, `layout`, `Layout`,
 //!   `Extent`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`,
 //!   `dedupe`, `DedupeStatus`, `MAX_DEDUPE_DESTS`, `lock_file`, `free_bytes`, `swap_files`,
 //!   and for the hash file `WriteDir`, `Owner`, `open_write_dir`, `write_dir_owner`,

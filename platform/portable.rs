@@ -73,6 +73,40 @@ pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
     stat_file(&dir.path.join(path_of(name.to_bytes())), follow)
 }
 
+/// Opens the entry `name` of `dir` to read its bytes if it is a regular file:
+/// `(None, meta)` for anything else. By path, as everything here: the last component is
+/// not followed (on Unix) and checked before and after the open, but a directory above
+/// it swapped meanwhile is not noticed — the native backends open relative to handles.
+pub fn open_file_at(dir: &Dir, name: &CStr) -> Result<(Option<fs::File>, Meta), Errno> {
+    open_file(&dir.path.join(path_of(name.to_bytes())))
+}
+
+/// `open_file_at` for a path relative to the working directory (a file argument).
+pub fn open_file_path(path: &CStr) -> Result<(Option<fs::File>, Meta), Errno> {
+    open_file(&path_of(path.to_bytes()))
+}
+
+fn open_file(path: &Path) -> Result<(Option<fs::File>, Meta), Errno> {
+    let before = stat_file(path, false)?;
+    if before.kind != Kind::File {
+        return Ok((None, before));
+    }
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+        opts.custom_flags(flags.bits() as i32);
+    }
+    let file = opts.open(path).map_err(io_errno)?;
+    let meta = meta_of(&file.metadata().map_err(io_errno)?);
+    if meta.kind != Kind::File || (meta.dev, meta.ino) != (before.dev, before.ino) {
+        return Ok((None, meta));
+    }
+    Ok((Some(file), meta))
+}
+
 fn stat_file(path: &Path, follow: bool) -> Result<Meta, Errno> {
     let md = if follow { fs::metadata(path) } else { fs::symlink_metadata(path) };
     Ok(meta_of(&md.map_err(io_errno)?))

@@ -51,8 +51,9 @@
 //!   SVG treemap of `scan --treemap`).
 //! * `dupes/` — `dfdu dupes` and `dfdu dedupe`: `mod.rs` (options, help, output), `sink.rs`
 //!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
-//!   inode one file, sample, BLAKE3; protocol at its top), `cache.rs` (the `--hashfile`
-//!   format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/dupes_linux.rs` (FIEMAP,
+//!   inode one file, sample, BLAKE3; protocol at its top), `open.rs` (`Handles`: every
+//!   file read or deduplicated is opened through checked directory handles from the
+//!   scan's roots), `cache.rs` (the `--hashfile` format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/dupes_linux.rs` (FIEMAP,
 //!   FIDEDUPERANGE, flock, statfs) and `platform/dupes_std.rs` (std::fs elsewhere).
 //! * `report/` — `dfdu scan`: totals, counts, largest entries, JSON, export, treemap
 //!   (`mod.rs`; its unit tests in `tests.rs`).
@@ -86,6 +87,8 @@
 //! * No per-entry heap allocation while scanning; results are committed per directory.
 //! * No sort beyond the directory the browser shows, and no delete of anything the scan
 //!   did not see or through a handle that was not checked (see `browse/delete.rs`).
+//! * No file read or deduplicated by resolving its path again: `dupes` opens each one by
+//!   its name inside a directory handle checked against the scan (see `dupes/open.rs`).
 
 #![deny(unsafe_code)]
 

@@ -1119,3 +1119,52 @@ fn dedupe_tmpfs_inside_the_selection_after_btrfs_groups() {
         assert_eq!(&fs::read(root.join(p)).unwrap(), data, "{p}");
     }
 }
+
+/// The dedupe phase's side of issue 24 (4): while dfdu is held in its first `syncfs`
+/// (after the first group's source was opened), the owner of two directories swaps them
+/// for symlinks: one to a directory outside the tree holding files of the same names
+/// and sizes, one to `/dev`, where its files' names are device nodes. No descriptor of
+/// the `strace -y` log may reach either; their groups are skipped as changed, the first
+/// group is deduplicated. Before the fix each member was reopened by path, and both
+/// symlinks were followed (the `/dev` group's source was `/dev/full`).
+#[test]
+fn dedupe_never_follows_a_directory_swapped_for_a_symlink_after_the_reads() {
+    let name = "dedupe_never_follows_a_directory_swapped_for_a_symlink_after_the_reads";
+    if !(need_root_and("mkfs.btrfs", name) && have_or_skip("strace", name)) {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "swap-dirs", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("{name}: cannot make or mount the image: {e}")),
+    };
+    let root = a.mnt.join("t");
+    let secret = a.mnt.join("secret");
+    let mut rng = Rng(0x5a1d);
+    // The group that stays wastes the most: it comes first, before the hold.
+    let (g, s1, s2) = (rng.bytes(300_000), rng.bytes(200_000), rng.bytes(100_000));
+    for (dir, names, data) in [("a", ["x1", "x2"], &g), ("v1", ["y1", "y2"], &s1), ("v2", ["zero", "full"], &s2)] {
+        for n in names {
+            write(&root.join(dir).join(n), data);
+        }
+    }
+    let other = rng.bytes(200_000);
+    for n in ["y1", "y2"] {
+        write(&secret.join(n), &other);
+    }
+    let before = [kept(&secret.join("y1")), kept(&secret.join("y2"))];
+    let log = a.mnt.join("strace.log");
+    let args = ["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()];
+    let (out, log) = run_held(&args, "openat,open,read,pread64,ioctl", "syncfs", &log, || {
+        swap_for_symlink(&root.join("v1"), &a.mnt.join("v1-moved"), &secret);
+        swap_for_symlink(&root.join("v2"), &a.mnt.join("v2-moved"), Path::new("/dev"));
+    });
+    let js = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
+    let want =
+        Counts { groups: 3, files: 1, submitted: 300_000, deduped: 300_000, calls: 1, changed: 4, ..Counts::default() };
+    assert_eq!(dedupe_counts(&js), want, "{js}");
+    let outside = [secret.clone(), PathBuf::from("/dev/zero"), PathBuf::from("/dev/full")];
+    let hits: Vec<&str> = outside.iter().flat_map(|p| lines_reaching(&log, p)).collect();
+    assert!(hits.is_empty(), "dfdu reached files outside the tree:\n{}", hits.join("\n"));
+    assert_eq!([kept(&secret.join("y1")), kept(&secret.join("y2"))], before);
+}

@@ -981,3 +981,50 @@ fn dupes_retries_interrupted_reads_and_reports_failed_ones() {
     let candidates: usize = want.iter().map(BTreeSet::len).sum();
     assert!(failed >= candidates, "{failed} read errors for {candidates} group members:\n{err}");
 }
+
+// ---- directories swapped for symlinks between the scan and the reads (issue 24, 4) -------
+
+/// The owner of two directories of the tree swaps them for symlinks while dfdu is held
+/// between the scan and the reads (strace delays its first `preadv2`, the page-cache
+/// probe that comes after the first file's open): one to a directory outside the tree
+/// holding root-only files of the same names and sizes, one to `/dev`, where its files'
+/// names are device nodes. dfdu must open neither (no descriptor of the `strace -y` log
+/// reaches them), count the four files as changed, and report only the untouched group.
+/// Before the fix the files were reopened by path: both symlinks were followed.
+#[test]
+fn dupes_never_follows_a_directory_swapped_for_a_symlink_after_the_scan() {
+    if !have_or_skip("strace", "dupes_never_follows_a_directory_swapped_for_a_symlink_after_the_scan") {
+        return;
+    }
+    let scratch = Scratch::new("dupes-swap");
+    let root = scratch.subdir("t");
+    let secret = scratch.subdir("secret");
+    // Sizes in this order: the group that stays (a) is probed first, before the hold.
+    let (a, s1, s2) = (vec![b'a'; 5000], vec![b's'; 6000], vec![b'z'; 7000]);
+    for (dir, names, data) in [("a", ["x1", "x2"], &a), ("v1", ["y1", "y2"], &s1), ("v2", ["zero", "full"], &s2)] {
+        for n in names {
+            write(&root.join(dir).join(n), data);
+        }
+    }
+    for n in ["y1", "y2"] {
+        write(
+            &secret.join(n),
+            b"root's secret, the same size as the file it stands in for".repeat(200)[..6000].as_ref(),
+        );
+        let _ = fs::set_permissions(secret.join(n), std::os::unix::fs::PermissionsExt::from_mode(0o600));
+    }
+    let log = scratch.dir.join("strace.log");
+    let (out, log) =
+        run_held(&["dupes".as_ref(), root.as_os_str()], "openat,open,read,pread64", "preadv2", &log, || {
+            swap_for_symlink(&root.join("v1"), &scratch.dir.join("v1-moved"), &secret);
+            swap_for_symlink(&root.join("v2"), &scratch.dir.join("v2-moved"), Path::new("/dev"));
+        });
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    let want: Groups = [[root.join("a/x1"), root.join("a/x2")].iter().map(|p| pbytes(p)).collect()].into();
+    assert_eq!(parse_groups(&out.stdout, false), want, "{err}");
+    assert!(err.contains("; 4 files changed while read (skipped)"), "{err}");
+    let outside = [secret.clone(), PathBuf::from("/dev/zero"), PathBuf::from("/dev/full")];
+    let hits: Vec<&str> = outside.iter().flat_map(|p| lines_reaching(&log, p)).collect();
+    assert!(hits.is_empty(), "dfdu reached files outside the tree:\n{}", hits.join("\n"));
+}

@@ -36,6 +36,15 @@ pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
     rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
 }
 
+/// Opens `name` in `dirfd` to read its bytes: no-follow, non-blocking (a FIFO put in a
+/// file's place does not wait for a writer), never as a controlling terminal. For the
+/// backends without `O_PATH`, after a stat said the name is a regular file.
+#[cfg_attr(target_os = "linux", allow(dead_code))] // Linux opens through O_PATH first
+pub(in crate::platform) fn open_file_plain(dirfd: rustix::fd::BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    rustix::fs::openat(dirfd, name, flags, Mode::empty()).map_err(errno)
+}
+
 /// (device, inode) of an open directory, as `stat_at` reports them (for the browser's
 /// delete check).
 // The field widths differ between the systems (macOS: a 32-bit device number).

@@ -162,12 +162,14 @@ extern "system" {
 }
 
 pub(super) const FILE_LIST_DIRECTORY: u32 = 0x0001;
+pub(super) const FILE_READ_DATA: u32 = 0x0001;
 pub(super) const FILE_READ_ATTRIBUTES: u32 = 0x0080;
 pub(super) const DELETE: u32 = 0x0001_0000;
 pub(super) const SYNCHRONIZE: u32 = 0x0010_0000;
 pub(super) const FILE_SHARE_ALL: u32 = 0x1 | 0x2 | 0x4;
 pub(super) const FILE_DIRECTORY_FILE: u32 = 0x0001;
 pub(super) const FILE_SYNCHRONOUS_IO_NONALERT: u32 = 0x0020;
+pub(super) const FILE_NON_DIRECTORY_FILE: u32 = 0x0040;
 pub(super) const FILE_OPEN_FOR_BACKUP_INTENT: u32 = 0x4000;
 pub(super) const FILE_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
 pub(super) const OBJ_CASE_INSENSITIVE: u32 = 0x40;

@@ -337,6 +337,43 @@ pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
     stat_handle(handle.0, (!follow).then_some(dir.volume))
 }
 
+/// What a file whose bytes are read is opened with: data and attributes, synchronous
+/// (as std's `File` expects), never a directory, a reparse point opened itself.
+const FILE_ACCESS: u32 = FILE_READ_DATA | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
+const FILE_OPTIONS: u32 =
+    FILE_NON_DIRECTORY_FILE | FILE_SYNCHRONOUS_IO_NONALERT | FILE_OPEN_FOR_BACKUP_INTENT | FILE_OPEN_REPARSE_POINT;
+
+/// Opens the entry `name` of `dir` to read its bytes if it is a regular file:
+/// `(None, meta)` for anything else. One name relative to the directory's handle, a
+/// reparse point opened itself (never followed): by one name inside a directory NT
+/// reaches no device, so only a file of that directory is ever opened.
+pub fn open_file_at(dir: &Dir, name: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
+    let handle = with_wide(name, |w| nt_open(dir.handle.0, w, false, FILE_ACCESS, FILE_OPTIONS))?;
+    let meta = stat_handle(handle.0, Some(dir.volume))?;
+    Ok(file_of(handle, meta))
+}
+
+/// `open_file_at` for a path (a file argument, as the user typed it).
+pub fn open_file_path(path: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
+    let nt = nt_path(path)?;
+    let handle = nt_open(0, &nt, true, FILE_ACCESS, FILE_OPTIONS)?;
+    let meta = stat_handle(handle.0, None)?;
+    Ok(file_of(handle, meta))
+}
+
+fn file_of(handle: Owned, meta: Meta) -> (Option<std::fs::File>, Meta) {
+    use std::os::windows::io::{FromRawHandle, RawHandle};
+    if meta.kind != Kind::File {
+        return (None, meta);
+    }
+    let raw = handle.0;
+    std::mem::forget(handle);
+    // SAFETY: `raw` is an open handle nothing else owns: the `Owned` that held it was
+    // forgotten above, so the `File` is its only owner and closes it once.
+    let file = unsafe { std::fs::File::from_raw_handle(raw as RawHandle) };
+    (Some(file), meta)
+}
+
 pub(super) fn stat_handle(handle: Handle, volume: Option<u64>) -> Result<Meta, Errno> {
     let mut basic = [0u64; 5];
     query(handle, FILE_BASIC_INFORMATION, false, &mut basic)?;

@@ -21,12 +21,12 @@
 //! call and after the last.
 
 use super::find::{same, Group, INLINE};
-use super::sink::{FileRec, Found};
+use super::open::{Handles, Refused};
+use super::sink::FileRec;
 use crate::meta::Errno;
 use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::fs::File;
 
 /// Bytes one call asks for at most (the VFS caps a call at 1 GiB).
@@ -140,9 +140,17 @@ struct Open {
     file: File,
 }
 
-fn open_member(g: &Group, m: usize) -> Result<(File, platform::FileCheck), Errno> {
-    let c = CString::new(g.paths[m].clone()).map_err(|_| Errno(22))?;
-    platform::open_file(&c)
+/// Opens member `m` through checked directory handles (`open.rs`) and stats it; `None`
+/// when it, or a directory on its way, is not what the scan saw (never opened then).
+fn open_member(handles: &Handles, g: &Group, m: usize) -> Result<Option<(File, platform::FileCheck)>, Errno> {
+    match handles.open(&handles.found().files[g.members[m] as usize]) {
+        Ok(file) => {
+            let check = platform::check_file(&file)?;
+            Ok(Some((file, check)))
+        }
+        Err(Refused::Changed) => Ok(None),
+        Err(Refused::Os(e)) => Err(e),
+    }
 }
 
 impl Report {
@@ -194,7 +202,8 @@ impl Report {
 const MAX_MESSAGES: usize = 1000;
 
 /// Deduplicates `groups` (or, with `dry_run`, counts what would be submitted).
-pub fn run(found: &Found, groups: &[Group], dry_run: bool) -> Report {
+pub fn run(handles: &Handles, groups: &[Group], dry_run: bool) -> Report {
+    let found = handles.found();
     let mut r = Report::default();
     let swaps = platform::swap_files();
     // One open file per device, for free space before and after.
@@ -223,7 +232,7 @@ pub fn run(found: &Found, groups: &[Group], dry_run: bool) -> Report {
                 r.groups += 1;
                 part_counted = true;
             }
-            if let Err(stop) = dedupe_part(found, g, &part, dry_run, &swaps, &mut fs_files, &mut r) {
+            if let Err(stop) = dedupe_part(handles, g, &part, dry_run, &swaps, &mut fs_files, &mut r) {
                 r.unsupported = Some(stop);
                 r.failed = true;
                 return r;
@@ -241,7 +250,7 @@ pub fn run(found: &Found, groups: &[Group], dry_run: bool) -> Report {
 
 /// One device's members of a group; `Err` when the file system cannot share extents.
 fn dedupe_part(
-    found: &Found,
+    handles: &Handles,
     g: &Group,
     part: &[usize],
     dry_run: bool,
@@ -249,11 +258,17 @@ fn dedupe_part(
     fs_files: &mut HashMap<u64, File>,
     r: &mut Report,
 ) -> Result<(), String> {
+    let found = handles.found();
     let src_m = part[0];
     let src_rec = found.files[g.members[src_m] as usize];
     let shown = |m: usize| crate::text::quote::quotef(&g.paths[m]);
-    let (src, check) = match open_member(g, src_m) {
-        Ok(pair) => pair,
+    let (src, check) = match open_member(handles, g, src_m) {
+        Ok(Some(pair)) => pair,
+        // Changed: its group's hashes say nothing about it now (as below).
+        Ok(None) => {
+            r.skip(Skip::Changed, part.len() as u64);
+            return Ok(());
+        }
         Err(e) => {
             r.fail(&g.paths[src_m], e);
             return Ok(());
@@ -303,11 +318,12 @@ fn dedupe_part(
             r.skipped_shared += 1;
             continue;
         }
-        match open_member(g, m) {
-            Ok((file, c)) => match skip_reason(&c, &rec, swaps) {
+        match open_member(handles, g, m) {
+            Ok(Some((file, c))) => match skip_reason(&c, &rec, swaps) {
                 Some(why) => r.skip(why, 1),
                 None => dests.push(Open { m, file }),
             },
+            Ok(None) => r.skip(Skip::Changed, 1),
             Err(e) => r.fail(&g.paths[m], e),
         }
     }
@@ -466,8 +482,23 @@ mod tests {
         assert!(r.json(true).ends_with(",\"free_before\":null,\"free_after\":null,\"unsupported\":true}"));
     }
 
-    fn rec(size: u64) -> super::super::sink::FileRec {
-        super::super::sink::FileRec { size, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 }
+    use super::super::sink::Found;
+
+    fn rec(size: u64) -> FileRec {
+        FileRec { size, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 }
+    }
+
+    /// What a scan of the file arguments `paths` (all of size 4) would have kept, but
+    /// with the identity and times of `rec`.
+    fn found_of(paths: [&[u8]; 2]) -> Found {
+        let mut found = Found::default();
+        let _ = found.add_dir(super::super::sink::NO_DIR, b"", (0, 0));
+        for p in paths {
+            let name_off = found.names.len() as u64;
+            found.names.extend_from_slice(p);
+            found.files.push(FileRec { name_off, name_len: p.len() as u32, ..rec(4) });
+        }
+        found
     }
 
     fn pair(paths: [&[u8]; 2]) -> Group {
@@ -478,8 +509,9 @@ mod tests {
     /// of the group is touched.
     #[test]
     fn dedupe_a_source_gone_since_the_scan_is_an_error() {
-        let found = Found { files: vec![rec(4), rec(4)], ..Found::default() };
-        let r = run(&found, &[pair([b"/nonexistent-dfdu/a", b"/nonexistent-dfdu/b"])], true);
+        let paths: [&[u8]; 2] = [b"/nonexistent-dfdu/a", b"/nonexistent-dfdu/b"];
+        let found = found_of(paths);
+        let r = run(&Handles::new(&found, 4), &[pair(paths)], true);
         assert_eq!((r.groups, r.files, r.errors, r.failed), (1, 0, 1, true));
         assert_eq!(r.messages, vec!["/nonexistent-dfdu/a: No such file or directory".to_string()]);
     }
@@ -493,9 +525,9 @@ mod tests {
         let (a, b) = (dir.join("a"), dir.join("b"));
         std::fs::write(&a, b"same").unwrap();
         std::fs::write(&b, b"same").unwrap();
-        let found = Found { files: vec![rec(4), rec(4)], ..Found::default() };
         let (pa, pb) = (a.to_str().unwrap().as_bytes(), b.to_str().unwrap().as_bytes());
-        let r = run(&found, &[pair([pa, pb])], true);
+        let found = found_of([pa, pb]);
+        let r = run(&Handles::new(&found, 4), &[pair([pa, pb])], true);
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!((r.groups, r.files, r.skipped_changed, r.errors, r.failed), (1, 0, 2, 0, false));
     }

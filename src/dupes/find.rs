@@ -22,11 +22,12 @@
 //! A valid hash-file entry (`cache.rs`) stands in for either stage's read.
 
 use super::cache::{Cache, Entry};
+use super::open::{Handles, Refused};
 use super::sink::{FileRec, Found};
 use crate::meta::{Errno, Kind};
 use crate::platform;
 use crate::walk::threads::on_threads;
-use std::ffi::CString;
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -110,16 +111,14 @@ pub struct Outcome {
     pub errors: Vec<(Vec<u8>, Errno)>,
 }
 
-fn cpath(p: &[u8]) -> Option<CString> {
-    CString::new(p).ok()
-}
-
-/// Opens `f` (at `path`) for reading. Not checked yet: `recheck` after the read decides
-/// (one `statx` per file instead of two; a file that changed before or while it was read
-/// has another ctime, a file put in its place another identity).
-fn open_plain(path: &[u8]) -> Result<std::fs::File, Drop_> {
-    let c = cpath(path).ok_or(Drop_::Error(Errno(22)))?;
-    platform::open_read(&c).map_err(Drop_::Error)
+/// Opens `f` for reading through checked directory handles (`open.rs`): its type and
+/// identity are checked before it is opened, its size and times by `recheck` after the
+/// read (a file that changed before or while it was read has another ctime).
+fn open_checked(handles: &Handles, f: &FileRec) -> Result<File, Drop_> {
+    handles.open(f).map_err(|r| match r {
+        Refused::Changed => Drop_::Changed,
+        Refused::Os(e) => Drop_::Error(e),
+    })
 }
 
 /// A read failed: `Changed` if the file is no longer the one the scan saw (a directory or
@@ -169,8 +168,7 @@ fn io_err(e: std::io::Error) -> Drop_ {
 
 /// Stage 3 for one file: (sample, full hash when the file was read whole). Exactly the
 /// bytes wanted are read; a file that grew or shrank has another size at `recheck`.
-fn sample_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<(u64, Option<Digest>), Drop_> {
-    let mut file = open_plain(path)?;
+fn sample_file(mut file: File, f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<(u64, Option<Digest>), Drop_> {
     let result = if f.size <= WHOLE_BYTES {
         let want = f.size as usize;
         buf.resize(buf.len().max(want), 0);
@@ -215,8 +213,7 @@ fn recheck(file: &std::fs::File, f: &FileRec) -> Result<(), Drop_> {
 
 /// Stage 4 for one file: BLAKE3 of all of it, in reads of up to `READ_BYTES`, stopping
 /// at the scanned size (no read to see the end: a file that grew fails `recheck`).
-fn hash_file(path: &[u8], f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<Digest, Drop_> {
-    let mut file = open_plain(path)?;
+fn hash_file(mut file: File, f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> Result<Digest, Drop_> {
     buf.resize(buf.len().max(READ_BYTES), 0);
     let mut h = blake3::Hasher::new();
     let mut total = 0u64;
@@ -305,8 +302,10 @@ pub fn pool<T: Send>(threads: usize, n: usize, stats: &Stats, job: impl Fn(&mut 
 /// same time. A rotational device whose data is already in
 /// the page cache (`probably_cached`) has no head to move: the whole pool reads it; and
 /// when all the data is cached, the pool has no more threads than there are cores.
+#[allow(clippy::too_many_arguments)] // the pool's settings, each used once
 fn read_pool<T: Send>(
     found: &Found,
+    handles: &Handles,
     recs: &[u32],
     probe_at: fn(&FileRec) -> u64,
     threads: usize,
@@ -317,7 +316,7 @@ fn read_pool<T: Send>(
     let mut devs: Vec<u64> = recs.iter().map(|&r| found.files[r as usize].dev).collect();
     devs.sort_unstable();
     devs.dedup();
-    let cached: Vec<bool> = devs.iter().map(|&d| probably_cached(found, recs, d, probe_at)).collect();
+    let cached: Vec<bool> = devs.iter().map(|&d| probably_cached(found, handles, recs, d, probe_at)).collect();
     // Reading from the page cache is copying and hashing: more threads than cores only
     // add switches and buffers. Waiting on a device, more of them keep its queue full.
     let threads = match cached.iter().all(|&c| c) {
@@ -333,10 +332,8 @@ fn read_pool<T: Send>(
     let on_spinning: Vec<usize> =
         (0..recs.len()).filter(|&n| spinning.contains(&found.files[recs[n] as usize].dev)).collect();
     let starts = pool(threads, on_spinning.len(), stats, |_, i| {
-        let mut p = Vec::new();
-        found.file_path(&found.files[recs[on_spinning[i]] as usize], &mut p);
-        let c = cpath(&p)?;
-        platform::open_read(&c).ok().and_then(|f| platform::physical_start(&f))
+        let file = handles.open(&found.files[recs[on_spinning[i]] as usize]).ok()?;
+        platform::physical_start(&file)
     });
     let mut lanes: Vec<Vec<usize>> = vec![Vec::new(); spinning.len() + 1];
     let mut ordered: Vec<(u64, u64, usize)> = on_spinning
@@ -378,19 +375,24 @@ const PROBES: usize = 16;
 
 /// Whether the data the job will read on device `dev` is in the page cache: the byte at
 /// `probe_at` of up to `PROBES` files spread over `recs` all are (`platform::cached`).
-fn probably_cached(found: &Found, recs: &[u32], dev: u64, probe_at: fn(&FileRec) -> u64) -> bool {
+fn probably_cached(found: &Found, handles: &Handles, recs: &[u32], dev: u64, probe_at: fn(&FileRec) -> u64) -> bool {
     let mine: Vec<u32> = recs.iter().copied().filter(|&r| found.files[r as usize].dev == dev).collect();
     let step = mine.len().div_ceil(PROBES).max(1);
     mine.iter().step_by(step).all(|&r| {
         let f = &found.files[r as usize];
-        let mut p = Vec::new();
-        found.file_path(f, &mut p);
-        cpath(&p).and_then(|c| platform::open_read(&c).ok()).is_some_and(|file| platform::cached(&file, probe_at(f)))
+        handles.open(f).is_ok_and(|file| platform::cached(&file, probe_at(f)))
     })
 }
 
 /// Runs the stages over `found`'s files.
-pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &AtomicBool) -> Outcome {
+pub fn find(
+    found: &Found,
+    handles: &Handles,
+    cache: &Cache,
+    threads: usize,
+    stats: &Stats,
+    stop: &AtomicBool,
+) -> Outcome {
     let files = &found.files;
     let mut order: Vec<u32> = (0..files.len() as u32).collect();
     order.sort_unstable_by_key(|&i| {
@@ -460,9 +462,10 @@ pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &
             if stop.load(Ordering::Relaxed) {
                 return Err(Drop_::Error(Errno(4)));
             }
-            sample_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
+            let f = &files[rec as usize];
+            sample_file(open_checked(handles, f)?, f, buf, stats_ref)
         };
-        read_pool(found, &recs, |_| 0, threads, stats_ref, &job, &deliver);
+        read_pool(found, handles, &recs, |_| 0, threads, stats_ref, &job, &deliver);
     }
     // Stage 4: members of a (size, sample) run of two or more that lack a full hash.
     let mut todo = Vec::new();
@@ -493,9 +496,10 @@ pub fn find(found: &Found, cache: &Cache, threads: usize, stats: &Stats, stop: &
             if stop.load(Ordering::Relaxed) {
                 return Err(Drop_::Error(Errno(4)));
             }
-            hash_file(&path_of(rec), &files[rec as usize], buf, stats_ref)
+            let f = &files[rec as usize];
+            hash_file(open_checked(handles, f)?, f, buf, stats_ref)
         };
-        read_pool(found, &recs, |f| f.size / 2, threads, stats_ref, &job, &deliver);
+        read_pool(found, handles, &recs, |f| f.size / 2, threads, stats_ref, &job, &deliver);
     }
     // Groups: equal (size, full hash).
     let mut groups = Vec::new();
@@ -553,7 +557,7 @@ fn apply(
 /// Fills each group's `layout_of` from the members' extent maps (Linux FIEMAP; elsewhere
 /// every member keeps its own layout). Members whose maps are equal and not empty share
 /// all their extents already.
-pub fn layouts(found: &Found, groups: &mut [Group], threads: usize, stats: &Stats) {
+pub fn layouts(found: &Found, handles: &Handles, groups: &mut [Group], threads: usize, stats: &Stats) {
     // File systems known not to share extents (ext4, tmpfs ...) are asked nothing more:
     // one open per device decides.
     let mut no_sharing: Vec<u64> = Vec::new();
@@ -564,8 +568,8 @@ pub fn layouts(found: &Found, groups: &mut [Group], threads: usize, stats: &Stat
             continue;
         }
         asked.push(dev);
-        let opened = cpath(&g.paths[0]).and_then(|c| platform::open_file(&c).ok());
-        if opened.is_some_and(|(f, _)| platform::can_share_extents(&f) == Some(false)) {
+        let opened = handles.open(&found.files[g.members[0] as usize]);
+        if opened.is_ok_and(|f| platform::can_share_extents(&f) == Some(false)) {
             no_sharing.push(dev);
         }
     }
@@ -577,9 +581,8 @@ pub fn layouts(found: &Found, groups: &mut [Group], threads: usize, stats: &Stat
         .collect();
     let maps = pool(threads, jobs.len(), stats, |_, n| {
         let (g, m) = jobs[n];
-        let Some(c) = cpath(&groups[g].paths[m]) else { return platform::Layout::Unknown };
-        match platform::open_file(&c) {
-            Ok((file, _)) => platform::layout(&file),
+        match handles.open(&found.files[groups[g].members[m] as usize]) {
+            Ok(file) => platform::layout(&file),
             Err(_) => platform::Layout::Unknown,
         }
     });
@@ -686,7 +689,6 @@ mod tests {
     /// dropped as changed by both stages, after its read.
     #[test]
     fn dupes_reads_drop_a_file_that_changed_since_the_scan() {
-        use std::os::unix::ffi::OsStrExt;
         let dir = scratch("changed");
         for (name, len) in [("small", 3000usize), ("big", 100_000)] {
             let p = dir.join(name);
@@ -694,21 +696,21 @@ mod tests {
             let now = rec_of(&p);
             let stats = Stats::default();
             let mut buf = Vec::new();
-            let path = p.as_os_str().as_bytes();
-            assert!(sample_file(path, &now, &mut buf, &stats).is_ok());
-            assert!(hash_file(path, &now, &mut buf, &stats).is_ok());
+            let path = || std::fs::File::open(&p).unwrap();
+            assert!(sample_file(path(), &now, &mut buf, &stats).is_ok());
+            assert!(hash_file(path(), &now, &mut buf, &stats).is_ok());
             for then in [
                 FileRec { ctime_ns: now.ctime_ns - 1, ..now },
                 FileRec { ino: now.ino + 1, ..now },
                 FileRec { mtime_ns: now.mtime_ns + 1, ..now },
             ] {
-                assert!(matches!(sample_file(path, &then, &mut buf, &stats), Err(Drop_::Changed)), "{name} sample");
-                assert!(matches!(hash_file(path, &then, &mut buf, &stats), Err(Drop_::Changed)), "{name} full");
+                assert!(matches!(sample_file(path(), &then, &mut buf, &stats), Err(Drop_::Changed)), "{name} sample");
+                assert!(matches!(hash_file(path(), &then, &mut buf, &stats), Err(Drop_::Changed)), "{name} full");
             }
             // Shorter than recorded: the read comes up short.
             let longer = FileRec { size: now.size + 10, ..now };
-            assert!(matches!(sample_file(path, &longer, &mut buf, &stats), Err(Drop_::Changed)), "{name}");
-            assert!(matches!(hash_file(path, &longer, &mut buf, &stats), Err(Drop_::Changed)), "{name}");
+            assert!(matches!(sample_file(path(), &longer, &mut buf, &stats), Err(Drop_::Changed)), "{name}");
+            assert!(matches!(hash_file(path(), &longer, &mut buf, &stats), Err(Drop_::Changed)), "{name}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

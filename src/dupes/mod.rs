@@ -15,6 +15,7 @@
 mod cache;
 mod dedupe;
 mod find;
+mod open;
 mod sink;
 #[cfg(test)]
 mod tests;
@@ -28,7 +29,7 @@ use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
 use crate::walk::threads;
 use find::{Group, Stats};
-use sink::{FileRec, FilesSink, Found, NO_DIR};
+use sink::{FileRec, FilesSink, Found, ARGS_DIR, NO_DIR};
 use std::collections::HashSet;
 use std::ffi::{CString, OsString};
 use std::io::{self, IsTerminal, Write};
@@ -245,7 +246,7 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
     let mut ok = true;
     let seen_before = HashSet::new();
     // Token 0: the pseudo-directory of file arguments (their name is their path).
-    let _ = sink.found.lock().unwrap().add_dir(NO_DIR, b"");
+    let _ = sink.found.lock().unwrap().add_dir(NO_DIR, b"", (0, 0));
     for p in &a.paths {
         let bytes = os_bytes(p);
         let Ok(c) = CString::new(bytes.clone()) else {
@@ -263,7 +264,7 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
         };
         match meta.kind {
             Kind::Dir => {
-                let Ok(token) = sink.found.lock().unwrap().add_dir(NO_DIR, &bytes) else {
+                let Ok(token) = sink.found.lock().unwrap().add_dir(NO_DIR, &bytes, (meta.dev, meta.ino)) else {
                     notes.push("too many directories".into());
                     return false;
                 };
@@ -287,7 +288,7 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
                         ctime_ns: meta.ctime.as_ns(),
                         name_off,
                         name_len: bytes.len() as u32,
-                        dir: 0,
+                        dir: ARGS_DIR,
                     });
                 }
             }
@@ -340,8 +341,9 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         }
         found = std::mem::take(&mut *sink.found.lock().unwrap());
         phase.store(PHASE_READ, Ordering::Relaxed);
-        let mut o = find::find(&found, &cache, threads, &stats, &stop);
-        find::layouts(&found, &mut o.groups, threads, &stats);
+        let handles = open::Handles::new(&found, fd_budget);
+        let mut o = find::find(&found, &handles, &cache, threads, &stats, &stop);
+        find::layouts(&found, &handles, &mut o.groups, threads, &stats);
         phase.store(PHASE_DONE, Ordering::Relaxed);
         outcome = Some(o);
     });
@@ -368,7 +370,10 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
             status = 1;
         }
     }
-    let report = if a.mode == Mode::Dedupe { Some(dedupe::run(&found, &o.groups, a.dry_run)) } else { None };
+    let report = match a.mode {
+        Mode::Dedupe => Some(dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, a.dry_run)),
+        Mode::Dupes => None,
+    };
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
         if let Err(e) = print_groups(a, &o.groups, &stats, start, report.as_ref()) {
             if e.kind() != io::ErrorKind::BrokenPipe {

@@ -1,7 +1,7 @@
 //! The scan's sink for `dupes`: keeps regular files only, each as one fixed 56-byte
 //! `FileRec` (size, identity, times, where) plus its name in one shared byte buffer, and
-//! each directory as (parent, name). No per-file allocation; paths are built only for the
-//! files that end up in a group.
+//! each directory as (parent, name, identity) in 32 bytes. No per-file allocation; paths
+//! are built only for the files that end up in a group.
 
 use crate::meta::{Errno, Kind};
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
@@ -11,6 +11,10 @@ use std::sync::Mutex;
 
 /// No parent: a root directory, or the pseudo-directory of file arguments.
 pub const NO_DIR: u32 = u32::MAX;
+
+/// The token of the pseudo-directory of file arguments (the first one added): a file
+/// there is named by its path as given.
+pub const ARGS_DIR: u32 = 0;
 
 /// One regular file the scan found within the size limits.
 #[derive(Clone, Copy, Debug)]
@@ -28,13 +32,19 @@ pub struct FileRec {
 
 const _: () = assert!(std::mem::size_of::<FileRec>() == 56);
 
-/// A directory: its parent's token and its name (for a root: the path as given).
+/// A directory: its parent's token, its name (for a root: the path as given) and the
+/// (device, inode) the scan saw, against which every handle opened on the way to a file
+/// is checked (`open.rs`). (0, 0) for the pseudo-directory of file arguments.
 #[derive(Clone, Copy, Debug)]
 pub struct DirRec {
     pub parent: u32,
-    pub name_off: u64,
     pub name_len: u32,
+    pub name_off: u64,
+    pub dev: u64,
+    pub ino: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<DirRec>() == 32);
 
 /// Everything the scans kept.
 #[derive(Default)]
@@ -47,12 +57,24 @@ pub struct Found {
 }
 
 impl Found {
-    /// Adds a directory (a root when `parent == NO_DIR`); returns its token.
-    pub fn add_dir(&mut self, parent: u32, name: &[u8]) -> Result<u32, ()> {
+    /// Adds a directory (a root when `parent == NO_DIR`) with the (device, inode) the
+    /// scan saw; returns its token.
+    pub fn add_dir(&mut self, parent: u32, name: &[u8], (dev, ino): (u64, u64)) -> Result<u32, ()> {
         let token = u32::try_from(self.dirs.len()).ok().filter(|&t| t != NO_DIR).ok_or(())?;
-        self.dirs.push(DirRec { parent, name_off: self.names.len() as u64, name_len: name.len() as u32 });
+        self.dirs.push(DirRec { parent, name_off: self.names.len() as u64, name_len: name.len() as u32, dev, ino });
         self.names.extend_from_slice(name);
         Ok(token)
+    }
+
+    /// The name of directory `dir` (for a root: its path as given).
+    pub fn dir_name(&self, dir: u32) -> &[u8] {
+        let rec = &self.dirs[dir as usize];
+        self.name(rec.name_off, rec.name_len)
+    }
+
+    /// The name of file `f` in its directory.
+    pub fn file_name(&self, f: &FileRec) -> &[u8] {
+        self.name(f.name_off, f.name_len)
     }
 
     fn name(&self, off: u64, len: u32) -> &[u8] {
@@ -188,7 +210,7 @@ impl Sink for FilesSink {
                 self.overflow.store(true, Ordering::Relaxed);
                 continue;
             };
-            found.dirs.push(DirRec { parent: dir, name_off: base + off as u64, name_len: len as u32 });
+            found.dirs.push(DirRec { parent: dir, name_off: base + off as u64, name_len: len as u32, dev, ino });
             if let Ok(name) = CString::new(name) {
                 children.push(Child { name, dir: token, dev, ino });
             }

@@ -293,3 +293,58 @@ pub fn small_tree(scratch: &Scratch) -> PathBuf {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// Runs dfdu with `args` under `strace -f -y` (every descriptor shown with the path it
+/// reaches), logging `trace` (a strace syscall list) to `log` and holding the process
+/// for 3 s in the first call of `hold`; `during` runs while it is held. Returns dfdu's
+/// output and the log.
+pub fn run_held(
+    args: &[&std::ffi::OsStr],
+    trace: &str,
+    hold: &str,
+    log: &Path,
+    during: impl FnOnce(),
+) -> (Output, String) {
+    let child = Command::new("strace")
+        .args(["-f", "-y", "-o"])
+        .arg(log)
+        .args([
+            "-e",
+            &format!("trace={trace},{hold}"),
+            "-e",
+            &format!("inject={hold}:delay_enter=3000000:when=1"),
+            "--",
+        ])
+        .arg(dfdu_path())
+        .args(args)
+        .env("LC_ALL", "C")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run strace");
+    let start = std::time::Instant::now();
+    while !fs::read_to_string(log).unwrap_or_default().contains(&format!("{hold}(")) {
+        assert!(start.elapsed().as_secs() < 60, "dfdu never reached {hold}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    during();
+    let out = child.wait_with_output().expect("wait for strace");
+    let text = fs::read_to_string(log).unwrap_or_default();
+    assert!(text.contains("(DELAYED)"), "the run was not held in {hold}:\n{text}");
+    (out, text)
+}
+
+/// Replaces the directory `dir` by a symlink to `target`, keeping the directory (moved to
+/// `keep`): what the owner of `dir`'s parent can do at any time.
+pub fn swap_for_symlink(dir: &Path, keep: &Path, target: &Path) {
+    fs::rename(dir, keep).expect("move the directory away");
+    symlink(target, dir).expect("put a symlink in its place");
+}
+
+/// Lines of an `strace -y` log in which a descriptor reaches `path` or below it (an open
+/// that returned such a descriptor, a read from one).
+pub fn lines_reaching<'a>(log: &'a str, path: &Path) -> Vec<&'a str> {
+    let p = path.to_string_lossy();
+    let (inside, exact) = (format!("<{p}/"), format!("<{p}>"));
+    log.lines().filter(|l| l.contains(&inside) || l.contains(&exact)).collect()
+}
