@@ -187,3 +187,135 @@ impl<'a> Handles<'a> {
         cache.order.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("dfdu-dupes-open-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn id(p: &Path) -> (u64, u64) {
+        let m = std::fs::symlink_metadata(p).unwrap();
+        (m.dev(), m.ino())
+    }
+
+    /// What the scan would keep of `root` whose directories `dirs` hold `files` each
+    /// (tokens: 0 file arguments, 1 the root, then the directories in order).
+    fn found_of(root: &Path, dirs: &[&str], files: &[&str]) -> Found {
+        let mut found = Found::default();
+        found.add_dir(NO_DIR, b"", (0, 0)).unwrap();
+        let r = found.add_dir(NO_DIR, root.as_os_str().as_bytes(), id(root)).unwrap();
+        for d in dirs {
+            let token = found.add_dir(r, d.as_bytes(), id(&root.join(d))).unwrap();
+            for n in files {
+                let (dev, ino) = id(&root.join(d).join(n));
+                let name_off = found.names.len() as u64;
+                found.names.extend_from_slice(n.as_bytes());
+                let (mtime_ns, ctime_ns) = (0, 0);
+                let name_len = n.len() as u32;
+                found.files.push(FileRec { size: 4, dev, ino, mtime_ns, ctime_ns, name_off, name_len, dir: token });
+            }
+        }
+        found
+    }
+
+    fn read(h: &Handles, f: &FileRec) -> Result<Vec<u8>, Refused> {
+        let mut out = Vec::new();
+        h.open(f)?.read_to_end(&mut out).unwrap();
+        Ok(out)
+    }
+
+    fn tree(name: &str, dirs: &[&str]) -> PathBuf {
+        let root = scratch(name);
+        for d in dirs {
+            std::fs::create_dir(root.join(d)).unwrap();
+            for n in ["a", "b"] {
+                std::fs::write(root.join(d).join(n), format!("{d}/{n}")).unwrap();
+            }
+        }
+        root
+    }
+
+    /// Every file opens and reads, with no handle kept and with a cache smaller than the
+    /// number of directories (it never holds more than its capacity).
+    #[test]
+    fn dupes_open_reads_every_file_whatever_the_cache_holds() {
+        let dirs = ["d1", "d2", "d3", "d4", "d5"];
+        let root = tree("cache", &dirs);
+        let found = found_of(&root, &dirs, &["a", "b"]);
+        for capacity in [0, 2, 64] {
+            let h = Handles::new(&found, capacity);
+            for (k, f) in found.files.iter().enumerate() {
+                let want = format!("{}/{}", dirs[k / 2], ["a", "b"][k % 2]);
+                assert_eq!(read(&h, f), Ok(want.into_bytes()), "capacity {capacity}");
+                assert!(h.cache.lock().unwrap().dirs.len() <= capacity);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// A FIFO, a symlink or another file under a scanned file's name, a directory
+    /// swapped for another one or for a symlink, a root swapped for a symlink: refused as
+    /// changed, nothing opened (the FIFO does not block: it is never opened to read).
+    #[test]
+    fn dupes_open_refuses_what_the_scan_did_not_see() {
+        let root = tree("refuse", &["d"]);
+        let found = found_of(&root, &["d"], &["a", "b"]);
+        let (a, b) = (&found.files[0], &found.files[1]);
+        let d = root.join("d");
+        // The scanned files are kept (moved aside), so that no new file can reuse their inodes.
+        std::fs::rename(d.join("a"), root.join("a-kept")).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(d.join("a")).status().unwrap().success());
+        std::fs::rename(d.join("b"), root.join("b-kept")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", d.join("b")).unwrap();
+        let h = Handles::new(&found, 8);
+        assert_eq!(read(&h, a), Err(Refused::Changed));
+        assert_eq!(read(&h, b), Err(Refused::Changed));
+        std::fs::remove_file(d.join("b")).unwrap();
+        std::fs::write(d.join("b"), "d/b").unwrap();
+        assert_eq!(read(&h, b), Err(Refused::Changed), "another inode under the name");
+        // The directory: another one holding the scanned file (a hard link), then a
+        // symlink to the one scanned (fresh handles each time).
+        std::fs::rename(root.join("b-kept"), d.join("b")).unwrap();
+        assert_eq!(read(&Handles::new(&found, 8), b), Ok(b"d/b".to_vec()), "the scanned file is back");
+        std::fs::rename(&d, root.join("moved")).unwrap();
+        std::fs::create_dir(&d).unwrap();
+        std::fs::hard_link(root.join("moved/b"), d.join("b")).unwrap();
+        assert_eq!(read(&Handles::new(&found, 8), b), Err(Refused::Changed), "another directory");
+        std::fs::remove_file(d.join("b")).unwrap();
+        std::fs::remove_dir(&d).unwrap();
+        std::os::unix::fs::symlink(root.join("moved"), &d).unwrap();
+        assert_eq!(read(&Handles::new(&found, 8), b), Err(Refused::Changed));
+        std::fs::remove_file(&d).unwrap();
+        assert_eq!(read(&Handles::new(&found, 8), b), Err(Refused::Os(Errno(2))), "gone: an error");
+        let moved_root = root.with_extension("moved");
+        std::fs::rename(&root, &moved_root).unwrap();
+        std::os::unix::fs::symlink(&moved_root, &root).unwrap();
+        assert_eq!(read(&Handles::new(&found, 8), b), Err(Refused::Changed), "a root swapped for a symlink");
+        let _ = std::fs::remove_file(&root);
+        let _ = std::fs::remove_dir_all(&moved_root);
+    }
+
+    /// A handle checked once stays good: a file of the scanned directory is read through
+    /// it after the directory was renamed and a symlink put in its place.
+    #[test]
+    fn dupes_open_reads_through_a_handle_checked_before_a_swap() {
+        let root = tree("kept", &["d"]);
+        let found = found_of(&root, &["d"], &["a", "b"]);
+        let h = Handles::new(&found, 8);
+        assert_eq!(read(&h, &found.files[0]), Ok(b"d/a".to_vec()));
+        std::fs::rename(root.join("d"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("d")).unwrap();
+        assert_eq!(read(&h, &found.files[1]), Ok(b"d/b".to_vec()));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
