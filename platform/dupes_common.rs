@@ -20,6 +20,8 @@ pub struct FileCheck {
     pub ctime_ns: i64,
     /// Immutable or append-only: the kernel refuses to change its extents (Linux only).
     pub pinned: bool,
+    /// Allocated blocks of 512 bytes (a hole takes none); 0 where the OS does not say.
+    pub blocks_512: u64,
 }
 
 /// One extent of a file as FIEMAP reports it (bytes); only Linux produces them.
@@ -196,6 +198,7 @@ pub fn entry_at(dir: &WriteDir, name: &std::ffi::OsStr) -> Result<Option<FileChe
                 mtime_ns: crate::meta::Timespec { sec: st.st_mtime as i64, nsec: st.st_mtime_nsec as u32 }.as_ns(),
                 ctime_ns: crate::meta::Timespec { sec: st.st_ctime as i64, nsec: st.st_ctime_nsec as u32 }.as_ns(),
                 pinned: false,
+                blocks_512: st.st_blocks as u64,
             })),
             Err(rustix::io::Errno::NOENT) => Ok(None),
             Err(e) => Err(errno(e)),
@@ -214,7 +217,16 @@ pub fn entry_at(dir: &WriteDir, name: &std::ffi::OsStr) -> Result<Option<FileChe
                 } else {
                     Kind::Other
                 };
-                Ok(Some(FileCheck { kind, dev: 0, ino: 0, size: m.len(), mtime_ns: 0, ctime_ns: 0, pinned: false }))
+                Ok(Some(FileCheck {
+                    kind,
+                    dev: 0,
+                    ino: 0,
+                    size: m.len(),
+                    mtime_ns: 0,
+                    ctime_ns: 0,
+                    pinned: false,
+                    blocks_512: 0,
+                }))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Errno(e.raw_os_error().unwrap_or(5))),

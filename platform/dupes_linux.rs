@@ -7,9 +7,9 @@
 //! relative to a directory handle, nothing but a regular file, `O_NOATIME` where allowed).
 //! Contract (the same names in `dupes_std.rs` for every other OS): `check_file`,
 //! `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
-//! `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`, `replace_in`; the types,
-//! `lock_file` and the other hash-file calls are in `dupes_common.rs`. No printing, no
-//! policy. Both ioctls are called through one
+//! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`,
+//! `replace_in`; the types, `lock_file` and the other hash-file calls are in
+//! `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
 
@@ -36,7 +36,12 @@ pub fn cached(file: &File, offset: u64) -> bool {
 
 /// `statx` of an open file: identity, size, times in ns, and whether it is pinned.
 pub fn check_file(file: &File) -> Result<FileCheck, Errno> {
-    let mask = StatxFlags::TYPE | StatxFlags::INO | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::CTIME;
+    let mask = StatxFlags::TYPE
+        | StatxFlags::INO
+        | StatxFlags::SIZE
+        | StatxFlags::BLOCKS
+        | StatxFlags::MTIME
+        | StatxFlags::CTIME;
     let st = rustix::fs::statx(file.as_fd(), c"", AtFlags::EMPTY_PATH, mask).map_err(errno)?;
     let pinned = st.stx_attributes.intersects(StatxAttributes::IMMUTABLE | StatxAttributes::APPEND);
     Ok(FileCheck {
@@ -47,6 +52,7 @@ pub fn check_file(file: &File) -> Result<FileCheck, Errno> {
         mtime_ns: Timespec { sec: st.stx_mtime.tv_sec, nsec: st.stx_mtime.tv_nsec }.as_ns(),
         ctime_ns: Timespec { sec: st.stx_ctime.tv_sec, nsec: st.stx_ctime.tv_nsec }.as_ns(),
         pinned,
+        blocks_512: st.stx_blocks,
     })
 }
 
@@ -188,6 +194,41 @@ pub fn can_share_extents(file: &File) -> Option<bool> {
     } else {
         None
     }
+}
+
+/// Whether `file` is on a read-only btrfs subvolume (`btrfs subvolume snapshot -r`), whose
+/// extents dedupe would move (the kernel allows it; the snapshot's generation changes, and
+/// an incremental `btrfs send -p` relies on it not changing). Asked with
+/// `BTRFS_IOC_GET_SUBVOL_INFO` (Linux 4.18, unprivileged) and the root item's
+/// `BTRFS_ROOT_SUBVOL_RDONLY` flag; an older kernel says ENOTTY, and then a write-access check through
+/// `/proc/self/fd` answers (btrfs says EROFS there for a read-only subvolume). Other file
+/// systems have no such subvolumes: `false` without a call.
+pub fn read_only_snapshot(file: &File) -> bool {
+    let Ok(fs) = rustix::fs::fstatfs(file) else { return false };
+    if fs.f_type as u32 != linux_raw_sys::general::BTRFS_SUPER_MAGIC {
+        return false;
+    }
+    // struct btrfs_ioctl_get_subvol_info_args, 504 bytes (the size in the opcode):
+    // treeid (u64), name[256], parent_id, dirid, generation, then flags (u64) at byte 288.
+    let mut buf = vec![0u64; 504 / 8];
+    match ioctl(file, linux_raw_sys::ioctl::BTRFS_IOC_GET_SUBVOL_INFO, &mut buf) {
+        Ok(()) => buf[288 / 8] & BTRFS_ROOT_SUBVOL_RDONLY != 0,
+        Err(Errno(ENOTTY)) => write_refused(file),
+        Err(_) => false,
+    }
+}
+
+/// The root item's read-only flag (linux/btrfs_tree.h), which GET_SUBVOL_INFO passes on
+/// as it is (not `BTRFS_SUBVOL_RDONLY`, 1 << 1, the flag of SUBVOL_GETFLAGS).
+const BTRFS_ROOT_SUBVOL_RDONLY: u64 = 1 << 0;
+const ENOTTY: i32 = 25;
+
+/// Whether the kernel refuses to write `file` because its file system (or subvolume) is
+/// read-only: `access(W_OK)` on the open file itself, through its `/proc/self/fd` link.
+fn write_refused(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    matches!(rustix::fs::access(path.as_str(), rustix::fs::Access::WRITE_OK), Err(rustix::io::Errno::ROFS))
 }
 
 /// `FIDEDUPERANGE` exists here.

@@ -40,9 +40,20 @@ pub fn check_file(file: &File) -> Result<FileCheck, Errno> {
         use std::os::unix::fs::MetadataExt;
         (md.dev(), md.ino(), md.ctime().saturating_mul(1_000_000_000).saturating_add(md.ctime_nsec()))
     };
+    #[cfg(unix)]
+    let blocks_512 = std::os::unix::fs::MetadataExt::blocks(&md);
     #[cfg(not(unix))]
-    let (dev, ino, ctime_ns) = (0, 0, ns_of(md.modified()));
-    Ok(FileCheck { kind, dev, ino, size: md.len(), mtime_ns: ns_of(md.modified()), ctime_ns, pinned: false })
+    let (dev, ino, ctime_ns, blocks_512) = (0, 0, ns_of(md.modified()), 0);
+    Ok(FileCheck {
+        kind,
+        dev,
+        ino,
+        size: md.len(),
+        mtime_ns: ns_of(md.modified()),
+        ctime_ns,
+        pinned: false,
+        blocks_512,
+    })
 }
 
 pub fn rotational(_dev: u64) -> bool {
@@ -59,6 +70,11 @@ pub fn layout(_file: &File) -> Layout {
 
 pub fn can_share_extents(_file: &File) -> Option<bool> {
     Some(false)
+}
+
+/// No read-only snapshots that dedupe could change here (there is no dedupe).
+pub fn read_only_snapshot(_file: &File) -> bool {
+    false
 }
 
 pub fn dedupe_supported() -> bool {

@@ -28,13 +28,14 @@
 //!   (Linux and macOS share theirs in `unix/term.rs`).
 //!
 //! * `dupes` and `dedupe`: `check_file`, `cached`, `FileCheck`, `layout`, `Layout`,
-//!   `Extent`, `rotational`, `physical_start`, `can_share_extents`, `dedupe_supported`,
-//!   `dedupe`, `DedupeStatus`, `MAX_DEDUPE_DESTS`, `lock_file`, `free_bytes`, `swap_files`,
-//!   and for the hash file `WriteDir`, `Owner`, `open_write_dir`, `write_dir_owner`,
-//!   `file_owner`, `effective_uid`, `entry_at`, `open_at_nofollow`, `replace_in`: `dupes_linux.rs` on Linux (FIEMAP, FIDEDUPERANGE, flock,
-//!   statfs, O_TMPFILE), `dupes_std.rs` (std::fs; no extents, no dedupe) everywhere else;
-//!   the types, `lock_file` and the hash-file calls but `replace_in`, which both share, in
-//!   `dupes_common.rs`.
+//!   `Extent`, `rotational`, `physical_start`, `can_share_extents`, `read_only_snapshot`,
+//!   `dedupe_supported`, `dedupe`, `DedupeStatus`, `MAX_DEDUPE_DESTS`, `lock_file`,
+//!   `free_bytes`, `swap_files`, and for the hash file `WriteDir`, `Owner`,
+//!   `open_write_dir`, `write_dir_owner`, `file_owner`, `effective_uid`, `entry_at`,
+//!   `open_at_nofollow`, `replace_in`: `dupes_linux.rs` on Linux (FIEMAP, FIDEDUPERANGE,
+//!   flock, statfs, O_TMPFILE, GET_SUBVOL_INFO), `dupes_std.rs` (std::fs; no extents, no
+//!   dedupe) everywhere else; the types, `lock_file` and the hash-file calls but
+//!   `replace_in`, which both share, in `dupes_common.rs`.
 //!
 //! `portable` is also compiled on every platform as the std::fs oracle
 //! (`DFDU_READER=portable`, and the reference the native readers are tested against).

@@ -8,6 +8,9 @@
 //!   deduplicated; on ext4 and XFS without reflink one message and exit 1.
 //! * Every count of the report on btrfs (two file systems, inline files, immutable source
 //!   and destination, already shared, dry run); a file over 1 GiB in two calls.
+//! * Choosing the source (issue 24): immutable and append-only first paths, sparse and
+//!   dense copies (btrfs and XFS), read-only snapshots left alone, swap files whose names
+//!   `/proc/swaps` escapes.
 //! * `dupes`: a data block whose btrfs checksum is broken (EIO, named once, exit 1), and
 //!   uncached files on a rotational device (an ext4 image) read in a lane of their own.
 
@@ -185,8 +188,8 @@ fn dedupe_counts_each_skip_on_btrfs() {
             .map(|k| (k, json_num(js, k).unwrap_or(u64::MAX)))
             .collect()
     };
-    // g1, g2 (its btrfs part), g4 and g5 are submitted; g3 and g6 are inline; g5's source is
-    // immutable, so none of its copies goes.
+    // g1, g2 (its btrfs part), g4 and g5 are submitted; g3 and g6 are inline. The immutable
+    // copy of g4 and g5 is each group's source (so it is no copy left out) and not changed.
     let want = |groups, files, shared| {
         vec![
             ("groups", groups),
@@ -194,29 +197,31 @@ fn dedupe_counts_each_skip_on_btrfs() {
             ("skipped_shared", shared),
             ("skipped_inline", 3 + 2),
             ("skipped_changed", 0),
-            ("skipped_pinned", 2),
+            ("skipped_pinned", 0),
             ("skipped_swap", 0),
             ("skipped_other_fs", 1),
             ("errors", 0),
             ("refused_files", 0),
         ]
     };
+    let bytes = 2 * 200_000 + 100_000 + 2 * 100_000 + 100_000;
     let dry = run(true);
-    assert_eq!(counts(&dry), want(4, 4, 0), "{dry}");
+    assert_eq!(counts(&dry), want(4, 6, 0), "{dry}");
     assert_eq!(json_num(&dry, "ioctl_calls"), Some(0), "{dry}");
-    assert_eq!(json_num(&dry, "bytes_submitted"), Some(2 * 200_000 + 2 * 100_000), "{dry}");
+    assert_eq!(json_num(&dry, "bytes_submitted"), Some(bytes), "{dry}");
     // Free space is measured before and after real calls only.
     assert_eq!(json_num(&dry, "free_after"), Some(0), "{dry}");
     let first = run(false);
-    assert_eq!(counts(&first), want(4, 4, 0), "{first}");
-    assert_eq!(json_num(&first, "bytes_deduplicated"), Some(2 * 200_000 + 2 * 100_000), "{first}");
-    assert_eq!(json_num(&first, "bytes_submitted"), Some(2 * 200_000 + 2 * 100_000), "{first}");
-    // One call per part (g1, g2, g4): each is smaller than what one call covers.
-    assert_eq!(json_num(&first, "ioctl_calls"), Some(3), "{first}");
+    assert_eq!(counts(&first), want(4, 6, 0), "{first}");
+    assert_eq!(json_num(&first, "bytes_deduplicated"), Some(bytes), "{first}");
+    assert_eq!(json_num(&first, "bytes_submitted"), Some(bytes), "{first}");
+    // One call per part (g1, g2, g4, g5): each is smaller than what one call covers.
+    assert_eq!(json_num(&first, "ioctl_calls"), Some(4), "{first}");
     assert!(json_num(&first, "free_after").unwrap() > json_num(&first, "free_before").unwrap(), "{first}");
-    // Rerun: g1 shares whole (2), g2 and g4 one copy each; g5 and g3 as before.
+    // Rerun: g1, g4 and g5 share whole (2 + 2 + 1), g2's btrfs part one copy (its part is
+    // the only group left); g3 and g6 as before.
     let again = run(false);
-    assert_eq!(counts(&again), want(3, 0, 4), "{again}");
+    assert_eq!(counts(&again), want(1, 0, 6), "{again}");
     chattr("-i", &root.join("g4/c2"));
     chattr("-i", &root.join("g5/c0"));
 }
@@ -424,6 +429,7 @@ struct Counts {
     inline: u64,
     changed: u64,
     pinned: u64,
+    readonly: u64,
     swap: u64,
     other_fs: u64,
     errors: u64,
@@ -445,6 +451,7 @@ fn dedupe_counts(js: &str) -> Counts {
         inline: n("skipped_inline"),
         changed: n("skipped_changed"),
         pinned: n("skipped_pinned"),
+        readonly: n("skipped_readonly"),
         swap: n("skipped_swap"),
         other_fs: n("skipped_other_fs"),
         errors: n("errors"),
@@ -476,8 +483,9 @@ fn dedupe_text(c: &Counts, dry_run: bool) -> Vec<String> {
     };
     let second = format!(
         "skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or \
-         append-only, {} swap files, {} on another file system than their group's first file; {} errors",
-        c.shared, c.inline, c.changed, c.pinned, c.swap, c.other_fs, c.errors
+         append-only, {} on read-only snapshots, {} swap files, {} on another file system than their group's first \
+         file; {} errors",
+        c.shared, c.inline, c.changed, c.pinned, c.readonly, c.swap, c.other_fs, c.errors
     );
     vec![first, second]
 }
@@ -538,12 +546,14 @@ fn check_dedupe_report(kind: &str) {
     for n in ["a", "b", "c"] {
         write(&ra.join("g1").join(n), &d1);
     }
-    // g4: the source (first path) is immutable: the group is left alone, counted once.
+    // g4: the first path is immutable: it is the source (it may not be a destination), so
+    // the other copy is still deduplicated.
     let d4 = rng.bytes(s4 as usize);
     for n in ["a", "b"] {
         write(&ra.join("g4").join(n), &d4);
     }
-    // g5: an immutable and an append-only destination beside a free one.
+    // g5: an immutable and an append-only copy beside two free ones: the immutable one is
+    // the source, the append-only one is left as it is.
     let d5 = rng.bytes(s5 as usize);
     for n in ["a", "b", "c", "d"] {
         write(&ra.join("g5").join(n), &d5);
@@ -577,13 +587,13 @@ fn check_dedupe_report(kind: &str) {
     let g6_files = if btrfs { 0 } else { 2 };
     let first = Counts {
         groups: if btrfs { 5 } else { 6 },
-        files: 2 + 1 + 1 + 2 + g6_files,
-        submitted: 2 * s1 + s5 + s7 + 2 * s8 + g6_files * s6,
-        deduped: 2 * s1 + s5 + s7 + 2 * s8 + g6_files * s6,
-        pinned: 1 + 2,
+        files: 2 + 1 + 2 + 1 + 2 + g6_files,
+        submitted: 2 * s1 + s4 + 2 * s5 + s7 + 2 * s8 + g6_files * s6,
+        deduped: 2 * s1 + s4 + 2 * s5 + s7 + 2 * s8 + g6_files * s6,
+        pinned: 1,
         inline: inline_g6,
         other_fs: 1,
-        calls: if btrfs { 4 } else { 5 },
+        calls: if btrfs { 5 } else { 6 },
         ..Counts::default()
     };
 
@@ -616,19 +626,19 @@ fn check_dedupe_report(kind: &str) {
     notice(&format!("dedupe report on {kind}: deduplicated {}, free space {change:+}", first.deduped));
     assert_eq!(snapshot(), before, "{kind}: dedupe changed no byte, mode, owner or mtime");
 
-    // One more copy in g1; rerun. Members that share their first path's extents are
-    // skipped one by one (g1, g5, g7), a group that all shares as a whole (g8; g6 on XFS).
+    // One more copy in g1; rerun. Members that share their source's extents are skipped
+    // one by one (g1, g5, g7), a group that all shares as a whole (g4, g8; g6 on XFS).
     write(&ra.join("g1/d"), &d1);
     let again = dfdu_args(&["dedupe", "--json"], &roots);
     let js = String::from_utf8_lossy(&again.stdout).into_owned();
     assert!(again.status.success(), "{js}");
     let second = Counts {
-        groups: 4,
+        groups: 3,
         files: 1,
         submitted: s1,
         deduped: s1,
-        shared: 2 + 1 + 1 + 2 + if btrfs { 0 } else { 2 },
-        pinned: 3,
+        shared: 2 + 1 + 2 + 1 + 2 + if btrfs { 0 } else { 2 },
+        pinned: 1,
         inline: inline_g6,
         other_fs: 1,
         calls: 1,
@@ -1167,4 +1177,287 @@ fn dedupe_never_follows_a_directory_swapped_for_a_symlink_after_the_reads() {
     let hits: Vec<&str> = outside.iter().flat_map(|p| lines_reaching(&log, p)).collect();
     assert!(hits.is_empty(), "dfdu reached files outside the tree:\n{}", hits.join("\n"));
     assert_eq!([kept(&secret.join("y1")), kept(&secret.join("y2"))], before);
+}
+
+// ------------------------------------------------------------------------------------------
+// Choosing the source (issue 24, items 6 and 11): immutable and append-only copies, sparse
+// and dense copies, read-only btrfs snapshots.
+
+/// Takes `chattr` flags off again when dropped (before the image goes: declare it after).
+struct Unpin(Vec<PathBuf>);
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = Command::new("chattr").args(["-i", "-a"]).arg(p).status();
+        }
+    }
+}
+
+/// The extent map `xfs_io -r -c fiemap` prints (512-byte sectors, holes named), without
+/// its first line (the file's name).
+fn fiemap(p: &Path) -> String {
+    let out = Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(p).output().unwrap();
+    assert!(out.status.success(), "xfs_io fiemap {}: {}", p.display(), text(&out.stderr));
+    text(&out.stdout).lines().skip(1).collect::<Vec<_>>().join("\n")
+}
+
+fn blocks_512(p: &Path) -> u64 {
+    fs::metadata(p).unwrap().blocks()
+}
+
+/// Writes `data` to `p` leaving every 64 KiB piece that is all zeros in `holes` a hole.
+fn write_with_holes(p: &Path, data: &[u8], holes: &[std::ops::Range<usize>]) {
+    use std::os::unix::fs::FileExt;
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let f = fs::File::create(p).unwrap();
+    f.set_len(data.len() as u64).unwrap();
+    for (i, piece) in data.chunks(65_536).enumerate() {
+        let at = i * 65_536;
+        let in_hole = holes.iter().any(|h| h.start <= at && at + piece.len() <= h.end);
+        if !(in_hole && piece.iter().all(|&b| b == 0)) {
+            f.write_all_at(piece, at as u64).unwrap();
+        }
+    }
+    f.sync_all().unwrap();
+}
+
+/// An immutable or append-only first path no longer keeps its group from being
+/// deduplicated (before: the whole group was skipped, "1 immutable or append-only").
+/// p1: the first path is immutable, the others come to share its extents, it stays as it
+/// was; p3: the same with an append-only first path; p2: an append-only first path that is
+/// dense while its copies are sparse is no source (its extents would fill their holes) and
+/// no destination: it is the one reported, the sparse copies share one another's extents.
+fn check_pinned_first(kind: &str) {
+    let what = format!("dedupe_pinned_first_path_on_{kind}");
+    let fsys = match LoopFs::labelled(if kind == "btrfs" { "btrfs" } else { "xfs" }, &format!("pin-{kind}"), "300M") {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("{what}: cannot make or mount the image: {e}")),
+    };
+    let root = fsys.mnt.join("t");
+    let mut rng = Rng(0x9147);
+    let (d1, d3) = (rng.bytes(300_000), rng.bytes(200_000));
+    let mut d2 = vec![0u8; 1 << 20];
+    d2[..4096].copy_from_slice(&rng.bytes(4096));
+    let n2 = d2.len();
+    d2[n2 - 4096..].copy_from_slice(&rng.bytes(4096));
+    for n in ["a", "b", "c"] {
+        write(&root.join("p1").join(n), &d1);
+        write(&root.join("p3").join(n), &d3);
+    }
+    write_with_holes(&root.join("p2/a"), &d2, &[]);
+    let whole = 0..n2;
+    write_with_holes(&root.join("p2/b"), &d2, std::slice::from_ref(&whole));
+    write_with_holes(&root.join("p2/c"), &d2, std::slice::from_ref(&whole));
+    run_ok(Command::new("sync").arg("-f").arg(&root));
+    let _unpin = Unpin(vec![root.join("p1/a"), root.join("p2/a"), root.join("p3/a")]);
+    run_ok(Command::new("chattr").arg("+i").arg(root.join("p1/a")));
+    run_ok(Command::new("chattr").arg("+a").arg(root.join("p2/a")));
+    run_ok(Command::new("chattr").arg("+a").arg(root.join("p3/a")));
+    let files = walk(&root);
+    let before: BTreeMap<PathBuf, (Kept, u64, String)> =
+        files.iter().map(|p| (p.clone(), (kept(p), blocks_512(p), fiemap(p)))).collect();
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = text(&out.stdout);
+    assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+    let sparse_bytes = n2 as u64;
+    let want = Counts {
+        groups: 3,
+        files: 2 + 1 + 2,
+        submitted: 2 * 300_000 + sparse_bytes + 2 * 200_000,
+        deduped: 2 * 300_000 + sparse_bytes + 2 * 200_000,
+        pinned: 1,
+        calls: 3,
+        ..Counts::default()
+    };
+    assert_eq!(dedupe_counts(&js), want, "{kind}: {js}");
+    for p in &files {
+        let (k, blocks, _) = &before[p];
+        assert!(&kept(p) == k, "{} changed", p.display());
+        assert!(blocks_512(p) <= *blocks, "{} grew from {blocks} blocks to {}", p.display(), blocks_512(p));
+    }
+    let map = |g: &str, n: &str| fiemap(&root.join(g).join(n));
+    for g in ["p1", "p2", "p3"] {
+        assert_eq!(map(g, "a"), before[&root.join(g).join("a")].2, "{kind}: {g}/a's extents moved");
+    }
+    for g in ["p1", "p3"] {
+        assert_eq!((map(g, "b"), map(g, "c")), (map(g, "a"), map(g, "a")), "{kind}: {g} shares a's extents");
+    }
+    assert_eq!(map("p2", "c"), map("p2", "b"), "{kind}: p2/c shares p2/b's extents");
+    assert_eq!(map("p2", "b"), before[&root.join("p2/b")].2, "{kind}: p2/b is the source");
+}
+
+#[test]
+fn dedupe_pinned_first_path_on_btrfs() {
+    if need_root_and("mkfs.btrfs", "dedupe_pinned_first_path_on_btrfs")
+        && have_or_skip("chattr", "dedupe_pinned_first_path_on_btrfs")
+        && have_or_skip("xfs_io", "dedupe_pinned_first_path_on_btrfs")
+    {
+        check_pinned_first("btrfs");
+    }
+}
+
+#[test]
+fn dedupe_pinned_first_path_on_xfs() {
+    if need_root_and("mkfs.xfs", "dedupe_pinned_first_path_on_xfs")
+        && have_or_skip("chattr", "dedupe_pinned_first_path_on_xfs")
+        && have_or_skip("xfs_io", "dedupe_pinned_first_path_on_xfs")
+    {
+        check_pinned_first("xfs");
+    }
+}
+
+/// Sparse and dense copies of one content: the kernel gives a destination the source's
+/// layout, holes included (a dense source fills a sparse copy's holes; a sparse source
+/// punches holes into a dense copy, on btrfs and XFS alike). The source is the copy with
+/// the fewest blocks, so no member allocates more than before and the dense copies'
+/// zeros are given back. Before, the first path (dense here) was the source and the
+/// sparse copies lost their holes. The content: 4 KiB of data, 2 MiB of zeros, 4 KiB of
+/// data, 2 MiB of zeros, 4 KiB of data; "b" and "e" keep both zero runs as holes, "d"
+/// only the first, "a" and "c" none.
+fn check_sparse_and_dense(kind: &str) {
+    let what = format!("dedupe_sparse_and_dense_copies_on_{kind}");
+    let fsys = match LoopFs::labelled(kind, &format!("sparse-{kind}"), "300M") {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("{what}: cannot make or mount the image: {e}")),
+    };
+    let root = fsys.mnt.join("t");
+    let mut rng = Rng(0x5ba5);
+    let zeros = 2usize << 20;
+    let mut data = rng.bytes(4096);
+    data.extend(vec![0u8; zeros]);
+    data.extend(rng.bytes(4096));
+    data.extend(vec![0u8; zeros]);
+    data.extend(rng.bytes(4096));
+    let (first, second) = (4096..4096 + zeros, 2 * 4096 + zeros..2 * 4096 + 2 * zeros);
+    let holes: [(&str, Vec<std::ops::Range<usize>>); 5] = [
+        ("a-dense", vec![]),
+        ("b-sparse", vec![first.clone(), second.clone()]),
+        ("c-dense", vec![]),
+        ("d-half", vec![first.clone()]),
+        ("e-sparse", vec![first, second]),
+    ];
+    for (name, h) in &holes {
+        write_with_holes(&root.join(name), &data, h);
+    }
+    run_ok(Command::new("sync").arg("-f").arg(&root));
+    let before: Vec<(PathBuf, Kept, u64)> =
+        holes.iter().map(|(n, _)| root.join(n)).map(|p| (p.clone(), kept(&p), blocks_512(&p))).collect();
+    let sparse_blocks = before[1].2;
+    let blocks: Vec<u64> = before.iter().map(|b| b.2).collect();
+    assert!(sparse_blocks * 512 < 1 << 20 && blocks[0] * 512 > 4 << 20, "{kind}: blocks {blocks:?}");
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = text(&out.stdout);
+    assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+    let size = data.len() as u64;
+    let want = Counts { groups: 1, files: 4, submitted: 4 * size, deduped: 4 * size, calls: 1, ..Counts::default() };
+    assert_eq!(dedupe_counts(&js), want, "{kind}: {js}");
+    for (p, k, blocks) in &before {
+        assert!(&kept(p) == k, "{} changed", p.display());
+        let now = blocks_512(p);
+        assert!(now <= *blocks, "{kind}: {} grew from {blocks} blocks to {now}", p.display());
+    }
+    let mut given_back = 0;
+    for (p, _, blocks) in &before {
+        assert_eq!(blocks_512(p), sparse_blocks, "{kind}: {} has the sparse copy's blocks", p.display());
+        given_back += (blocks - sparse_blocks) * 512;
+    }
+    let grown = json_num(&js, "free_after").unwrap() as i64 - json_num(&js, "free_before").unwrap() as i64;
+    notice(&format!("{what}: {given_back} bytes of zeros given back, free space grew by {grown}"));
+    assert!(grown as f64 >= 0.99 * given_back as f64, "{kind}: free space grew by {grown}, {given_back} expected");
+}
+
+#[test]
+fn dedupe_sparse_and_dense_copies_on_btrfs() {
+    if need_root_and("mkfs.btrfs", "dedupe_sparse_and_dense_copies_on_btrfs") {
+        check_sparse_and_dense("btrfs");
+    }
+}
+
+#[test]
+fn dedupe_sparse_and_dense_copies_on_xfs() {
+    if need_root_and("mkfs.xfs", "dedupe_sparse_and_dense_copies_on_xfs") {
+        check_sparse_and_dense("xfs");
+    }
+}
+
+/// A subvolume's generation, as `btrfs subvolume show` prints it.
+fn generation(subvolume: &Path) -> u64 {
+    let out = Command::new("btrfs").args(["subvolume", "show"]).arg(subvolume).output().unwrap();
+    let show = text(&out.stdout);
+    let line = show.lines().find(|l| l.trim_start().starts_with("Generation:")).unwrap_or_else(|| panic!("{show}"));
+    line.split(':').nth(1).unwrap().trim().parse().unwrap()
+}
+
+/// Files on a read-only btrfs snapshot are left as they are and counted (before, dedupe
+/// remapped the snapshot's extents: its generation moved): the snapshot's generation and
+/// extent maps stay the same; the writable subvolume's copies are deduplicated. The same
+/// where the kernel predates `BTRFS_IOC_GET_SUBVOL_INFO` (strace makes that call fail with
+/// ENOTTY on the snapshot's files). `--allow-readonly` deduplicates the snapshot too.
+#[test]
+fn dedupe_leaves_read_only_snapshots_alone_on_btrfs() {
+    let what = "dedupe_leaves_read_only_snapshots_alone_on_btrfs";
+    if !(need_root_and("mkfs.btrfs", what) && have_or_skip("btrfs", what) && have_or_skip("xfs_io", what)) {
+        return;
+    }
+    let fsys = match LoopFs::labelled("btrfs", "rosnap", "300M") {
+        Ok(f) => f,
+        Err(e) => return skip(&format!("{what}: cannot make or mount the image: {e}")),
+    };
+    let (sv, snap) = (fsys.mnt.join("sv"), fsys.mnt.join("snap"));
+    run_ok(Command::new("btrfs").args(["subvolume", "create"]).arg(&sv));
+    let data = Rng(0x5ab).bytes(300_000);
+    write(&sv.join("a"), &data);
+    write(&sv.join("b"), &data);
+    run_ok(Command::new("sync").arg("-f").arg(&sv));
+    run_ok(Command::new("btrfs").args(["subvolume", "snapshot", "-r"]).arg(&sv).arg(&snap));
+    run_ok(Command::new("sync").arg("-f").arg(&snap));
+    let maps = || (fiemap(&snap.join("a")), fiemap(&snap.join("b")));
+    let (gen, before) = (generation(&snap), maps());
+    assert_ne!(before.0, before.1, "the snapshot's copies have extents of their own");
+    let dedupe = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["dedupe".as_ref(), "--json".as_ref()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.push(fsys.mnt.as_os_str());
+        let out = dfdu(&args);
+        let js = text(&out.stdout);
+        assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+        dedupe_counts(&js)
+    };
+    // One group, two parts (each subvolume has a device of its own): sv's is deduplicated,
+    // snap's left alone.
+    let size = data.len() as u64;
+    let sv_part = Counts { groups: 1, files: 1, submitted: size, deduped: size, calls: 1, ..Counts::default() };
+    assert_eq!(dedupe(&[]), Counts { readonly: 1, ..sv_part.clone() });
+    assert_eq!((generation(&snap), maps()), (gen, before.clone()), "the read-only snapshot changed");
+    // A kernel without GET_SUBVOL_INFO: the write-access check answers.
+    if have_or_skip("strace", &format!("{what} (without GET_SUBVOL_INFO)")) {
+        let log = fsys.mnt.join("strace.log");
+        let out = Command::new("strace")
+            .arg("-f")
+            .arg("-o")
+            .arg(&log)
+            .arg("-P")
+            .arg(snap.join("a"))
+            .arg("-P")
+            .arg(snap.join("b"))
+            .args(["-e", "trace=ioctl", "-e", "inject=ioctl:error=ENOTTY", "--"])
+            .arg(dfdu_path())
+            .args(["dedupe", "--json"])
+            .arg(&fsys.mnt)
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        let js = text(&out.stdout);
+        assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+        let traced = fs::read_to_string(&log).unwrap();
+        assert!(traced.lines().any(|l| l.contains("GET_SUBVOL_INFO") && l.contains("(INJECTED)")), "{traced}");
+        assert_eq!(dedupe_counts(&js), Counts { groups: 1, shared: 1, readonly: 1, ..Counts::default() }, "{js}");
+        assert_eq!((generation(&snap), maps()), (gen, before.clone()), "the read-only snapshot changed");
+    }
+    let allowed = dedupe(&["--allow-readonly"]);
+    assert_eq!(allowed, Counts { shared: 1, ..sv_part }, "--allow-readonly");
+    assert_ne!(generation(&snap), gen, "deduplicating inside the snapshot moves its generation");
+    let after = maps();
+    assert_eq!(after.0, after.1, "the snapshot's copies share their extents now");
 }

@@ -1,20 +1,26 @@
-//! `dfdu dedupe`: each group's other files come to share the extents of its first path,
-//! through `FIDEDUPERANGE` only — the kernel locks both files, compares the bytes and
-//! shares nothing that differs. `FICLONE` and `copy_file_range` are never used: they do
-//! not compare.
+//! `dfdu dedupe`: each group's files come to share the extents of one of them, through
+//! `FIDEDUPERANGE` only — the kernel locks both files, compares the bytes and shares
+//! nothing that differs. `FICLONE` and `copy_file_range` are never used: they do not
+//! compare.
 //!
 //! # Per group
 //!
-//! 1. Members are split by device (sharing never crosses a file system); in each part
-//!    the first path is the source.
-//! 2. Skipped before any call: destinations whose extent layout already is the source's
-//!    (FIEMAP, found by `find::layouts`), files that changed since they were hashed (size,
-//!    mtime, ctime, identity), immutable and append-only files, active swap files.
-//! 3. Destinations go in batches of at most `MAX_DEDUPE_DESTS`. Each call covers at most
+//! 1. Members are split by device (sharing never crosses a file system; each btrfs
+//!    subvolume has a device of its own).
+//! 2. Every member of a part is opened and sorted out: files that changed since they were
+//!    hashed (size, mtime, ctime, identity) and active swap files take no part; immutable
+//!    and append-only files and files on a read-only btrfs snapshot may be the source but
+//!    are never changed (the kernel lets them serve: btrfs and XFS, tested).
+//! 3. The source is the member with the fewest allocated blocks (`source_of`): the kernel
+//!    gives each destination the source's layout, holes included, so no member ends up
+//!    allocating more than before. Destinations whose extent layout already is the
+//!    source's (FIEMAP, found by `find::layouts`) are skipped. Every member but the source
+//!    is a destination or counted in the report under its reason.
+//! 4. Destinations go in batches of at most `MAX_DEDUPE_DESTS`. Each call covers at most
 //!    1 GiB (the VFS cap); the loop advances by the least `bytes_deduped` any destination
 //!    got (btrfs works in 16 MiB pieces) and stops when a call makes no progress. Before
 //!    every call, the source and each destination are checked again.
-//! 4. The first call on a file system that cannot share extents (EOPNOTSUPP, or a known
+//! 5. The first call on a file system that cannot share extents (EOPNOTSUPP, or a known
 //!    type such as ext4 before any call) stops the whole run with one message.
 //!
 //! Free space is measured per file system with `statfs` after `syncfs`, before the first
@@ -45,6 +51,7 @@ pub struct Report {
     pub skipped_inline: u64,
     pub skipped_changed: u64,
     pub skipped_pinned: u64,
+    pub skipped_readonly: u64,
     pub skipped_swap: u64,
     pub skipped_other_fs: u64,
     pub errors: u64,
@@ -89,11 +96,13 @@ impl Report {
         });
         s.push_str(&format!(
             "{cmd}: skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or append-only, \
-             {} swap files, {} on another file system than their group's first file; {} errors\n",
+             {} on read-only snapshots, {} swap files, {} on another file system than their group's first file; \
+             {} errors\n",
             self.skipped_shared,
             self.skipped_inline,
             self.skipped_changed,
             self.skipped_pinned,
+            self.skipped_readonly,
             self.skipped_swap,
             self.skipped_other_fs,
             self.errors
@@ -112,7 +121,7 @@ impl Report {
         format!(
             "{{\"dry_run\":{dry_run},\"groups\":{},\"files\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\
              \"refused_files\":{},\"skipped_shared\":{},\"skipped_inline\":{},\"skipped_changed\":{},\"skipped_pinned\":{},\
-             \"skipped_swap\":{},\"skipped_other_fs\":{},\"errors\":{},\"ioctl_calls\":{},\
+             \"skipped_readonly\":{},\"skipped_swap\":{},\"skipped_other_fs\":{},\"errors\":{},\"ioctl_calls\":{},\
              \"free_before\":{},\"free_after\":{},\"unsupported\":{}}}",
             self.groups,
             self.files,
@@ -123,6 +132,7 @@ impl Report {
             self.skipped_inline,
             self.skipped_changed,
             self.skipped_pinned,
+            self.skipped_readonly,
             self.skipped_swap,
             self.skipped_other_fs,
             self.errors,
@@ -132,12 +142,6 @@ impl Report {
             self.unsupported.is_some()
         )
     }
-}
-
-/// One open member: index in the group and its file.
-struct Open {
-    m: usize,
-    file: File,
 }
 
 /// Opens member `m` through checked directory handles (`open.rs`) and stats it; `None`
@@ -163,14 +167,17 @@ impl Report {
     }
 }
 
-/// Why a file is left out of the calls.
+/// Why a file is left out of the calls, or (`Pinned`, `ReadOnly`) may only be a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Skip {
     /// Size, times or identity differ from the scan's.
     Changed,
-    /// Immutable or append-only.
+    /// Immutable or append-only: never changed, but its extents may be shared.
     Pinned,
-    /// An active swap file.
+    /// On a read-only btrfs snapshot: never changed (without `--allow-readonly`), but its
+    /// extents may be shared.
+    ReadOnly,
+    /// An active swap file: the kernel refuses it either way (ETXTBSY).
     Swap,
 }
 
@@ -178,10 +185,10 @@ enum Skip {
 fn skip_reason(c: &platform::FileCheck, rec: &FileRec, swaps: &[(u64, u64)]) -> Option<Skip> {
     if !same(c, rec) {
         Some(Skip::Changed)
-    } else if c.pinned {
-        Some(Skip::Pinned)
     } else if swaps.contains(&(c.dev, c.ino)) {
         Some(Skip::Swap)
+    } else if c.pinned {
+        Some(Skip::Pinned)
     } else {
         None
     }
@@ -193,6 +200,7 @@ impl Report {
         match why {
             Skip::Changed => self.skipped_changed += n,
             Skip::Pinned => self.skipped_pinned += n,
+            Skip::ReadOnly => self.skipped_readonly += n,
             Skip::Swap => self.skipped_swap += n,
         }
     }
@@ -201,46 +209,44 @@ impl Report {
 /// Failure messages kept per run; the count covers the rest.
 const MAX_MESSAGES: usize = 1000;
 
+/// What the user chose for a run.
+#[derive(Clone, Copy, Default)]
+pub struct Options {
+    /// Count what would be submitted; call nothing.
+    pub dry_run: bool,
+    /// Files on read-only btrfs snapshots may be destinations too.
+    pub allow_readonly: bool,
+}
+
+/// One run's state between the parts of its groups.
+struct Run<'a> {
+    handles: &'a Handles<'a>,
+    found: &'a super::sink::Found,
+    opts: Options,
+    swaps: Vec<(u64, u64)>,
+    /// One open file per device, for free space before and after.
+    fs_files: HashMap<u64, File>,
+    /// Whether each device is a read-only btrfs subvolume (each has a device of its own).
+    read_only: HashMap<u64, bool>,
+    r: Report,
+}
+
 /// Deduplicates `groups` (or, with `dry_run`, counts what would be submitted).
-pub fn run(handles: &Handles, groups: &[Group], dry_run: bool) -> Report {
-    let found = handles.found();
-    let mut r = Report::default();
+pub fn run(handles: &Handles, groups: &[Group], opts: Options) -> Report {
     let swaps = platform::swap_files();
-    // One open file per device, for free space before and after.
-    let mut fs_files: HashMap<u64, File> = HashMap::new();
+    let found = handles.found();
+    let mut run =
+        Run { handles, found, opts, swaps, fs_files: HashMap::new(), read_only: HashMap::new(), r: Report::default() };
     for g in groups {
-        if g.all_shared() {
-            r.skipped_shared += g.members.len() as u64 - 1;
-            continue;
-        }
-        let mut devs: Vec<u64> = g.members.iter().map(|&i| found.files[i as usize].dev).collect();
-        devs.sort_unstable();
-        devs.dedup();
-        let mut part_counted = false;
-        for dev in devs {
-            let on_dev: Vec<usize> =
-                (0..g.members.len()).filter(|&m| found.files[g.members[m] as usize].dev == dev).collect();
-            let part: Vec<usize> = on_dev.iter().copied().filter(|&m| g.layout_of[m] != INLINE).collect();
-            r.skipped_inline += (on_dev.len() - part.len()) as u64;
-            if part.len() < 2 {
-                if g.members.len() > 1 && dev != found.files[g.members[0] as usize].dev {
-                    r.skipped_other_fs += 1;
-                }
-                continue;
-            }
-            if !part_counted {
-                r.groups += 1;
-                part_counted = true;
-            }
-            if let Err(stop) = dedupe_part(handles, g, &part, dry_run, &swaps, &mut fs_files, &mut r) {
-                r.unsupported = Some(stop);
-                r.failed = true;
-                return r;
-            }
+        if let Err(stop) = run.group(g) {
+            run.r.unsupported = Some(stop);
+            run.r.failed = true;
+            return run.r;
         }
     }
-    if r.free_known && !dry_run {
-        r.free_after = fs_files.values().filter_map(platform::free_bytes).sum();
+    let mut r = run.r;
+    if r.free_known && !opts.dry_run {
+        r.free_after = run.fs_files.values().filter_map(platform::free_bytes).sum();
     }
     if r.errors > 0 {
         r.failed = true;
@@ -248,104 +254,183 @@ pub fn run(handles: &Handles, groups: &[Group], dry_run: bool) -> Report {
     r
 }
 
-/// One device's members of a group; `Err` when the file system cannot share extents.
-fn dedupe_part(
-    handles: &Handles,
-    g: &Group,
-    part: &[usize],
-    dry_run: bool,
-    swaps: &[(u64, u64)],
-    fs_files: &mut HashMap<u64, File>,
-    r: &mut Report,
-) -> Result<(), String> {
-    let found = handles.found();
-    let src_m = part[0];
-    let src_rec = found.files[g.members[src_m] as usize];
-    let shown = |m: usize| crate::text::quote::quotef(&g.paths[m]);
-    let (src, check) = match open_member(handles, g, src_m) {
-        Ok(Some(pair)) => pair,
-        // Changed: its group's hashes say nothing about it now (as below).
-        Ok(None) => {
-            r.skip(Skip::Changed, part.len() as u64);
-            return Ok(());
-        }
-        Err(e) => {
-            r.fail(&g.paths[src_m], e);
-            return Ok(());
-        }
-    };
-    match skip_reason(&check, &src_rec, swaps) {
-        // Changed: its group's hashes say nothing about its contents now.
-        Some(Skip::Changed) => {
-            r.skip(Skip::Changed, part.len() as u64);
-            return Ok(());
-        }
-        // Pinned or swap: counted once, for the source; the others stay as they are.
-        Some(why) => {
-            r.skip(why, 1);
-            return Ok(());
-        }
-        None => {}
+/// One opened member of a part that can serve: its index in the group, its file, its
+/// allocated blocks, and why it may only be a source, if it may.
+struct Member {
+    m: usize,
+    file: File,
+    blocks_512: u64,
+    source_only: Option<Skip>,
+}
+
+/// The member the others of its part come to share. The fewest allocated blocks first:
+/// the kernel gives each destination the source's layout, holes included (a dense source
+/// fills a sparse copy's holes, a sparse one punches them into a dense copy; btrfs and
+/// XFS alike), so then no member allocates more than before. Among equals, one that may
+/// not be a destination (immutable, append-only, read-only: chosen, it is no copy left
+/// out), then the one whose extents most members share already (fewer calls), then the
+/// first path.
+fn source_of(g: &Group, members: &[Member]) -> Option<usize> {
+    let sharers = |m: usize| members.iter().filter(|x| g.layout_of[x.m] == g.layout_of[m]).count();
+    (0..members.len()).min_by_key(|&i| {
+        let x = &members[i];
+        (x.blocks_512, x.source_only.is_none(), std::cmp::Reverse(sharers(x.m)), x.m)
+    })
+}
+
+impl Run<'_> {
+    fn rec(&self, g: &Group, m: usize) -> FileRec {
+        self.found.files[g.members[m] as usize]
     }
-    if let Entry::Vacant(slot) = fs_files.entry(src_rec.dev) {
-        if platform::can_share_extents(&src) == Some(false) {
-            // Groups on another file system were deduplicated already: "nothing was
-            // changed" would be false. As when a call says EOPNOTSUPP then, this part
-            // fails (one message, its files counted) and the run goes on.
-            if r.bytes_deduped > 0 {
-                r.fail(&g.paths[src_m], Errno(EOPNOTSUPP));
-                r.errors += part.len() as u64 - 1;
-                return Ok(());
+
+    /// One group, one device at a time; `Err` when the run must stop.
+    fn group(&mut self, g: &Group) -> Result<(), String> {
+        if g.all_shared() {
+            self.r.skipped_shared += g.members.len() as u64 - 1;
+            return Ok(());
+        }
+        let dev_of = |m: usize| self.found.files[g.members[m] as usize].dev;
+        let mut devs: Vec<u64> = (0..g.members.len()).map(dev_of).collect();
+        devs.sort_unstable();
+        devs.dedup();
+        let mut part_counted = false;
+        for dev in devs {
+            let on_dev: Vec<usize> = (0..g.members.len()).filter(|&m| dev_of(m) == dev).collect();
+            let part: Vec<usize> = on_dev.iter().copied().filter(|&m| g.layout_of[m] != INLINE).collect();
+            self.r.skipped_inline += (on_dev.len() - part.len()) as u64;
+            if part.len() < 2 {
+                if g.members.len() > 1 && dev != dev_of(0) {
+                    self.r.skipped_other_fs += 1;
+                }
+                continue;
+            }
+            if !part_counted {
+                self.r.groups += 1;
+                part_counted = true;
+            }
+            self.part(g, &part)?;
+        }
+        Ok(())
+    }
+
+    /// Whether files on device `dev` (`file` one of them) are left as they are because
+    /// they are on a read-only snapshot; asked once per device.
+    fn read_only(&mut self, dev: u64, file: &File) -> bool {
+        !self.opts.allow_readonly && *self.read_only.entry(dev).or_insert_with(|| platform::read_only_snapshot(file))
+    }
+
+    /// Opens every member of `part`; returns those that can serve, as source or
+    /// destination, and counts the others: changed since hashed, active swap files,
+    /// failures to open.
+    fn open_part(&mut self, g: &Group, part: &[usize]) -> Vec<Member> {
+        let mut out = Vec::with_capacity(part.len());
+        for &m in part {
+            let (file, c) = match open_member(self.handles, g, m) {
+                Ok(Some(pair)) => pair,
+                Ok(None) => {
+                    self.r.skip(Skip::Changed, 1);
+                    continue;
+                }
+                Err(e) => {
+                    self.r.fail(&g.paths[m], e);
+                    continue;
+                }
+            };
+            let source_only = match skip_reason(&c, &self.rec(g, m), &self.swaps) {
+                Some(why @ (Skip::Changed | Skip::Swap)) => {
+                    self.r.skip(why, 1);
+                    continue;
+                }
+                Some(why) => Some(why),
+                None if self.read_only(c.dev, &file) => Some(Skip::ReadOnly),
+                None => None,
+            };
+            out.push(Member { m, file, blocks_512: c.blocks_512, source_only });
+        }
+        out
+    }
+
+    /// One device's members of a group; `Err` when the file system cannot share extents.
+    /// Every member but the source is a destination or counted where it belongs.
+    fn part(&mut self, g: &Group, part: &[usize]) -> Result<(), String> {
+        let members = self.open_part(g, part);
+        let Some(s) = source_of(g, &members) else { return Ok(()) };
+        let src = &members[s];
+        if !self.first_on_fs(g, src, members.len())? {
+            return Ok(());
+        }
+        let mut dests: Vec<&Member> = Vec::new();
+        for d in members.iter().filter(|d| d.m != src.m) {
+            match d.source_only {
+                // Sharing the source's extents already, it is no copy left out.
+                _ if g.layout_of[d.m] == g.layout_of[src.m] => self.r.skipped_shared += 1,
+                Some(why) => self.r.skip(why, 1),
+                None => dests.push(d),
+            }
+        }
+        self.r.files += dests.len() as u64;
+        if self.opts.dry_run {
+            let size = self.rec(g, src.m).size;
+            self.r.bytes_submitted = self.r.bytes_submitted.saturating_add(size.saturating_mul(dests.len() as u64));
+            return Ok(());
+        }
+        for batch in dests.chunks(MAX_DEDUPE_DESTS) {
+            if !self.submit(g, src, batch)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// For the first source on its device: whether the file system can share extents
+    /// (ext4, tmpfs and the like are known before any call) and the free space before.
+    /// `Err` stops the run (nothing was changed yet); `Ok(false)` fails only this part of
+    /// `n_members` (groups on another file system were deduplicated already).
+    fn first_on_fs(&mut self, g: &Group, src: &Member, n_members: usize) -> Result<bool, String> {
+        let Entry::Vacant(slot) = self.fs_files.entry(self.found.files[g.members[src.m] as usize].dev) else {
+            return Ok(true);
+        };
+        if platform::can_share_extents(&src.file) == Some(false) {
+            // "Nothing was changed" would be false now. As when a call says EOPNOTSUPP
+            // then, this part fails (one message, its files counted) and the run goes on.
+            if self.r.bytes_deduped > 0 {
+                self.r.fail(&g.paths[src.m], Errno(EOPNOTSUPP));
+                self.r.errors += n_members as u64 - 1;
+                return Ok(false);
             }
             return Err(format!(
                 "the file system of {} cannot share extents (ext4, tmpfs and the like; XFS needs reflink=1): \
                  nothing was changed",
-                shown(src_m)
+                crate::text::quote::quotef(&g.paths[src.m])
             ));
         }
-        if let Some(free) = platform::free_bytes(&src) {
-            r.free_before += free;
-            r.free_known = true;
+        if let Some(free) = platform::free_bytes(&src.file) {
+            self.r.free_before += free;
+            self.r.free_known = true;
         }
-        if let Ok(f) = src.try_clone() {
+        if let Ok(f) = src.file.try_clone() {
             slot.insert(f);
         }
+        Ok(true)
     }
-    let mut dests: Vec<Open> = Vec::new();
-    for &m in &part[1..] {
-        let rec = found.files[g.members[m] as usize];
-        if g.layout_of[m] == g.layout_of[src_m] {
-            r.skipped_shared += 1;
-            continue;
-        }
-        match open_member(handles, g, m) {
-            Ok(Some((file, c))) => match skip_reason(&c, &rec, swaps) {
-                Some(why) => r.skip(why, 1),
-                None => dests.push(Open { m, file }),
-            },
-            Ok(None) => r.skip(Skip::Changed, 1),
-            Err(e) => r.fail(&g.paths[m], e),
-        }
-    }
-    r.files += dests.len() as u64;
-    if dry_run {
-        r.bytes_submitted = r.bytes_submitted.saturating_add(src_rec.size.saturating_mul(dests.len() as u64));
-        return Ok(());
-    }
-    for batch in dests.chunks(MAX_DEDUPE_DESTS) {
-        let mut active: Vec<&Open> = batch.iter().collect();
+
+    /// One batch of destinations, a call at a time until the whole size is shared.
+    /// Source and destinations are checked again right before every call: anything that
+    /// changed since it was hashed is left alone (the kernel would compare anyway; this
+    /// keeps the report true). `Ok(false)` when the source changed: its part stops.
+    fn submit(&mut self, g: &Group, src: &Member, batch: &[&Member]) -> Result<bool, String> {
+        let src_rec = self.rec(g, src.m);
+        let mut active: Vec<&Member> = batch.to_vec();
         let mut off = 0u64;
         while off < src_rec.size && !active.is_empty() {
-            // Re-check right before the call: anything that changed since it was hashed
-            // is left alone (the kernel would compare anyway; this keeps the report true).
-            if !platform::check_file(&src).is_ok_and(|c| same(&c, &src_rec)) {
-                r.skipped_changed += active.len() as u64;
-                return Ok(());
+            if !platform::check_file(&src.file).is_ok_and(|c| same(&c, &src_rec)) {
+                self.r.skipped_changed += active.len() as u64;
+                return Ok(false);
             }
             active.retain(|d| {
-                let ok = platform::check_file(&d.file).is_ok_and(|c| same(&c, &found.files[g.members[d.m] as usize]));
+                let ok = platform::check_file(&d.file).is_ok_and(|c| same(&c, &self.rec(g, d.m)));
                 if !ok {
-                    r.skipped_changed += 1;
+                    self.r.skipped_changed += 1;
                 }
                 ok
             });
@@ -353,56 +438,69 @@ fn dedupe_part(
                 break;
             }
             let len = (src_rec.size - off).min(CALL_BYTES);
-            let pairs: Vec<(&File, u64)> = active.iter().map(|d| (&d.file, off)).collect();
-            r.ioctl_calls += 1;
-            r.bytes_submitted = r.bytes_submitted.saturating_add(len * pairs.len() as u64);
-            let statuses = match platform::dedupe(&src, off, len, &pairs) {
-                Ok(s) => s,
-                Err(e) if (e.0 == EOPNOTSUPP || e.0 == 22) && r.bytes_deduped == 0 => {
-                    return Err(format!(
-                        "the file system of {} cannot share extents ({}; XFS needs reflink=1): nothing was changed",
-                        shown(src_m),
-                        platform::errno_text(e)
-                    ));
-                }
-                Err(e) => {
-                    for d in &active {
-                        r.fail(&g.paths[d.m], e);
-                    }
-                    break;
-                }
-            };
-            let mut least = u64::MAX;
-            let mut keep = Vec::new();
-            for (d, st) in active.iter().zip(statuses) {
-                match st {
-                    DedupeStatus::Same(n) => {
-                        r.bytes_deduped += n;
-                        least = least.min(n);
-                        keep.push(*d);
-                    }
-                    DedupeStatus::Differs => r.refused_files += 1,
-                    DedupeStatus::Error(e) if e.0 == EOPNOTSUPP && r.bytes_deduped == 0 => {
-                        return Err(format!(
-                            "the file system of {} cannot share extents (XFS needs reflink=1): nothing was changed",
-                            shown(src_m)
-                        ));
-                    }
-                    DedupeStatus::Error(e) => r.fail(&g.paths[d.m], e),
-                }
+            match self.call(g, src, off, len, &mut active)? {
+                Some(least) => off += least,
+                None => break,
             }
-            active = keep;
-            if least == 0 || least == u64::MAX {
-                break;
-            }
-            off += least;
         }
+        Ok(true)
     }
-    Ok(())
+
+    /// One `FIDEDUPERANGE` call of `len` bytes at `off`; keeps in `active` the
+    /// destinations the kernel deduplicated and returns the least progress any made
+    /// (`None`: no progress, stop). `Err` when the file system cannot share extents and
+    /// nothing was deduplicated yet.
+    fn call(
+        &mut self,
+        g: &Group,
+        src: &Member,
+        off: u64,
+        len: u64,
+        active: &mut Vec<&Member>,
+    ) -> Result<Option<u64>, String> {
+        let cannot = |why: String| {
+            let shown = crate::text::quote::quotef(&g.paths[src.m]);
+            format!("the file system of {shown} cannot share extents ({why}XFS needs reflink=1): nothing was changed")
+        };
+        let pairs: Vec<(&File, u64)> = active.iter().map(|d| (&d.file, off)).collect();
+        self.r.ioctl_calls += 1;
+        self.r.bytes_submitted = self.r.bytes_submitted.saturating_add(len * pairs.len() as u64);
+        let statuses = match platform::dedupe(&src.file, off, len, &pairs) {
+            Ok(s) => s,
+            Err(e) if (e.0 == EOPNOTSUPP || e.0 == 22) && self.r.bytes_deduped == 0 => {
+                return Err(cannot(format!("{}; ", platform::errno_text(e))));
+            }
+            Err(e) => {
+                for d in active.iter() {
+                    self.r.fail(&g.paths[d.m], e);
+                }
+                return Ok(None);
+            }
+        };
+        let mut least = u64::MAX;
+        let mut keep = Vec::new();
+        for (d, st) in active.iter().zip(statuses) {
+            match st {
+                DedupeStatus::Same(n) => {
+                    self.r.bytes_deduped += n;
+                    least = least.min(n);
+                    keep.push(*d);
+                }
+                DedupeStatus::Differs => self.r.refused_files += 1,
+                DedupeStatus::Error(e) if e.0 == EOPNOTSUPP && self.r.bytes_deduped == 0 => {
+                    return Err(cannot(String::new()));
+                }
+                DedupeStatus::Error(e) => self.r.fail(&g.paths[d.m], e),
+            }
+        }
+        *active = keep;
+        Ok((least != 0 && least != u64::MAX).then_some(least))
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::sink::Found;
     use super::*;
 
     fn report() -> Report {
@@ -416,6 +514,7 @@ mod tests {
             skipped_inline: 6,
             skipped_changed: 7,
             skipped_pinned: 8,
+            skipped_readonly: 13,
             skipped_swap: 9,
             skipped_other_fs: 10,
             errors: 11,
@@ -428,8 +527,8 @@ mod tests {
     }
 
     const SKIPPED: &str = "dfdu dedupe: skipped: 5 already sharing extents, 6 inline (cannot share), 7 changed since \
-                           hashed, 8 immutable or append-only, 9 swap files, 10 on another file system than their \
-                           group's first file; 11 errors\n";
+                           hashed, 8 immutable or append-only, 13 on read-only snapshots, 9 swap files, 10 on another \
+                           file system than their group's first file; 11 errors\n";
 
     #[test]
     fn dedupe_report_text_of_a_run() {
@@ -474,7 +573,7 @@ mod tests {
             r.json(false),
             "{\"dry_run\":false,\"groups\":2,\"files\":3,\"bytes_submitted\":4000,\"bytes_deduplicated\":3000,\
              \"refused_files\":1,\"skipped_shared\":5,\"skipped_inline\":6,\"skipped_changed\":7,\"skipped_pinned\":8,\
-             \"skipped_swap\":9,\"skipped_other_fs\":10,\"errors\":11,\"ioctl_calls\":12,\
+             \"skipped_readonly\":13,\"skipped_swap\":9,\"skipped_other_fs\":10,\"errors\":11,\"ioctl_calls\":12,\
              \"free_before\":1000000,\"free_after\":1003000,\"unsupported\":false}"
         );
         let r = Report { free_known: false, unsupported: Some(String::new()), ..report() };
@@ -482,10 +581,8 @@ mod tests {
         assert!(r.json(true).ends_with(",\"free_before\":null,\"free_after\":null,\"unsupported\":true}"));
     }
 
-    use super::super::sink::Found;
-
-    fn rec(size: u64) -> FileRec {
-        FileRec { size, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 }
+    fn rec(size: u64) -> super::super::sink::FileRec {
+        super::super::sink::FileRec { size, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 }
     }
 
     /// What a scan of the file arguments `paths` (all of size 4) would have kept, but
@@ -505,21 +602,23 @@ mod tests {
         Group { size: 4, members: vec![0, 1], paths: paths.map(|p| p.to_vec()).to_vec(), layout_of: vec![0, 1] }
     }
 
-    /// A group's first file gone since the scan: one error, the run fails, nothing else
-    /// of the group is touched.
+    const DRY: Options = Options { dry_run: true, allow_readonly: false };
+
+    /// A group's files gone since the scan: one error each, the run fails.
     #[test]
-    fn dedupe_a_source_gone_since_the_scan_is_an_error() {
+    fn dedupe_files_gone_since_the_scan_are_errors() {
         let paths: [&[u8]; 2] = [b"/nonexistent-dfdu/a", b"/nonexistent-dfdu/b"];
         let found = found_of(paths);
-        let r = run(&Handles::new(&found, 4), &[pair(paths)], true);
-        assert_eq!((r.groups, r.files, r.errors, r.failed), (1, 0, 1, true));
-        assert_eq!(r.messages, vec!["/nonexistent-dfdu/a: No such file or directory".to_string()]);
+        let r = run(&Handles::new(&found, 4), &[pair(paths)], DRY);
+        assert_eq!((r.groups, r.files, r.errors, r.failed), (1, 0, 2, true));
+        let gone = |p: &str| format!("/nonexistent-dfdu/{p}: No such file or directory");
+        assert_eq!(r.messages, vec![gone("a"), gone("b")]);
     }
 
-    /// A source whose size, times or identity differ from the scan's: the whole part is
-    /// skipped as changed, which is no failure.
+    /// Files whose size, times or identity differ from the scan's are skipped as changed,
+    /// which is no failure.
     #[test]
-    fn dedupe_a_changed_source_skips_its_part() {
+    fn dedupe_changed_files_are_skipped() {
         let dir = std::env::temp_dir().join(format!("dfdu-unit-dedupe-changed-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (a, b) = (dir.join("a"), dir.join("b"));
@@ -527,12 +626,13 @@ mod tests {
         std::fs::write(&b, b"same").unwrap();
         let (pa, pb) = (a.to_str().unwrap().as_bytes(), b.to_str().unwrap().as_bytes());
         let found = found_of([pa, pb]);
-        let r = run(&Handles::new(&found, 4), &[pair([pa, pb])], true);
+        let r = run(&Handles::new(&found, 4), &[pair([pa, pb])], DRY);
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!((r.groups, r.files, r.skipped_changed, r.errors, r.failed), (1, 0, 2, 0, false));
     }
 
-    /// Changed wins over pinned, pinned over swap; each is counted where it belongs.
+    /// Changed wins over swap, swap over pinned (a pinned swap file may not be a source
+    /// either); each is counted where it belongs.
     #[test]
     fn dedupe_skip_reasons_and_their_counts() {
         let f = rec(10);
@@ -544,6 +644,7 @@ mod tests {
             mtime_ns: 3,
             ctime_ns: 4,
             pinned: false,
+            blocks_512: 8,
         };
         let swaps = [(7, 7), (1, 2)];
         assert_eq!(skip_reason(&c, &f, &[]), None);
@@ -551,7 +652,7 @@ mod tests {
         assert_eq!(skip_reason(&c, &f, &swaps), Some(Skip::Swap));
         let pinned = platform::FileCheck { pinned: true, ..c };
         assert_eq!(skip_reason(&pinned, &f, &[]), Some(Skip::Pinned));
-        assert_eq!(skip_reason(&pinned, &f, &swaps), Some(Skip::Pinned));
+        assert_eq!(skip_reason(&pinned, &f, &swaps), Some(Skip::Swap));
         let grown = platform::FileCheck { size: 11, pinned: true, ..c };
         assert_eq!(skip_reason(&grown, &f, &swaps), Some(Skip::Changed));
         assert_eq!(skip_reason(&platform::FileCheck { mtime_ns: 5, ..c }, &f, &[]), Some(Skip::Changed));
@@ -562,7 +663,51 @@ mod tests {
         r.skip(Skip::Swap, 1);
         r.skip(Skip::Swap, 4);
         r.skip(Skip::Changed, 1);
-        assert_eq!((r.skipped_changed, r.skipped_pinned, r.skipped_swap, r.errors, r.failed), (4, 2, 5, 0, false));
+        r.skip(Skip::ReadOnly, 2);
+        let counts = (r.skipped_changed, r.skipped_pinned, r.skipped_readonly, r.skipped_swap);
+        assert_eq!((counts, r.errors, r.failed), ((4, 2, 2, 5), 0, false));
+    }
+
+    /// The source: fewest blocks; then one that may not be a destination; then the one
+    /// most members share already; then path order.
+    #[test]
+    fn dedupe_source_choice() {
+        let member = |m: usize, blocks_512: u64, source_only: Option<Skip>| Member {
+            m,
+            file: File::open("/dev/null").unwrap(),
+            blocks_512,
+            source_only,
+        };
+        let g = |layout_of: Vec<usize>| Group {
+            size: 4,
+            members: (0..layout_of.len() as u32).collect(),
+            paths: vec![Vec::new(); layout_of.len()],
+            layout_of,
+        };
+        let plain = g(vec![0, 1, 2, 3]);
+        assert_eq!(source_of(&plain, &[]), None);
+        let sparse_second = [member(0, 8, None), member(1, 2, None), member(2, 8, None)];
+        assert_eq!(source_of(&plain, &sparse_second), Some(1));
+        let alike = [member(0, 8, None), member(1, 8, None), member(2, 8, None)];
+        assert_eq!(source_of(&plain, &alike), Some(0), "the first path");
+        let pinned_third = [member(0, 8, None), member(1, 8, None), member(2, 8, Some(Skip::Pinned))];
+        assert_eq!(source_of(&plain, &pinned_third), Some(2));
+        let read_only = [member(0, 8, Some(Skip::ReadOnly)), member(1, 8, Some(Skip::ReadOnly))];
+        assert_eq!(source_of(&plain, &read_only), Some(0));
+        // A pinned member with more blocks would make the sparse one grow: not chosen.
+        let dense_pinned = [member(0, 8, Some(Skip::Pinned)), member(1, 2, None), member(2, 8, None)];
+        assert_eq!(source_of(&plain, &dense_pinned), Some(1));
+        // Members 2 and 3 share one layout; member 1 is gone (the part has 0, 2, 3).
+        let shared = g(vec![0, 1, 2, 2]);
+        let part = [member(0, 8, None), member(2, 8, None), member(3, 8, None)];
+        assert_eq!(source_of(&shared, &part), Some(1));
+        let part = [member(0, 8, Some(Skip::Pinned)), member(2, 8, None), member(3, 8, None)];
+        assert_eq!(source_of(&shared, &part), Some(0), "a pinned copy first: it is no copy left out");
+        // Only members of the part count as sharers: member 1, which shares member 2's
+        // layout, is not in it (another device, or gone).
+        let outside = g(vec![0, 1, 1, 3]);
+        let part = [member(0, 8, None), member(2, 8, None), member(3, 8, None)];
+        assert_eq!(source_of(&outside, &part), Some(0));
     }
 
     /// Every failure is counted; the first `MAX_MESSAGES` are kept to be shown.

@@ -647,8 +647,16 @@ mod tests {
     #[test]
     fn same_needs_size_times_and_identity_where_the_os_has_them() {
         let f = FileRec { size: 10, dev: 1, ino: 2, mtime_ns: 3, ctime_ns: 4, name_off: 0, name_len: 0, dir: 0 };
-        let c =
-            platform::FileCheck { kind: Kind::File, dev: 1, ino: 2, size: 10, mtime_ns: 3, ctime_ns: 4, pinned: false };
+        let c = platform::FileCheck {
+            kind: Kind::File,
+            dev: 1,
+            ino: 2,
+            size: 10,
+            mtime_ns: 3,
+            ctime_ns: 4,
+            pinned: false,
+            blocks_512: 0,
+        };
         assert!(same(&c, &f));
         assert!(!same(&platform::FileCheck { ctime_ns: 5, ..c }, &f));
         assert!(!same(&platform::FileCheck { dev: 9, ..c }, &f));

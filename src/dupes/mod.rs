@@ -70,6 +70,8 @@ pub struct Args {
     pub json: bool,
     pub quiet: bool,
     pub dry_run: bool,
+    /// `--allow-readonly`: files on read-only btrfs snapshots may be changed too.
+    pub allow_readonly: bool,
 }
 
 const DUPES_HELP: &str = "\
@@ -80,8 +82,9 @@ one per line, a blank line after each group.
 
 Groups come in order of bytes wasted (size times copies beyond the first),
 largest first. Within a group, paths are in byte order, so the output is the
-same whatever the thread count; the first path is the one 'dfdu dedupe' keeps
-(the others come to share its extents).
+same whatever the thread count. 'dfdu dedupe' makes the others share the
+extents of the copy with the fewest allocated blocks: the first path when the
+copies are alike (see 'dfdu dedupe --help').
 
 Several names of one inode (hard links) are one file, never duplicates of each
 other; its name that sorts first stands for it. Symbolic links are never
@@ -125,17 +128,25 @@ Exit status: 0 when everything could be read, 1 when something could not,
 const DEDUPE_HELP: &str = "\
 Usage: dfdu dedupe [OPTION]... PATH...
 Find duplicate files as 'dfdu dupes' does (same options, same hash file), then
-make each group share the extents of its first path with the FIDEDUPERANGE
+make each group share the extents of one of its files with the FIDEDUPERANGE
 ioctl (Linux; btrfs, XFS with reflink=1, and other file systems that can share
 extents). The kernel compares the bytes itself and shares nothing that
 differs; nothing is copied, removed or renamed, timestamps stay as they were.
 
-Skipped: files that changed since they were hashed (size, mtime, ctime checked
-right before each call), immutable and append-only files, active swap files,
+The file kept is the one with the fewest allocated blocks (the kernel gives
+the others its holes too, so no copy grows); among equals an immutable,
+append-only or read-only one, then the first path.
+
+Never changed: files that changed since they were hashed (size, mtime, ctime
+checked right before each call), immutable and append-only files and files on
+read-only btrfs snapshots (these may be the file kept), active swap files,
 files on another file system than their group's first path, and files whose
-extents already are the first path's.
+extents already are the kept one's.
 
       --dry-run         say what would be submitted, change nothing
+      --allow-readonly  change files on read-only btrfs snapshots too (their
+                        generation moves, which incremental 'btrfs send -p'
+                        relies on not happening)
   plus every option of 'dfdu dupes' (see 'dfdu dupes --help'); the groups are
   printed only with --json, -S or -0, or without -q
 
@@ -167,6 +178,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
         json: false,
         quiet: false,
         dry_run: false,
+        allow_readonly: false,
     };
     let mut cli = Cli::new(prog, cmd, args);
     while let Some(opt) = cli.next()? {
@@ -176,6 +188,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
             Long("json") => a.json = true,
             Short('q') | Long("quiet") => a.quiet = true,
             Long("dry-run") if mode == Mode::Dedupe => a.dry_run = true,
+            Long("allow-readonly") if mode == Mode::Dedupe => a.allow_readonly = true,
             Long(l @ ("min-size" | "max-size")) => {
                 let max = l == "max-size";
                 let v = cli.value()?;
@@ -371,7 +384,10 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         }
     }
     let report = match a.mode {
-        Mode::Dedupe => Some(dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, a.dry_run)),
+        Mode::Dedupe => {
+            let opts = dedupe::Options { dry_run: a.dry_run, allow_readonly: a.allow_readonly };
+            Some(dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts))
+        }
         Mode::Dupes => None,
     };
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
