@@ -25,7 +25,9 @@
 //!   file system shares).
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
-//!   (Linux and macOS share theirs in `unix/term.rs`).
+//!   (Linux and macOS share theirs in `unix/term.rs`); the same handler serves
+//!   `interrupt_catch` and `interrupt_requested` (SIGINT and SIGTERM noted, for
+//!   `dedupe`'s clean stop; stubs on Windows and in `portable.rs`).
 //!
 //! * `dupes` and `dedupe`: `check_file`, `cached`, `FileCheck`, `layout`, `Layout`,
 //!   `Extent`, `rotational`, `physical_start`, `can_share_extents`, `read_only_snapshot`,

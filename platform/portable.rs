@@ -340,6 +340,13 @@ pub fn term_signals() -> (u32, i32) {
 
 pub fn term_stop_self() {}
 
+/// No signal handling here: a signal keeps its default action.
+pub fn interrupt_catch() {}
+
+pub fn interrupt_requested() -> Option<i32> {
+    None
+}
+
 /// Extent maps are read on Linux only (see `linux_fiemap.rs`); elsewhere no file system
 /// is treated as sharing and nothing is asked.
 #[derive(Default)]

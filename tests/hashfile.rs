@@ -258,3 +258,196 @@ fn hashfile_in_a_directory_others_may_write_is_left_alone() {
     assert!(err.contains(want), "{err}");
     assert_eq!(stat(&cache), before);
 }
+
+// ------------------------------------------------------------------------------------------
+// What the hash file cannot see (issue 24 item 5): contents that change while size, mtime
+// and ctime stay. A write through a shared mapping made before the file was hashed does
+// that; here the same is had reliably by changing a byte of the file's extent in the XFS
+// image underneath (XFS keeps no data checksums) and dropping the page cache.
+
+/// The summary object of a `--json` document (the groups before it hold other keys).
+fn summary(js: &str) -> &str {
+    &js[js.find("\"summary\"").unwrap_or_else(|| panic!("no summary: {js}"))..]
+}
+
+fn run_ok(cmd: &mut Command) {
+    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(o.status.success(), "{cmd:?}: {}", text(&o.stderr));
+}
+
+/// An XFS image with `t/a` and `t/b`, equal when hashed into `hashes` (returned), then
+/// `b` changed under the file system: the kernel reads the new byte, `stat` shows the old
+/// size, mtime and ctime. `None` (after a SKIP line) without root, XFS or xfs_io.
+fn pair_changed_unseen(test: &str, label: &str) -> Option<(LoopFs, PathBuf, PathBuf)> {
+    if !(need_root_and("mkfs.xfs", test) && have_or_skip("xfs_io", test)) {
+        return None;
+    }
+    let a = match LoopFs::labelled("xfs", label, "300M") {
+        Ok(a) => a,
+        Err(e) => {
+            skip(&format!("{test}: XFS image: {e}"));
+            return None;
+        }
+    };
+    let root = a.mnt.join("t");
+    let data = Rng(0xd1ff).bytes(200_000);
+    write(&root.join("a"), &data);
+    write(&root.join("b"), &data);
+    let cache = a.mnt.join("hashes");
+    let d = dfdu(&["dupes".as_ref(), "-q".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
+    assert!(d.status.success(), "{}", text(&d.stderr));
+    let b = root.join("b");
+    run_ok(Command::new("sync").arg("-f").arg(&b));
+    // xfs_io's fiemap: "0: [0..391]: 96..487" in 512-byte sectors.
+    let map = Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(&b).output().unwrap();
+    let map = text(&map.stdout);
+    let first = map.lines().find_map(|l| l.trim().strip_prefix("0: [0..")).unwrap_or_else(|| panic!("{map}"));
+    let sector: u64 = first.split("]: ").nth(1).and_then(|r| r.split("..").next()).unwrap().parse().unwrap();
+    let at = sector * 512 + 1000;
+    {
+        use std::os::unix::fs::FileExt;
+        let img = fs::OpenOptions::new().read(true).write(true).open(&a.image).unwrap();
+        let mut byte = [0u8; 1];
+        img.read_exact_at(&mut byte, at).unwrap();
+        assert_eq!(byte[0], data[1000], "b's first extent is at {at} in the image");
+        img.write_all_at(&[!byte[0]], at).unwrap();
+        img.sync_all().unwrap();
+    }
+    let before = fs::metadata(&b).unwrap();
+    run_ok(Command::new("dd").arg(format!("if={}", b.display())).args(["iflag=nocache", "count=0", "status=none"]));
+    assert_ne!(fs::read(&b).unwrap(), data, "the kernel reads the changed byte");
+    let after = fs::metadata(&b).unwrap();
+    assert_eq!((after.mtime_nsec(), after.ctime_nsec()), (before.mtime_nsec(), before.ctime_nsec()));
+    Some((a, root, cache))
+}
+
+/// Regression (issue 24 item 5): the kernel refused the pair ("data differs") and the
+/// stale entries stayed, so every later run reported the pair as duplicates again without
+/// reading it. Now the refusal drops both entries: the next run reads both files and
+/// finds no group.
+#[test]
+fn hashfile_entries_of_a_refused_range_are_dropped_on_xfs() {
+    let Some((_fs, root, cache)) =
+        pair_changed_unseen("hashfile_entries_of_a_refused_range_are_dropped_on_xfs", "refused-stale")
+    else {
+        return;
+    };
+    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
+    let js = text(&out.stdout);
+    assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+    assert_eq!(json_num(summary(&js), "cache_hits"), Some(2), "{js}");
+    assert_eq!(json_num(&js, "refused_files"), Some(1), "{js}");
+    let again = dupes_with(&cache, &root);
+    let js = text(&again.stdout);
+    assert_eq!(json_num(summary(&js), "cache_hits"), Some(0), "the refused pair's entries were kept: {js}");
+    assert!(json_num(summary(&js), "bytes_read").unwrap() >= 2 * 4096, "{js}");
+    assert_eq!(json_num(summary(&js), "duplicate_files"), Some(0), "{js}");
+}
+
+/// `--verify` reads again the members of groups the hash file vouched for: the pair is not
+/// reported (by `dupes`, nor submitted by `dedupe`), and b's entry is replaced, so a plain
+/// run afterwards reads nothing and reports nothing.
+#[test]
+fn hashfile_verify_reads_cached_groups_again_on_xfs() {
+    let Some((_fs, root, cache)) = pair_changed_unseen("hashfile_verify_reads_cached_groups_again_on_xfs", "verify")
+    else {
+        return;
+    };
+    let (h, r) = (cache.as_os_str(), root.as_os_str());
+    let dry = dfdu(&[
+        "dedupe".as_ref(),
+        "--verify".as_ref(),
+        "--dry-run".as_ref(),
+        "--json".as_ref(),
+        "--hashfile".as_ref(),
+        h,
+        r,
+    ]);
+    let js = text(&dry.stdout);
+    assert!(dry.status.success(), "{js}\n{}", text(&dry.stderr));
+    assert_eq!(json_num(summary(&js), "duplicate_files"), Some(0), "{js}");
+    assert_eq!(json_num(&js, "bytes_submitted"), Some(0), "{js}");
+    let read = json_num(summary(&js), "bytes_read").unwrap();
+    assert!(read >= 2 * 200_000, "both members read whole again: {js}");
+    // The entries were replaced: a plain run trusts them and finds nothing.
+    let plain = dupes_with(&cache, &root);
+    let js = text(&plain.stdout);
+    assert_eq!(json_num(summary(&js), "cache_hits"), Some(2), "{js}");
+    assert_eq!(json_num(summary(&js), "bytes_read"), Some(0), "{js}");
+    assert_eq!(json_num(summary(&js), "duplicate_files"), Some(0), "{js}");
+    // A group whose members still match is reported after the reads, with the summary
+    // saying nothing is stale.
+    let verify = dfdu(&["dupes".as_ref(), "--verify".as_ref(), "--hashfile".as_ref(), h, r]);
+    assert!(verify.status.success() && verify.stdout.is_empty(), "{}", text(&verify.stdout));
+    assert!(!text(&verify.stderr).contains("stale"), "{}", text(&verify.stderr));
+}
+
+// ------------------------------------------------------------------------------------------
+// An interrupted dedupe (issue 24 item 10).
+
+/// Regression: SIGINT after 90 of 100 groups printed nothing (exit 130 by the signal's
+/// default action) and the work done was neither reported nor (had the hash file been
+/// saved after dedupe) saved. Now the call in flight is finished, no other is made, the
+/// report says what was done and that the rest was not started, the hash file is saved,
+/// and the exit status is 130. strace delays every ioctl by 10 ms so that the signal
+/// comes while the calls are being made (after the third).
+#[test]
+fn dedupe_interrupted_reports_what_was_done_and_saves_the_hash_file() {
+    let test = "dedupe_interrupted_reports_what_was_done_and_saves_the_hash_file";
+    if !(need_root_and("mkfs.btrfs", test) && have_or_skip("strace", test)) {
+        return;
+    }
+    let a = match LoopFs::labelled("btrfs", "sigint", "300M") {
+        Ok(a) => a,
+        Err(e) => return skip(&format!("{test}: btrfs image: {e}")),
+    };
+    let root = a.mnt.join("t");
+    let mut rng = Rng(0x5161);
+    for g in 0..100 {
+        let data = rng.bytes(16_384);
+        write(&root.join(format!("g{g:03}/a")), &data);
+        write(&root.join(format!("g{g:03}/b")), &data);
+    }
+    let cache = a.mnt.join("hashes");
+    let log = a.mnt.join("strace.log");
+    let child = Command::new("strace")
+        .args(["-f", "-qq", "-o"])
+        .arg(&log)
+        .args(["-e", "trace=ioctl", "-e", "inject=ioctl:delay_enter=10000", "--"])
+        .arg(dfdu_path())
+        .args(["dedupe", "--json", "--hashfile"])
+        .arg(&cache)
+        .arg(&root)
+        .env("LC_ALL", "C")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let is_dedupe = |l: &&str| l.contains("DEDUPE") || l.contains("EXTENT_SAME") || l.contains("0x9436");
+    let start = std::time::Instant::now();
+    let pid = loop {
+        let seen = fs::read_to_string(&log).unwrap_or_default();
+        let calls: Vec<&str> = seen.lines().filter(is_dedupe).collect();
+        if calls.len() >= 3 {
+            break calls[0].split_whitespace().next().unwrap().to_string();
+        }
+        assert!(start.elapsed().as_secs() < 120, "no dedupe calls seen:\n{seen}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    run_ok(Command::new("kill").args(["-INT", &pid]));
+    let out = child.wait_with_output().unwrap();
+    let (js, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{:?}\n{err}\n{js}", out.status);
+    let d = &js[js.find("\"dedupe\":").unwrap_or_else(|| panic!("no report: {js}\n{err}"))..];
+    assert!(d.contains("\"interrupted\":true"), "{d}");
+    let n = |k: &str| json_num(d, k).unwrap_or_else(|| panic!("no {k}: {d}"));
+    let (done, left) = (n("groups"), n("groups_not_started"));
+    assert!(done >= 3 && left > 0 && done + left == 100, "{d}");
+    assert_eq!((n("files"), n("ioctl_calls"), n("errors")), (done, done, 0), "{d}");
+    assert_eq!(n("bytes_deduplicated"), done * 16_384, "{d}");
+    // The hash file holds what this run read: a rerun reads nothing.
+    let again = dupes_with(&cache, &root);
+    let js = text(&again.stdout);
+    assert_eq!(json_num(summary(&js), "cache_hits"), Some(200), "{js}\n{}", text(&again.stderr));
+    assert_eq!(json_num(summary(&js), "bytes_read"), Some(0), "{js}");
+}

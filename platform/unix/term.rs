@@ -15,7 +15,10 @@
 //!   acts on (restore and quit; restore, stop and redraw on SIGCONT).
 //! * **Signal handlers** only set bits in an atomic and write one byte to a non-blocking
 //!   pipe (both async-signal-safe), saving and restoring `errno` around the `write`.
-//!   Whichever thread takes the signal, the browser's `poll` wakes at once.
+//!   Whichever thread takes the signal, the browser's `poll` wakes at once. Without a
+//!   terminal, `interrupt_catch` installs the same handler for SIGINT and SIGTERM only
+//!   (`dedupe`'s clean stop, read with `interrupt_requested`); there the first one puts
+//!   the default action back, so a second ends the process.
 
 use crate::meta::Errno;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -51,6 +54,9 @@ static RAW: AtomicBool = AtomicBool::new(false);
 static PENDING: AtomicU32 = AtomicU32::new(0);
 static QUIT_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// Set by `interrupt_catch`: the first quitting signal puts the default action back, so
+/// that a second one ends the process at once.
+static ONE_SHOT: AtomicBool = AtomicBool::new(false);
 
 extern "C" {
     fn signal(signum: c_int, handler: usize) -> usize;
@@ -76,6 +82,12 @@ extern "C" fn on_signal(sig: c_int) {
         SIG_RESIZE
     } else {
         QUIT_SIGNAL.store(sig, Ordering::SeqCst);
+        if ONE_SHOT.load(Ordering::SeqCst) {
+            // SAFETY: signal(2) is async-signal-safe; SIG_DFL installs no handler code.
+            unsafe {
+                signal(sig, SIG_DFL);
+            }
+        }
         SIG_QUIT
     };
     PENDING.fetch_or(bit, Ordering::SeqCst);
@@ -93,6 +105,31 @@ extern "C" fn on_signal(sig: c_int) {
     unsafe {
         *__errno_location() = saved_errno;
     }
+}
+
+/// `signal`'s default action.
+const SIG_DFL: usize = 0;
+
+/// Asks that SIGINT and SIGTERM only be noted (`interrupt_requested`) so that a long run
+/// can finish what it is doing, report and exit; a second such signal ends the process
+/// at once (the default action is put back by the first). `dedupe` calls this once its
+/// calls start.
+pub fn interrupt_catch() {
+    ONE_SHOT.store(true, Ordering::SeqCst);
+    let handler = on_signal as extern "C" fn(c_int) as usize;
+    for sig in [Signal::INT, Signal::TERM] {
+        // SAFETY: as in `install_handlers`: `on_signal` only touches atomics and calls
+        // write(2) and signal(2), all async-signal-safe.
+        unsafe {
+            signal(sig.as_raw(), handler);
+        }
+    }
+}
+
+/// The number of the quitting signal that arrived since `interrupt_catch`, if one did
+/// (the pending bit is left for `term_signals`).
+pub fn interrupt_requested() -> Option<i32> {
+    (PENDING.load(Ordering::SeqCst) & SIG_QUIT != 0).then(|| QUIT_SIGNAL.load(Ordering::SeqCst))
 }
 
 fn install_handlers() {

@@ -246,3 +246,12 @@ pub fn term_signals() -> (u32, i32) {
 
 /// Windows has no job control: nothing to stop.
 pub fn term_stop_self() {}
+
+/// No console control handler is installed (nothing that uses it runs on Windows:
+/// `dedupe` is unsupported there), so Ctrl-C keeps ending the process at once.
+pub fn interrupt_catch() {}
+
+/// Never: see `interrupt_catch`.
+pub fn interrupt_requested() -> Option<i32> {
+    None
+}

@@ -43,6 +43,7 @@
 use super::find::{Digest, DIGEST_BYTES};
 use crate::meta::Kind;
 use crate::platform;
+use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::Read;
@@ -349,18 +350,22 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFil
 }
 
 impl HashFile {
-    /// Writes `old`'s entries overridden by `new` (this run's) to a new file next to the
-    /// hash file (mode 0600, see `platform::replace_in`) and renames it into place;
-    /// nothing when `new` adds or changes no entry and the old file was usable.
-    pub fn save(self, old: Cache, mut new: Vec<Entry>) -> Result<(), String> {
+    /// Writes `old`'s entries overridden by `new` (this run's), without those of `stale`
+    /// (device, inode) pairs, to a new file next to the hash file (mode 0600, see
+    /// `platform::replace_in`) and renames it into place; nothing when `new` adds or
+    /// changes no entry, none is dropped and the old file was usable.
+    pub fn save(self, mut old: Cache, mut new: Vec<Entry>, stale: &HashSet<(u64, u64)>) -> Result<(), String> {
         if !self.writable {
             return Ok(());
         }
         new.sort_unstable_by_key(|e| (e.dev, e.ino));
         new.dedup_by_key(|e| (e.dev, e.ino));
+        let n_old = old.entries.len();
+        old.entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
         // A rerun on an unchanged tree learned nothing new: the file stays as it is (no
         // write, no rename: a rerun reads metadata and the hash file only).
         if !self.rebuild
+            && old.entries.len() == n_old
             && new.iter().all(|e| {
                 old.entries
                     .binary_search_by_key(&(e.dev, e.ino), |o| (o.dev, o.ino))

@@ -22,6 +22,12 @@
 //!    every call, the source and each destination are checked again.
 //! 5. The first call on a file system that cannot share extents (EOPNOTSUPP, or a known
 //!    type such as ext4 before any call) stops the whole run with one message.
+//! 6. A destination the kernel finds different ("data differs") makes its and the
+//!    source's hash-file entries stale (`Report::stale`): the next run reads both again.
+//!
+//! A signal that `platform::interrupt_catch` caught (SIGINT, SIGTERM) stops the run
+//! before its next call: the call in flight is finished and the report covers what was
+//! done.
 //!
 //! Free space is measured per file system with `statfs` after `syncfs`, before the first
 //! call and after the last.
@@ -64,6 +70,13 @@ pub struct Report {
     pub failed: bool,
     /// One line per failure (path: error), at most `MAX_MESSAGES`.
     pub messages: Vec<String>,
+    /// Files (indices into `Found::files`) the kernel found to differ from their source,
+    /// and those sources: their hash-file entries are stale and dropped.
+    pub stale: Vec<u32>,
+    /// A signal asked the run to stop: the call in flight was finished, no other made.
+    pub interrupted: bool,
+    /// Groups not started because of the interruption.
+    pub groups_not_started: u64,
 }
 
 impl Report {
@@ -114,6 +127,12 @@ impl Report {
                 self.free_before, self.free_after
             ));
         }
+        if self.interrupted {
+            s.push_str(&format!(
+                "{cmd}: interrupted: the call in flight was finished, {} not started\n",
+                super::count(self.groups_not_started, "group", "groups")
+            ));
+        }
         s
     }
 
@@ -122,7 +141,7 @@ impl Report {
             "{{\"dry_run\":{dry_run},\"groups\":{},\"files\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\
              \"refused_files\":{},\"skipped_shared\":{},\"skipped_inline\":{},\"skipped_changed\":{},\"skipped_pinned\":{},\
              \"skipped_readonly\":{},\"skipped_swap\":{},\"skipped_other_fs\":{},\"errors\":{},\"ioctl_calls\":{},\
-             \"free_before\":{},\"free_after\":{},\"unsupported\":{}}}",
+             \"free_before\":{},\"free_after\":{},\"unsupported\":{},\"interrupted\":{},\"groups_not_started\":{}}}",
             self.groups,
             self.files,
             self.bytes_submitted,
@@ -139,7 +158,9 @@ impl Report {
             self.ioctl_calls,
             if self.free_known { self.free_before.to_string() } else { "null".into() },
             if self.free_known { self.free_after.to_string() } else { "null".into() },
-            self.unsupported.is_some()
+            self.unsupported.is_some(),
+            self.interrupted,
+            self.groups_not_started
         )
     }
 }
@@ -237,7 +258,13 @@ pub fn run(handles: &Handles, groups: &[Group], opts: Options) -> Report {
     let found = handles.found();
     let mut run =
         Run { handles, found, opts, swaps, fs_files: HashMap::new(), read_only: HashMap::new(), r: Report::default() };
-    for g in groups {
+    for (i, g) in groups.iter().enumerate() {
+        // SIGINT or SIGTERM (see `mod.rs`): no new call; what was done is reported.
+        if platform::interrupt_requested().is_some() {
+            run.r.interrupted = true;
+            run.r.groups_not_started = (groups.len() - i) as u64;
+            break;
+        }
         if let Err(stop) = run.group(g) {
             run.r.unsupported = Some(stop);
             run.r.failed = true;
@@ -417,12 +444,17 @@ impl Run<'_> {
     /// One batch of destinations, a call at a time until the whole size is shared.
     /// Source and destinations are checked again right before every call: anything that
     /// changed since it was hashed is left alone (the kernel would compare anyway; this
-    /// keeps the report true). `Ok(false)` when the source changed: its part stops.
+    /// keeps the report true). `Ok(false)` when the source changed or a signal asked the
+    /// run to stop: its part stops.
     fn submit(&mut self, g: &Group, src: &Member, batch: &[&Member]) -> Result<bool, String> {
         let src_rec = self.rec(g, src.m);
         let mut active: Vec<&Member> = batch.to_vec();
         let mut off = 0u64;
         while off < src_rec.size && !active.is_empty() {
+            if platform::interrupt_requested().is_some() {
+                self.r.interrupted = true;
+                return Ok(false);
+            }
             if !platform::check_file(&src.file).is_ok_and(|c| same(&c, &src_rec)) {
                 self.r.skipped_changed += active.len() as u64;
                 return Ok(false);
@@ -486,7 +518,12 @@ impl Run<'_> {
                     least = least.min(n);
                     keep.push(*d);
                 }
-                DedupeStatus::Differs => self.r.refused_files += 1,
+                DedupeStatus::Differs => {
+                    // The hashes said equal, the kernel says not: stale entries (a write
+                    // the size and times do not show), read again next time.
+                    self.r.refused_files += 1;
+                    self.r.stale.extend([g.members[d.m], g.members[src.m]]);
+                }
                 DedupeStatus::Error(e) if e.0 == EOPNOTSUPP && self.r.bytes_deduped == 0 => {
                     return Err(cannot(String::new()));
                 }
@@ -574,11 +611,19 @@ mod tests {
             "{\"dry_run\":false,\"groups\":2,\"files\":3,\"bytes_submitted\":4000,\"bytes_deduplicated\":3000,\
              \"refused_files\":1,\"skipped_shared\":5,\"skipped_inline\":6,\"skipped_changed\":7,\"skipped_pinned\":8,\
              \"skipped_readonly\":13,\"skipped_swap\":9,\"skipped_other_fs\":10,\"errors\":11,\"ioctl_calls\":12,\
-             \"free_before\":1000000,\"free_after\":1003000,\"unsupported\":false}"
+             \"free_before\":1000000,\"free_after\":1003000,\"unsupported\":false,\"interrupted\":false,\
+             \"groups_not_started\":0}"
         );
         let r = Report { free_known: false, unsupported: Some(String::new()), ..report() };
         assert!(r.json(true).starts_with("{\"dry_run\":true,"));
-        assert!(r.json(true).ends_with(",\"free_before\":null,\"free_after\":null,\"unsupported\":true}"));
+        assert!(r.json(true).ends_with(
+            ",\"free_before\":null,\"free_after\":null,\"unsupported\":true,\"interrupted\":false,\"groups_not_started\":0}"
+        ));
+        let r = Report { interrupted: true, groups_not_started: 3, ..report() };
+        assert!(r.json(false).ends_with(",\"interrupted\":true,\"groups_not_started\":3}"));
+        assert!(r
+            .text("x", false)
+            .ends_with("x: interrupted: the call in flight was finished, 3 groups not started\n"));
     }
 
     fn rec(size: u64) -> super::super::sink::FileRec {

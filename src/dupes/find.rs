@@ -50,6 +50,8 @@ pub struct Cand {
     pub sample: Option<u64>,
     pub full: Option<Digest>,
     pub dead: bool,
+    /// What is known came from the hash file (`--verify` reads it again).
+    pub cached: bool,
 }
 
 /// A group of identical files.
@@ -95,6 +97,8 @@ pub struct Stats {
     pub candidates: AtomicU64,
     pub extra_links: AtomicU64,
     pub changed: AtomicU64,
+    /// `--verify`: files whose hash-file entry no longer matched their contents.
+    pub stale: AtomicU64,
 }
 
 /// Why a file was dropped while being read.
@@ -384,7 +388,8 @@ fn probably_cached(found: &Found, handles: &Handles, recs: &[u32], dev: u64, pro
     })
 }
 
-/// Runs the stages over `found`'s files.
+/// Runs the stages over `found`'s files; with `verify`, the members of groups that the
+/// hash file vouched for are read again before the groups are final (`verify_cached`).
 pub fn find(
     found: &Found,
     handles: &Handles,
@@ -392,6 +397,7 @@ pub fn find(
     threads: usize,
     stats: &Stats,
     stop: &AtomicBool,
+    verify: bool,
 ) -> Outcome {
     let files = &found.files;
     let mut order: Vec<u32> = (0..files.len() as u32).collect();
@@ -428,7 +434,7 @@ pub fn find(
                 stats.extra_links.fetch_add((m - k - 1) as u64, Ordering::Relaxed);
                 *order[k..m].iter().min_by_key(|&&x| path_of(x)).expect("a run is not empty")
             };
-            cands.push(Cand { rec: rep, sample: None, full: None, dead: false });
+            cands.push(Cand { rec: rep, sample: None, full: None, dead: false, cached: false });
             k = m;
         }
         if cands.len() - start >= 2 {
@@ -445,6 +451,7 @@ pub fn find(
         if let Some(e) = cache.lookup(f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns) {
             c.sample = Some(e.sample);
             c.full = e.full;
+            c.cached = true;
             stats.cache_hits.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -501,9 +508,23 @@ pub fn find(
         };
         read_pool(found, handles, &recs, |f| f.size / 2, threads, stats_ref, &job, &deliver);
     }
-    // Groups: equal (size, full hash).
+    let mut groups = group_runs(found, &mut cands, &runs);
+    if verify && verify_cached(found, handles, &mut cands, &groups, threads, stats, stop, &mut errors) {
+        groups = group_runs(found, &mut cands, &runs);
+    }
+    Outcome { groups, cands, errors }
+}
+
+/// Groups: candidates of one run with equal full hashes, members in path order.
+fn group_runs(found: &Found, cands: &mut [Cand], runs: &[std::ops::Range<usize>]) -> Vec<Group> {
+    let files = &found.files;
+    let path_of = |i: u32| {
+        let mut p = Vec::new();
+        found.file_path(&files[i as usize], &mut p);
+        p
+    };
     let mut groups = Vec::new();
-    for run in &runs {
+    for run in runs {
         let slice = &mut cands[run.clone()];
         slice.sort_unstable_by_key(|c| (c.dead || c.full.is_none(), c.full));
         let mut a = 0;
@@ -526,7 +547,53 @@ pub fn find(
             a = b;
         }
     }
-    Outcome { groups, cands, errors }
+    groups
+}
+
+/// `--verify`: the members of `groups` whose hashes came from the hash file are read
+/// again (sample and whole file), since what the cache cannot see — a write through a
+/// shared mapping that moves neither mtime nor ctime — would otherwise be reported as a
+/// duplicate. True when a hash changed (or a file could not be read), so the groups must
+/// be formed again.
+#[allow(clippy::too_many_arguments)] // the stages' shared state, as `read_pool` takes it
+fn verify_cached(
+    found: &Found,
+    handles: &Handles,
+    cands: &mut [Cand],
+    groups: &[Group],
+    threads: usize,
+    stats: &Stats,
+    stop: &AtomicBool,
+    errors: &mut Vec<(Vec<u8>, Errno)>,
+) -> bool {
+    let in_groups: std::collections::HashSet<u32> = groups.iter().flat_map(|g| g.members.iter().copied()).collect();
+    let todo: Vec<usize> = (0..cands.len()).filter(|&k| cands[k].cached && in_groups.contains(&cands[k].rec)).collect();
+    let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
+    let mut regroup = false;
+    let mut put = |n: usize, r: Result<(u64, Option<Digest>), Drop_>| {
+        let c = &mut cands[todo[n]];
+        let before = c.full;
+        c.cached = false;
+        regroup |= r.as_ref().map_or(true, |&(_, full)| full != before);
+        if r.as_ref().is_ok_and(|&(_, full)| full != before) {
+            stats.stale.fetch_add(1, Ordering::Relaxed);
+        }
+        apply(c, r.map(|(s, full)| (Some(s), full)), found, errors, stats);
+    };
+    let deliver: Deliver<_> = Mutex::new(&mut put);
+    let job = |buf: &mut Vec<u8>, rec: u32| {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Drop_::Error(Errno(4)));
+        }
+        let f = &found.files[rec as usize];
+        let (sample, full) = sample_file(open_checked(handles, f)?, f, buf, stats)?;
+        match full {
+            Some(full) => Ok((sample, Some(full))),
+            None => hash_file(open_checked(handles, f)?, f, buf, stats).map(|full| (sample, Some(full))),
+        }
+    };
+    read_pool(found, handles, &recs, |_| 0, threads, stats, &job, &deliver);
+    regroup
 }
 
 fn apply(

@@ -72,6 +72,8 @@ pub struct Args {
     pub dry_run: bool,
     /// `--allow-readonly`: files on read-only btrfs snapshots may be changed too.
     pub allow_readonly: bool,
+    /// `--verify`: members of groups the hash file vouched for are read again.
+    pub verify: bool,
 }
 
 const DUPES_HELP: &str = "\
@@ -114,6 +116,10 @@ files cannot be made to look alike), on a fixed pool of threads.
                         yours, group/other-writable, or in such a directory)
                         is not trusted: rebuilt (mode 0600), or in a directory
                         others may write, not used at all
+      --verify          read again the files of each group that the hash file
+                        vouched for before reporting it (what the hash file
+                        cannot see: a write through a shared memory mapping made
+                        before the file was hashed moves neither mtime nor ctime)
   -q, --quiet           no progress line and no summary on standard error
       --help            show this help
 
@@ -151,7 +157,12 @@ extents already are the kept one's.
   printed only with --json, -S or -0, or without -q
 
 Report (standard error): bytes submitted, bytes the kernel deduplicated, what
-it refused ('data differs'), and the change in free space (after syncfs).
+it refused ('data differs': those files' hash-file entries are dropped, so the
+next run reads them again), and the change in free space (after syncfs).
+
+SIGINT or SIGTERM: the call in flight is finished, no other is made, the report
+and the hash file cover what was done, exit status 130 (143); a second signal
+ends the run at once.
 
 Exit status: 0 on success, 1 when something could not be read or
 deduplicated or the file system cannot share extents, 2 for bad usage.
@@ -179,6 +190,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
         quiet: false,
         dry_run: false,
         allow_readonly: false,
+        verify: false,
     };
     let mut cli = Cli::new(prog, cmd, args);
     while let Some(opt) = cli.next()? {
@@ -189,6 +201,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
             Short('q') | Long("quiet") => a.quiet = true,
             Long("dry-run") if mode == Mode::Dedupe => a.dry_run = true,
             Long("allow-readonly") if mode == Mode::Dedupe => a.allow_readonly = true,
+            Long("verify") => a.verify = true,
             Long(l @ ("min-size" | "max-size")) => {
                 let max = l == "max-size";
                 let v = cli.value()?;
@@ -355,7 +368,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         found = std::mem::take(&mut *sink.found.lock().unwrap());
         phase.store(PHASE_READ, Ordering::Relaxed);
         let handles = open::Handles::new(&found, fd_budget);
-        let mut o = find::find(&found, &handles, &cache, threads, &stats, &stop);
+        let mut o = find::find(&found, &handles, &cache, threads, &stats, &stop, a.verify);
         find::layouts(&found, &handles, &mut o.groups, threads, &stats);
         phase.store(PHASE_DONE, Ordering::Relaxed);
         outcome = Some(o);
@@ -377,19 +390,22 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         status = 1;
     }
     o.groups.sort_by(|x, y| y.wasted().cmp(&x.wasted()).then_with(|| x.paths[0].cmp(&y.paths[0])));
+    let report = (a.mode == Mode::Dedupe).then(|| {
+        platform::interrupt_catch();
+        let opts = dedupe::Options { dry_run: a.dry_run, allow_readonly: a.allow_readonly };
+        dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts)
+    });
+    // Saved after dedupe: a range the kernel refused makes entries stale, dropped here.
     if let Some(h) = hash_handle {
-        if let Err(msg) = h.save(cache, find::cache_entries(&found, &o.cands)) {
+        let key = |i: &u32| (found.files[*i as usize].dev, found.files[*i as usize].ino);
+        let stale: HashSet<(u64, u64)> = report.iter().flat_map(|r| &r.stale).map(key).collect();
+        let mut entries = find::cache_entries(&found, &o.cands);
+        entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
+        if let Err(msg) = h.save(cache, entries, &stale) {
             eprintln!("{cmd}: {msg}");
             status = 1;
         }
     }
-    let report = match a.mode {
-        Mode::Dedupe => {
-            let opts = dedupe::Options { dry_run: a.dry_run, allow_readonly: a.allow_readonly };
-            Some(dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts))
-        }
-        Mode::Dupes => None,
-    };
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
         if let Err(e) = print_groups(a, &o.groups, &stats, start, report.as_ref()) {
             if e.kind() != io::ErrorKind::BrokenPipe {
@@ -408,6 +424,9 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         }
         if r.failed {
             status = 1;
+        }
+        if r.interrupted {
+            status = 128 + platform::interrupt_requested().unwrap_or(2);
         }
     }
     status
@@ -455,6 +474,13 @@ fn summary_line(groups: &[Group], stats: &Stats, start: Instant) -> String {
     let changed = stats.changed.load(Ordering::Relaxed);
     if changed > 0 {
         s.push_str(&format!("; {} while read (skipped)", count(changed, "file changed", "files changed")));
+    }
+    let stale = stats.stale.load(Ordering::Relaxed);
+    if stale > 0 {
+        s.push_str(&format!(
+            "; {} replaced (--verify)",
+            count(stale, "stale hash-file entry", "stale hash-file entries")
+        ));
     }
     s.push_str(&format!("; {:.2} s", start.elapsed().as_secs_f64()));
     s
