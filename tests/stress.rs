@@ -281,6 +281,52 @@ fn threads_that_cannot_start_are_done_without() {
     }
 }
 
+/// Issue 24, item 8: when no thread at all can be created (`RLIMIT_NPROC` of 1 for a user
+/// with no other process: nobody here), du's scan could not start beside its ordered pass
+/// and dfdu panicked ("failed to spawn thread", exit 134). The scan now runs first, on the
+/// calling thread, and the output is GNU du's (run as nobody too), for `-s`, plain du and
+/// `-a`, with one thread asked for and with eight, and with a pending budget of one byte
+/// (`DFDU_DEBUG_PENDING_BUDGET`): a scan held back for an ordered pass that has not
+/// started would never end (`timeout` cuts it off).
+#[test]
+fn du_runs_when_no_thread_can_be_created() {
+    use std::os::unix::process::CommandExt;
+    if !common::is_root() || Command::new("prlimit").arg("--version").output().is_err() {
+        eprintln!("SKIP: du_runs_when_no_thread_can_be_created: needs root (to run as nobody) and prlimit");
+        assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none(), "root and prlimit are required here");
+        return;
+    }
+    let scratch = Scratch::new("nproc");
+    let dir = scratch.dir.clone();
+    if !common::reachable_by_others(&dir) {
+        eprintln!("SKIP: du_runs_when_no_thread_can_be_created: the scratch directory is not reachable by nobody");
+        return;
+    }
+    python(
+        "import os\nfor i in range(300):\n os.makedirs('t/d%d/e'%(i%40) + '/x'*(i%3), exist_ok=True)\n \
+         open('t/d%d/f%d'%(i%40,i),'wb').write(b'q'*(i*700))\n",
+        &dir,
+    );
+    let bin = common::copy_executable(&dfdu(), &scratch.subdir("bin"), "du");
+    let as_nobody = |program: &Path, args: &[&str], threads: &str, budget: &str| {
+        let mut c = Command::new("timeout");
+        c.args(["60", "prlimit", "--nproc=1:1"]).arg(program).args(args).current_dir(&dir).env("LC_ALL", "C");
+        c.env("DFDU_THREADS", threads).env("DFDU_DEBUG_PENDING_BUDGET", budget);
+        c.uid(65534).gid(65534).output().unwrap()
+    };
+    for args in [&["-s", "t"][..], &["t"], &["-a", "t"]] {
+        let want = as_nobody(Path::new("du"), args, "1", "");
+        assert!(want.status.success() && want.stdout.len() > 1, "GNU du {args:?}: {want:?}");
+        for (threads, budget) in [("1", ""), ("8", ""), ("8", "1")] {
+            let got = as_nobody(&bin, args, threads, budget);
+            let err = String::from_utf8_lossy(&got.stderr);
+            let what = format!("{args:?} with {threads} threads, pending budget {budget:?}");
+            assert_eq!(got.status.code(), Some(0), "{what}: {err}");
+            assert!(got.stdout == want.stdout, "{what}: stdout differs from GNU du's");
+        }
+    }
+}
+
 /// Issue 10, item 6: `--files0-from` read the whole list before doing any name, so
 /// `/dev/zero` grew without bound and a slow list showed nothing until it ended. GNU du
 /// does each name as it reads it. The list comes through a pipe that stays open: the

@@ -320,21 +320,32 @@ impl<W: Write> Run<'_, W> {
             pending_budget: pending_budget(),
         };
         let sink = Records::new(keep, &meta);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                /// Closes the sink even if the scan unwinds, so the ordered pass ends.
-                struct Close<'a>(&'a Records);
-                impl Drop for Close<'_> {
-                    fn drop(&mut self) {
-                        self.0.close();
-                    }
+        let scan_into = |sink: &Records| {
+            /// Closes the sink even if the scan unwinds, so the ordered pass ends.
+            struct Close<'a>(&'a Records);
+            impl Drop for Close<'_> {
+                fn drop(&mut self) {
+                    self.0.close();
                 }
-                let _close = Close(&sink);
-                scan::scan::<R, Records>(&walk, &sink, &cpath, &meta);
-            });
-            self.walk(&sink, &prior, path.clone());
+            }
+            let _close = Close(sink);
+            scan::scan::<R, Records>(&walk, sink, &cpath, &meta);
+        };
+        let mut alone = None;
+        std::thread::scope(|s| {
+            if std::thread::Builder::new().spawn_scoped(s, || scan_into(&sink)).is_ok() {
+                self.walk(&sink, &prior, path.clone());
+                return;
+            }
+            // No thread for the scan (a low RLIMIT_NPROC, a pids limit): it runs here
+            // first, never held back (no ordered pass would take what it holds), and
+            // the ordered pass after it.
+            let unthrottled = Records::new(Keep { pending_budget: usize::MAX, ..keep }, &meta);
+            scan_into(&unthrottled);
+            self.walk(&unthrottled, &prior, path.clone());
+            alone = Some(unthrottled);
         });
-        let rest = sink.into_rest();
+        let rest = alone.unwrap_or(sink).into_rest();
         if rest.overflow {
             self.error(format_args!("{}: too many entries for one scan", quotef(&path)));
         }

@@ -165,6 +165,7 @@ pub struct Rest {
 }
 
 /// What du keeps, and how.
+#[derive(Clone, Copy)]
 pub struct Keep {
     pub measure: Measure,
     pub time: Option<TimeKind>,
