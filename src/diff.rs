@@ -9,8 +9,8 @@ use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIX
 use crate::tree::arena::{self, Arena};
 use crate::tree::diff::{self, Event, Measure};
 use crate::tree::roots::{load_side, ScanFn, Side};
-use crate::tree::sink::ArenaSink;
-use crate::walk::opts::{Cli, WalkOpts};
+use crate::tree::sink::{problem_lines, ArenaSink};
+use crate::walk::opts::{io_text, Cli, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan;
 use std::cmp::Reverse;
@@ -326,20 +326,27 @@ fn json_report(a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> Str
 
 /// Runs `dfdu diff`; returns the exit status.
 pub fn run<R: Reader>(args: &DiffArgs, threads: usize, fd_budget: usize) -> i32 {
+    let cmd = format!("{} diff", args.prog);
     let arena = Arena::new();
     let mut sides = Vec::new();
     for what in [&args.old, &args.new] {
         let scan: ScanFn = |w, sink, root, meta, token| scan::scan_as::<R, ArenaSink>(w, sink, root, meta, token);
         match load_side(what, &arena, &args.walk, (threads, fd_budget), R::stat_path, scan) {
-            Ok(s) => sides.push(s),
+            Ok(mut s) => {
+                // Named as `dfdu scan` names them, each side's once it is loaded.
+                for line in problem_lines(&arena, &cmd, std::mem::take(&mut s.problems)) {
+                    eprintln!("{line}");
+                }
+                sides.push(s);
+            }
             Err(e) => {
-                eprintln!("{} diff: {e}", args.prog);
+                eprintln!("{cmd}: {e}");
                 return 1;
             }
         }
     }
     if let Some(full) = arena.full() {
-        eprintln!("{} diff: the trees are too large for one arena ({full:?})", args.prog);
+        eprintln!("{cmd}: the trees are too large for one arena ({full:?})");
         return 1;
     }
     let (old, new) = (&sides[0], &sides[1]);
@@ -351,12 +358,14 @@ pub fn run<R: Reader>(args: &DiffArgs, threads: usize, fd_budget: usize) -> i32 
     } else {
         print_text(&mut out, &arena, [old, new], &r, args)
     };
-    if written.and_then(|_| out.flush()).is_err() {
+    if let Err(e) = written.and_then(|_| out.flush()) {
+        eprintln!("{cmd}: write error: {}", io_text(&e));
         return 1;
     }
     let errors = errors_below(&arena, old.root) + errors_below(&arena, new.root);
     if errors > 0 {
-        eprintln!("{}: {errors} entries could not be read", args.prog);
+        let entries = if errors == 1 { "entry" } else { "entries" };
+        eprintln!("{cmd}: {errors} {entries} could not be read");
         return 1;
     }
     0

@@ -248,3 +248,83 @@ fn a_directory_whose_two_subdirectories_each_explain_half_is_listed() {
         }
     }
 }
+
+/// Issue 24, item 15: `dfdu diff OLD NEW >/dev/full` exited 1 with nothing on standard
+/// error; it must say what `dfdu scan` says ("PROG diff: write error: No space left on
+/// device"), for the text and the JSON report alike.
+#[test]
+fn a_write_error_is_reported_like_scan_reports_it() {
+    let scratch = Scratch::new("diff-full");
+    let t = scratch.subdir("t");
+    fs::write(t.join("f"), b"x").unwrap();
+    for json in [false, true] {
+        let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = Command::new(dfdu()).arg("diff").args(json.then_some("--json")).arg(&t).arg(&t).stdout(full).output();
+        let out = out.unwrap();
+        let want = format!("{} diff: write error: No space left on device\n", dfdu());
+        assert_eq!(
+            (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+            (Some(1), want),
+            "json {json}"
+        );
+    }
+}
+
+/// Issue 24, item 15: diff said only "PROG: 4 entries could not be read" (without its
+/// subcommand). Run as nobody over two trees with a directory it cannot open and one it
+/// can list but not enter, it must name each entry as `dfdu scan` names them (the same
+/// lines, "diff" for "scan"), OLD's then NEW's, then the count, and exit 1.
+#[test]
+fn unreadable_entries_are_named_as_scan_names_them() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !common::is_root() {
+        eprintln!("SKIP: unreadable_entries_are_named_as_scan_names_them needs root to run as nobody");
+        return;
+    }
+    let scratch = Scratch::new("diff-unreadable");
+    if !common::reachable_by_others(&scratch.dir) {
+        eprintln!(
+            "SKIP: unreadable_entries_are_named_as_scan_names_them: the scratch directory is not reachable by nobody"
+        );
+        return;
+    }
+    for side in ["old", "new"] {
+        for name in ["ok/a", "locked/x", "nosearch/y", "nosearch/z"] {
+            let p = scratch.dir.join(side).join(name);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(&p, side).unwrap();
+        }
+    }
+    let modes = [("locked", 0o000), ("nosearch", 0o644)];
+    let set_modes = |restore: bool| {
+        for side in ["old", "new"] {
+            for (dir, mode) in modes {
+                let mode = if restore { 0o755 } else { mode };
+                fs::set_permissions(scratch.dir.join(side).join(dir), fs::Permissions::from_mode(mode)).unwrap();
+            }
+        }
+    };
+    let bin = common::copy_executable(Path::new(dfdu()), &scratch.subdir("bin"), "dfdu");
+    let as_nobody = |args: &[&str]| {
+        let mut c = Command::new(&bin);
+        c.args(args).current_dir(&scratch.dir).env("LC_ALL", "C").uid(65534).gid(65534);
+        c.output().unwrap()
+    };
+    set_modes(false);
+    let diff = as_nobody(&["diff", "old", "new"]);
+    let scans = [as_nobody(&["scan", "-q", "old"]), as_nobody(&["scan", "-q", "new"])];
+    set_modes(true);
+    let lines = |o: &Output| String::from_utf8_lossy(&o.stderr).lines().map(str::to_string).collect::<Vec<_>>();
+    let mut want = Vec::new();
+    for scan in &scans {
+        let mut l = lines(scan);
+        l.pop(); // "N entries could not be read"
+        want.extend(l.into_iter().map(|l| l.replacen(" scan: ", " diff: ", 1)));
+    }
+    assert_eq!(want.len(), 6, "scan names three problems on each side: {want:?}");
+    want.push(format!("{} diff: 6 entries could not be read", bin.display()));
+    assert_eq!(lines(&diff), want, "dfdu diff's messages, then dfdu scan's (subcommand replaced)");
+    assert_eq!(diff.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&diff.stdout).starts_with("old "), "the report is still written");
+}

@@ -207,7 +207,8 @@ fn dupes_reads_only_what_each_stage_needs() {
     assert_eq!(json_num(summary, "groups"), Some(2), "{js}");
     let d = |n: &str| format!("\"{}\"", root.join(n).display());
     assert!(js.contains(&format!("\"paths\":[{},{}]", d("d1"), d("d2"))), "{js}");
-    assert_eq!(json_num(summary, "files_read"), Some(2 + 2 + 4 + 5 + 2), "{js}");
+    assert_eq!(json_num(summary, "files_read"), Some(2 + 2 + 2 + 3 + 2), "{js}");
+    assert_eq!(json_num(summary, "reads"), Some(2 + 2 + 4 + 5 + 2), "{js}");
     let sample = 2 * 4096;
     let want = 2 * sample + 2 * sample + 2 * (sample + 100_001) + 3 * sample + 2 * 100_002 + 2 * 1000;
     assert_eq!(json_num(summary, "bytes_read"), Some(want), "{js}");
@@ -246,6 +247,7 @@ fn dupes_unreadable_as_nobody() {
     slashed.push("/");
     let out2 = as_nobody(&bin, &["dupes".as_ref(), &slashed]);
     let du2 = as_nobody(Path::new("du"), &[&slashed]);
+    let scan = as_nobody(&bin, &["scan".as_ref(), "-q".as_ref(), root.as_os_str()]);
     fs::set_permissions(root.join("locked"), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(root.join("noexec"), fs::Permissions::from_mode(0o755)).unwrap();
     let complaints = |err: &[u8]| -> BTreeSet<String> {
@@ -265,6 +267,15 @@ fn dupes_unreadable_as_nobody() {
     let (got2, want2) = (complaints(&out2.stderr), complaints(&du2.stderr));
     assert_eq!(got2.len(), 2, "{}", text(&out2.stderr));
     assert_eq!(got2, want2, "dfdu:\n{}du:\n{}", text(&out2.stderr), text(&du2.stderr));
+    // Issue 24, item 15: the lines themselves are scan's (one function words and quotes
+    // them both), the subcommand aside.
+    let cannot = |err: &[u8], cmd: &str| -> Vec<String> {
+        let mut v: Vec<String> =
+            text(err).lines().filter(|l| l.contains(" cannot ")).map(|l| l.replacen(cmd, "CMD", 1)).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(cannot(&out.stderr, " dupes: "), cannot(&scan.stderr, " scan: "), "dupes, then scan");
     assert_eq!(out.status.code(), Some(1));
     let ok: Groups = [[pbytes(&root.join("ok/a")), pbytes(&root.join("ok/b"))].into()].into();
     assert_eq!(parse_groups(&out.stdout, false), ok);
@@ -632,13 +643,13 @@ fn dupes_and_dedupe_help_and_usage_errors() {
         assert!(text(&out.stderr).contains(&format!(" {}: ", args[0])), "{args:?}: {}", text(&out.stderr));
         assert!(out.stdout.is_empty());
     }
-    // Messages name the command.
+    // Messages name the command, and quote the path as GNU du and `dfdu scan` do.
     for cmd in ["dupes", "dedupe"] {
         let out = dfdu(&[cmd.as_ref(), "/nonexistent-dfdu-dir".as_ref()]);
         assert_eq!(out.status.code(), Some(1), "{cmd}");
         let err = text(&out.stderr);
         assert!(
-            err.contains(&format!(" {cmd}: cannot access /nonexistent-dfdu-dir: No such file or directory\n")),
+            err.contains(&format!(" {cmd}: cannot access '/nonexistent-dfdu-dir': No such file or directory\n")),
             "{err}"
         );
     }
@@ -666,7 +677,8 @@ fn dedupe_prints_groups_only_when_asked() {
     assert_eq!(z.stdout, plain.stdout.iter().map(|&b| if b == b'\n' { 0 } else { b }).collect::<Vec<u8>>());
     let j = dfdu(&["dedupe".as_ref(), dry, "-q".as_ref(), "--json".as_ref(), r]);
     let js = text(&j.stdout);
-    assert!(js.starts_with("{\"version\":1,\"command\":\"dedupe\""), "{js}");
+    // Issue 24, item 15: the "format" key the other reports have (scan, diff).
+    assert!(js.starts_with("{\"format\":\"dfdu-dupes-report\",\"version\":1,\"command\":\"dedupe\""), "{js}");
     assert_eq!(json_num(&js, "duplicate_files"), Some(3));
 }
 
@@ -682,7 +694,8 @@ fn dupes_write_error_is_reported() {
         let out = c.stdout(fs::File::create("/dev/full").unwrap()).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "json {json}");
         let err = text(&out.stderr);
-        assert!(err.contains(" dupes: write error: No space left on device"), "json {json}: {err}");
+        // Issue 24, item 15: without Rust's "(os error 28)".
+        assert!(err.ends_with(" dupes: write error: No space left on device\n"), "json {json}: {err}");
         // A pipe closed before anything was written.
         let mut c = Command::new(dfdu_path());
         c.arg("dupes").args(json.then_some("--json")).arg(&root).env("LC_ALL", "C");
@@ -712,6 +725,17 @@ fn dupes_summary_line_on_stderr() {
         let out = dfdu(&["dupes".as_ref(), flag.as_ref(), root.as_os_str()]);
         assert_eq!(out.stderr, b"", "{flag}");
     }
+    // Issue 24, item 15: two files too large to be read whole at the sample stage are read
+    // twice each (the sample, then all of it): "read 4 files" counted reads. Files, then
+    // reads where they differ; JSON has both.
+    let big = scratch.subdir("big");
+    let data = Rng(0xb16).bytes(100_000);
+    write(&big.join("a"), &data);
+    write(&big.join("b"), &data);
+    let err = text(&dfdu(&["dupes".as_ref(), big.as_os_str()]).stderr);
+    assert!(err.contains("; read 2 files in 4 reads, 216384 bytes; "), "{err}");
+    let js = text(&dfdu(&["dupes".as_ref(), "--json".as_ref(), big.as_os_str()]).stdout);
+    assert_eq!((json_num(&js, "files_read"), json_num(&js, "reads")), (Some(2), Some(4)), "{js}");
 }
 
 /// The JSON document read by python3's json module: names with quotes, backslashes,
@@ -801,6 +825,51 @@ fn on_terminal(args: &str) -> String {
     let out = Command::new("script").args(["-qfec", &cmd, "/dev/null"]).output().expect("run script");
     assert!(out.status.success(), "{cmd}: {:?} {}", out.status, text(&out.stderr));
     text(&out.stdout)
+}
+
+/// Issue 24, item 9: on a terminal, dupes wrote names raw: one holding ESC ] 0 ; title
+/// BEL set the terminal's title, ESC [ 2 J cleared the screen, and a newline made two
+/// paths. On a pseudo-terminal (`script`) each path must be shown as `ls -1d` shows it
+/// there (GNU ls, shell-escape quoting), with no ESC byte on the screen; through a pipe
+/// the names stay as they are (fdupes format).
+#[test]
+fn dupes_quotes_names_on_a_terminal_as_ls_does() {
+    if !have("script") || !have("ls") {
+        return skip("script (util-linux) or ls is not installed: dupes_quotes_names_on_a_terminal_as_ls_does");
+    }
+    let scratch = Scratch::new("dupes-tty-names");
+    let root = scratch.subdir("t");
+    let names: [&[u8]; 5] = [b"plain", b"a b", b"x\ny", b"t\x1b]0;title\x07\x1b[2Jz", b"it's"];
+    for n in names {
+        fs::write(root.join(std::ffi::OsStr::from_bytes(n)), b"the same bytes").unwrap();
+    }
+    let quoted_root = format!("'{}'", root.display());
+    let shown = on_terminal(&format!("dupes -q {quoted_root}"));
+    assert!(!shown.contains('\x1b') && !shown.contains('\x07'), "a raw escape reached the terminal: {shown:?}");
+    let mut got: Vec<&str> = shown.split("\r\n").filter(|l| !l.is_empty()).collect();
+    // ls on the same terminal, every path as dfdu joins it (ROOT/NAME).
+    let mut ls = String::from("env -u QUOTING_STYLE ls -1d");
+    for n in names {
+        let p = root.join(std::ffi::OsStr::from_bytes(n));
+        ls.push_str(&format!(" \"$(printf '{}')\"", escape_for_printf(p.as_os_str().as_bytes())));
+    }
+    let cmd = format!("LC_ALL=C {ls}");
+    let out = Command::new("script").args(["-qfec", &cmd, "/dev/null"]).output().expect("run script");
+    let reference = text(&out.stdout);
+    let mut want: Vec<&str> = reference.split("\r\n").filter(|l| !l.is_empty()).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(want.len(), names.len(), "ls showed: {reference:?}");
+    assert_eq!(got, want, "dfdu dupes, then ls -1d, on a terminal");
+    // Piped: the bytes of the names, one per line.
+    let piped = dfdu(&["dupes".as_ref(), root.as_os_str()]);
+    let raw = pbytes(&root.join(std::ffi::OsStr::from_bytes(names[3])));
+    assert!(piped.stdout.windows(raw.len()).any(|w| w == raw), "{}", text(&piped.stdout));
+}
+
+/// `bytes` as a printf(1) format that prints them: every byte as an octal escape.
+fn escape_for_printf(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("\\{b:03o}")).collect()
 }
 
 /// The run time from the summary line's last field ("; 0.52 s").

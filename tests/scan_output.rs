@@ -419,6 +419,19 @@ fn messages_use_one_prefix_right_plurals_and_no_rust_wording() {
         assert!(!err.contains("os error") && err.contains("No such file or directory"), "{args:?}: {err}");
         assert!(err.starts_with(&prefix(args[0])), "{args:?}: {err}");
     }
+    // Issue 24, item 15: an export that is a directory, and a treemap that cannot be
+    // written, still said "(os error 21)" and "(os error 2)".
+    let tree = root.to_str().unwrap();
+    for (args, reason) in [
+        (&["scan", "-f", tree][..], "Is a directory"),
+        (&["scan", "-q", "--treemap", "/nonexistent/t.svg", tree], "No such file or directory"),
+    ] {
+        let out = run(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.starts_with(&prefix("scan")) && err.ends_with(&format!(": {reason}\n")), "{args:?}: {err}");
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
     let empty = text(&run(&["scan", "-q", root.join("empty").to_str().unwrap()]).stdout);
     assert!(empty.contains("(1 directory, 0 files, 0 symlinks, 0 other)"), "{empty}");
     for sub in ["scan", "browse"] {
@@ -452,4 +465,8 @@ fn dfdu_threads_is_checked_like_dash_j() {
     assert!(ok.status.success(), "{}", text(&ok.stderr));
     let help = text(&Command::new(dfdu()).arg0("du").arg("--help").output().unwrap().stdout);
     assert!(help.contains("four per usable") && help.contains("4 to 32"), "the default the code uses:\n{help}");
+    // Issue 24, item 15: du's help named only scan and browse of the subcommands.
+    for sub in ["scan", "browse", "diff", "dupes", "dedupe"] {
+        assert!(help.contains(&format!("'dfdu {sub}'")), "du --help names 'dfdu {sub}':\n{help}");
+    }
 }

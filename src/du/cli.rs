@@ -584,7 +584,8 @@ SIZE is a whole number with an optional unit: K M G T P E Z Y R Q (powers of
 1024), or KB MB ... (powers of 1000); KiB, MiB ... are the same as K, M.
 Without a number the unit is also printed after each size.
 
-dfdu has more to offer as 'dfdu scan' and 'dfdu browse'; see 'dfdu help'.
+dfdu has more to offer as 'dfdu scan', 'dfdu browse', 'dfdu diff', 'dfdu dupes'
+and 'dfdu dedupe'; see 'dfdu help'.
 "
     )
 }

@@ -89,7 +89,10 @@ impl Group {
 /// Counters for the summary and the progress line.
 #[derive(Default)]
 pub struct Stats {
+    /// Files read (in part or whole) at least once.
     pub files_read: AtomicU64,
+    /// Reads of a file: a file sampled and then hashed whole is read twice.
+    pub reads: AtomicU64,
     pub bytes_read: AtomicU64,
     pub jobs_done: AtomicU64,
     pub jobs_total: AtomicU64,
@@ -201,7 +204,7 @@ fn sample_file(mut file: File, f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) ->
         h.update(tail);
         (sample_of(&digest(&h)), None)
     };
-    stats.files_read.fetch_add(1, Ordering::Relaxed);
+    stats.reads.fetch_add(1, Ordering::Relaxed);
     recheck(&file, f)?;
     Ok(result)
 }
@@ -233,7 +236,7 @@ fn hash_file(mut file: File, f: &FileRec, buf: &mut Vec<u8>, stats: &Stats) -> R
         stats.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
         h.update(&buf[..n]);
     }
-    stats.files_read.fetch_add(1, Ordering::Relaxed);
+    stats.reads.fetch_add(1, Ordering::Relaxed);
     if total != f.size {
         return Err(Drop_::Changed);
     }
@@ -460,8 +463,10 @@ pub fn find(
     let todo: Vec<usize> = (0..cands.len()).filter(|&k| cands[k].sample.is_none()).collect();
     let stats_ref = stats;
     let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
+    let mut sampled = recs.clone();
     {
         let mut put = |n: usize, r: Result<(u64, Option<Digest>), Drop_>| {
+            stats_ref.files_read.fetch_add(u64::from(r.is_ok()), Ordering::Relaxed);
             apply(&mut cands[todo[n]], r.map(|(s, full)| (Some(s), full)), found, &mut errors, stats_ref);
         };
         let deliver: Deliver<_> = Mutex::new(&mut put);
@@ -492,9 +497,13 @@ pub fn find(
         }
     }
     let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
+    // A file whose sample came from the hash file is read here for the first time.
+    sampled.sort_unstable();
     // The middle: stage 3 read the ends, so they are cached whatever the rest is.
     {
         let mut put = |n: usize, r: Result<Digest, Drop_>| {
+            let first = r.is_ok() && sampled.binary_search(&cands[todo[n]].rec).is_err();
+            stats_ref.files_read.fetch_add(u64::from(first), Ordering::Relaxed);
             let sample = cands[todo[n]].sample;
             apply(&mut cands[todo[n]], r.map(|d| (sample, Some(d))), found, &mut errors, stats_ref);
         };

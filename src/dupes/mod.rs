@@ -22,9 +22,9 @@ mod tests;
 
 use crate::meta::{os_bytes, Kind};
 use crate::platform;
-use crate::text::quote::{json_str, quoteaf, quotef};
+use crate::text::quote::{json_str, problem, quoteaf, quotef};
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
-use crate::walk::opts::{Cli, WalkOpts};
+use crate::walk::opts::{io_text, Cli, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
 use crate::walk::threads;
@@ -126,6 +126,10 @@ files cannot be made to look alike), on a fixed pool of threads.
 Files whose extents are all shared already (reflinks, an earlier dedupe) are
 reported with the others but not counted as reclaimable ('[shared]' in the
 summary, \"already_shared\" in JSON).
+
+Names are printed as they are, so a name holding a newline reads as two paths:
+-0 and --json are the formats that hold any name. On a terminal, names are
+quoted as ls quotes them ('a b', 'x'$'\\n''y'), so that no name can drive it.
 
 Exit status: 0 when everything could be read, 1 when something could not,
 2 for bad usage.
@@ -276,14 +280,14 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
     for p in &a.paths {
         let bytes = os_bytes(p);
         let Ok(c) = CString::new(bytes.clone()) else {
-            notes.push(format!("cannot access {}: invalid argument", quotef(&bytes)));
+            notes.push(problem("cannot access", &bytes, "invalid argument"));
             ok = false;
             continue;
         };
         let meta = match R::stat_path(&c, false) {
             Ok(m) => m,
             Err(e) => {
-                notes.push(format!("cannot access {}: {}", quotef(&bytes), platform::errno_text(e)));
+                notes.push(problem("cannot access", &bytes, &platform::errno_text(e)));
                 ok = false;
                 continue;
             }
@@ -381,12 +385,12 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         status = 1;
     }
     for (dir, name, e) in &found.errors {
-        eprintln!("{cmd}: cannot read {}: {}", quotef(&found.error_path(*dir, name)), platform::errno_text(*e));
+        eprintln!("{cmd}: {}", found.problem_line(*dir, name, &platform::errno_text(*e)));
         status = 1;
     }
     let mut o = outcome.expect("find ran");
     for (path, e) in &o.errors {
-        eprintln!("{cmd}: cannot read {}: {}", quotef(path), platform::errno_text(*e));
+        eprintln!("{cmd}: {}", problem("cannot read", path, &platform::errno_text(*e)));
         status = 1;
     }
     o.groups.sort_by(|x, y| y.wasted().cmp(&x.wasted()).then_with(|| x.paths[0].cmp(&y.paths[0])));
@@ -409,7 +413,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
         if let Err(e) = print_groups(a, &o.groups, &stats, start, report.as_ref()) {
             if e.kind() != io::ErrorKind::BrokenPipe {
-                eprintln!("{cmd}: write error: {e}");
+                eprintln!("{cmd}: write error: {}", io_text(&e));
                 return 1;
             }
             return status;
@@ -463,9 +467,14 @@ fn summary_line(groups: &[Group], stats: &Stats, start: Instant) -> String {
         let verb = if shared == 1 { "shares its" } else { "share their" };
         s.push_str(&format!(" [shared: {} already {verb} extents]", count(shared, "group", "groups")));
     }
+    // A file sampled and then hashed whole is read twice: files first, reads when more.
+    let (files, reads) = (stats.files_read.load(Ordering::Relaxed), stats.reads.load(Ordering::Relaxed));
+    let read = match reads > files {
+        true => format!("{} in {reads} reads", count(files, "file", "files")),
+        false => count(files, "file", "files"),
+    };
     s.push_str(&format!(
-        "; read {}, {} bytes; {hits} from the hash file",
-        count(stats.files_read.load(Ordering::Relaxed), "file", "files"),
+        "; read {read}, {} bytes; {hits} from the hash file",
         stats.bytes_read.load(Ordering::Relaxed)
     ));
     if links > 0 {
@@ -494,12 +503,18 @@ fn print_groups(
     report: Option<&dedupe::Report>,
 ) -> io::Result<()> {
     let stdout = io::stdout();
+    // A name is the user's bytes: on a terminal an escape sequence in one would drive the
+    // terminal (a new title, a cleared screen) and a newline would make two paths. There
+    // names are quoted as ls quotes them; a pipe gets them as they are.
+    let quote = stdout.is_terminal();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    write_groups(&mut out, a, groups, stats, start, report)?;
+    write_groups(&mut out, a, groups, stats, start, report, quote)?;
     out.flush()
 }
 
-/// The groups as `print_groups` prints them (JSON, or paths with -S / -0), into `out`.
+/// The groups as `print_groups` prints them (JSON, or paths with -S / -0), into `out`;
+/// with `quote` each path of the text formats as `ls` shows it on a terminal (`quotef`:
+/// shell-escape quoting where a name needs it). JSON escapes names by itself.
 fn write_groups(
     out: &mut impl Write,
     a: &Args,
@@ -507,9 +522,13 @@ fn write_groups(
     stats: &Stats,
     start: Instant,
     report: Option<&dedupe::Report>,
+    quote: bool,
 ) -> io::Result<()> {
     if a.json {
-        let mut s = format!("{{\"version\":{JSON_VERSION},\"command\":\"{}\",\"groups\":[", a.mode.name());
+        let mut s = format!(
+            "{{\"format\":\"dfdu-dupes-report\",\"version\":{JSON_VERSION},\"command\":\"{}\",\"groups\":[",
+            a.mode.name()
+        );
         for (i, g) in groups.iter().enumerate() {
             if i > 0 {
                 s.push(',');
@@ -536,13 +555,14 @@ fn write_groups(
         let (hits, links) = plain(stats);
         s.push_str(&format!(
             "],\n\"summary\":{{\"groups\":{},\"duplicate_files\":{dup_files},\"bytes_wasted\":{},\
-             \"bytes_reclaimable\":{},\"groups_already_shared\":{},\"files_read\":{},\"bytes_read\":{},\
+             \"bytes_reclaimable\":{},\"groups_already_shared\":{},\"files_read\":{},\"reads\":{},\"bytes_read\":{},\
              \"cache_hits\":{hits},\"extra_links\":{links},\"changed\":{},\"seconds\":{:.3}}}",
             groups.len(),
             groups.iter().map(Group::wasted).sum::<u64>(),
             groups.iter().map(Group::reclaimable).sum::<u64>(),
             groups.iter().filter(|g| g.all_shared()).count(),
             stats.files_read.load(Ordering::Relaxed),
+            stats.reads.load(Ordering::Relaxed),
             stats.bytes_read.load(Ordering::Relaxed),
             stats.changed.load(Ordering::Relaxed),
             start.elapsed().as_secs_f64()
@@ -560,7 +580,10 @@ fn write_groups(
             writeln!(out, "{} bytes each:", g.size)?;
         }
         for p in &g.paths {
-            out.write_all(p)?;
+            match quote {
+                true => out.write_all(quotef(p).as_bytes())?,
+                false => out.write_all(p)?,
+            }
             out.write_all(end)?;
         }
         out.write_all(sep)?;

@@ -4,6 +4,7 @@
 //! are built only for the files that end up in a group.
 
 use crate::meta::{Errno, Kind};
+use crate::text::quote::walk_problem;
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,17 +110,13 @@ impl Found {
         out.extend_from_slice(self.name(f.name_off, f.name_len));
     }
 
-    /// The path of an error's entry.
-    pub fn error_path(&self, dir: u32, name: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.dir_path(dir, &mut out);
-        if !name.is_empty() {
-            if !out.is_empty() && !out.ends_with(b"/") {
-                out.push(b'/');
-            }
-            out.extend_from_slice(name);
-        }
-        out
+    /// The message for one of `errors` (an entry of `dir` that could not be stat'ed, or
+    /// with an empty `name` the directory itself that could not be listed), worded and
+    /// quoted as `dfdu scan` words its problems (`text::quote::walk_problem`).
+    pub fn problem_line(&self, dir: u32, name: &[u8], reason: &str) -> String {
+        let mut path = Vec::new();
+        self.dir_path(dir, &mut path);
+        walk_problem(&path, (!name.is_empty()).then_some(name), reason).1
     }
 }
 

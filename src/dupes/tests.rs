@@ -93,6 +93,9 @@ fn dupes_summary_line_counts_and_sizes() {
          read 7 files, 123456 bytes; 0 from the hash file"
     );
     assert!(line.ends_with(" s") && line.contains("; 0."), "{line}");
+    // Files sampled and then read whole: files, and the reads when there are more.
+    let st = Stats { reads: AtomicU64::new(4), ..stats([2, 216_384, 0, 0, 0]) };
+    assert!(summary_line(&g, &st, Instant::now()).contains("; read 2 files in 4 reads, 216384 bytes; "));
 }
 
 #[test]
@@ -134,7 +137,7 @@ fn dupes_progress_line_per_phase() {
 
 fn written(a: &Args, g: &[Group], st: &Stats, report: Option<&dedupe::Report>) -> String {
     let mut out = Vec::new();
-    write_groups(&mut out, a, g, st, Instant::now(), report).unwrap();
+    write_groups(&mut out, a, g, st, Instant::now(), report, false).unwrap();
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -147,12 +150,12 @@ fn dupes_json_document_byte_for_byte() {
     let (head, tail) = js.split_at(js.rfind(",\"seconds\":").unwrap());
     assert_eq!(
         head,
-        "{\"version\":1,\"command\":\"dupes\",\"groups\":[\n\
+        "{\"format\":\"dfdu-dupes-report\",\"version\":1,\"command\":\"dupes\",\"groups\":[\n\
          {\"size\":5000,\"already_shared\":false,\"reclaimable\":5000,\"paths\":[\"a/x\",\"b/x\"]},\n\
          {\"size\":1000,\"already_shared\":false,\"reclaimable\":1000,\
          \"paths\":[\"q \\\"1\\\"\",\"q\\\\2\",\"q\\u0001\\u001f \\u007f\u{fffd}3\"]}],\n\
          \"summary\":{\"groups\":2,\"duplicate_files\":3,\"bytes_wasted\":7000,\"bytes_reclaimable\":6000,\
-         \"groups_already_shared\":0,\"files_read\":7,\"bytes_read\":123456,\"cache_hits\":3,\"extra_links\":1,\
+         \"groups_already_shared\":0,\"files_read\":7,\"reads\":0,\"bytes_read\":123456,\"cache_hits\":3,\"extra_links\":1,\
          \"changed\":2"
     );
     assert!(tail.starts_with(",\"seconds\":0.") && tail.ends_with("}}\n"), "{tail}");
@@ -160,11 +163,16 @@ fn dupes_json_document_byte_for_byte() {
     a.mode = Mode::Dedupe;
     let r = dedupe::Report { files: 4, ..dedupe::Report::default() };
     let js = written(&a, &groups()[..1], &Stats::default(), Some(&r));
-    assert!(js.starts_with("{\"version\":1,\"command\":\"dedupe\",\"groups\":[\n{\"size\":5000,"), "{js}");
+    assert!(
+        js.starts_with(
+            "{\"format\":\"dfdu-dupes-report\",\"version\":1,\"command\":\"dedupe\",\"groups\":[\n{\"size\":5000,"
+        ),
+        "{js}"
+    );
     assert!(js.contains("\"paths\":[\"a/x\",\"b/x\"]}],\n\"summary\":{\"groups\":1,\"duplicate_files\":1,"), "{js}");
     assert!(js.ends_with(&format!("}},\n\"dedupe\":{}}}\n", r.json(false))), "{js}");
     let js = written(&a, &[], &Stats::default(), None);
-    assert!(js.starts_with("{\"version\":1,\"command\":\"dedupe\",\"groups\":[],\n\"summary\":{\"groups\":0,"), "{js}");
+    assert!(js.starts_with("{\"format\":\"dfdu-dupes-report\",\"version\":1,\"command\":\"dedupe\",\"groups\":[],\n\"summary\":{\"groups\":0,"), "{js}");
 }
 
 /// More groups than fit in one 64 KiB piece: the document is the same, whole.
@@ -185,7 +193,10 @@ fn dupes_json_of_many_groups_is_whole() {
         format!("{{\"size\":10,\"already_shared\":false,\"reclaimable\":10,\"paths\":[\"d/{i:05}a\",\"d/{i:05}b\"]}}")
     };
     let list: Vec<String> = (0..3000).map(each).collect();
-    let want = format!("{{\"version\":1,\"command\":\"dupes\",\"groups\":[\n{}],\n\"summary\":", list.join(",\n"));
+    let want = format!(
+        "{{\"format\":\"dfdu-dupes-report\",\"version\":1,\"command\":\"dupes\",\"groups\":[\n{}],\n\"summary\":",
+        list.join(",\n")
+    );
     assert!(js.starts_with(&want), "{}", &js[..200]);
 }
 
@@ -200,6 +211,25 @@ fn dupes_text_output_byte_for_byte() {
     a.nul = true;
     assert_eq!(written(&a, &groups(), &Stats::default(), None).matches('\0').count(), 2 + 1 + 3 + 1);
     assert_eq!(written(&a, g, &Stats::default(), None), "a/x\0b/x\0\0");
+}
+
+/// On a terminal the paths are quoted as `ls` quotes them (tests/dupes.rs compares with
+/// `ls` itself on a pseudo-terminal); JSON is not touched.
+#[test]
+fn dupes_text_output_quoted_for_a_terminal() {
+    let mut a = args(Mode::Dupes);
+    let g = groups();
+    let quoted = |a: &Args| {
+        let mut out = Vec::new();
+        write_groups(&mut out, a, &g, &Stats::default(), Instant::now(), None, true).unwrap();
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    assert!(quoted(&a).starts_with("a/x\nb/x\n\n'q \"1\"'\n'q\\2'\n'q'$'\\001\\037'' '$'\\177"), "{}", quoted(&a));
+    a.json = true;
+    assert_eq!(
+        quoted(&a).split(",\"seconds\"").next(),
+        written(&a, &g, &Stats::default(), None).split(",\"seconds\"").next()
+    );
 }
 
 /// A scratch directory for one test, removed on drop.

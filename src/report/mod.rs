@@ -3,14 +3,14 @@
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
 use crate::meta::os_bytes;
-use crate::text::quote::{json_str, quoteaf, quotef};
+use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
 use crate::tree::diff::Measure;
 use crate::tree::path::{child_path, dir_path};
 use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::shared::Share;
-use crate::tree::sink::ArenaSink;
+use crate::tree::sink::{problem_lines, ArenaSink};
 use crate::walk::opts::{io_text, Cli};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
@@ -488,7 +488,7 @@ fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: 
             stop.store(true, Ordering::Relaxed);
         });
         let mut err = io::stderr().lock();
-        for line in problem_lines(&arena, &args.prog, sink.take_problems()) {
+        for line in problem_lines(&arena, &format!("{} scan", args.prog), sink.take_problems()) {
             let _ = writeln!(err, "{line}");
         }
         roots.push(root);
@@ -528,7 +528,7 @@ fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: 
         let written = std::fs::File::create(file)
             .and_then(|f| crate::tree::treemap::write_svg(&arena, root, m, &mut io::BufWriter::new(f)));
         if let Err(e) = written {
-            eprintln!("{} scan: cannot write {}: {e}", args.prog, quotef(&os_bytes(file)));
+            eprintln!("{} scan: cannot write {}: {}", args.prog, quoteaf(&os_bytes(file)), io_text(&e));
             return 1;
         }
     }
@@ -564,33 +564,6 @@ fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: 
         return 1;
     }
     0
-}
-
-/// The lines that name on standard error what a scan could not read, in the shape du uses
-/// ("cannot read directory 'x': reason", "cannot access 'x': reason"), sorted by path.
-fn problem_lines(a: &Arena, prog: &str, problems: Vec<crate::tree::sink::Problem>) -> Vec<String> {
-    let mut lines: Vec<(Vec<u8>, String)> = problems
-        .into_iter()
-        .map(|p| {
-            let mut path = dir_path(a, p.dir);
-            let what = match &p.name {
-                Some(name) => {
-                    if !path.ends_with(b"/") {
-                        path.push(b'/');
-                    }
-                    path.extend_from_slice(name);
-                    "cannot access"
-                }
-                None => "cannot read directory",
-            };
-            let reason =
-                if p.errno.0 == 0 { String::new() } else { format!(": {}", crate::platform::errno_text(p.errno)) };
-            let line = format!("{prog} scan: {what} {}{reason}", quoteaf(&path));
-            (path, line)
-        })
-        .collect();
-    lines.sort();
-    lines.into_iter().map(|(_, line)| line).collect()
 }
 
 /// "1 entry", "2 entries": a count and its noun.

@@ -388,7 +388,7 @@ fn problems_are_named_like_du() {
     let empty = HashSet::new();
     let walk = a.walk.walk(2, 64, None, &empty);
     scan::scan_as::<Native, ArenaSink>(&walk, &sink, &cpath, &meta, r);
-    let lines = problem_lines(&arena, "dfdu", sink.take_problems());
+    let lines = problem_lines(&arena, "dfdu scan", sink.take_problems());
     // GNU du -L says the same of a dangling link.
     let du = std::process::Command::new("du").arg("-L").arg(&root).output().unwrap();
     let du_err: Vec<String> =

@@ -161,6 +161,37 @@ fn shell_escape(s: &[u8], always: bool) -> String {
     out
 }
 
+/// `WHAT 'PATH': REASON` (no `: REASON` when `reason` is empty), the path always quoted
+/// and shell-escaped (`quoteaf`) as GNU du quotes it.
+pub fn problem(what: &str, path: &[u8], reason: &str) -> String {
+    let mut line = format!("{what} {}", quoteaf(path));
+    if !reason.is_empty() {
+        line.push_str(": ");
+        line.push_str(reason);
+    }
+    line
+}
+
+/// What a walk could not read, worded as GNU du words it: `cannot read directory 'DIR'`
+/// for directory `dir` that could not be listed (`name` is `None`), `cannot access
+/// 'DIR/NAME'` for an entry of it that could not be stat'ed. Returns the path too, for
+/// sorting. `dfdu scan`, `diff` and `dupes` name what they could not read through it.
+pub fn walk_problem(dir: &[u8], name: Option<&[u8]>, reason: &str) -> (Vec<u8>, String) {
+    let mut path = dir.to_vec();
+    let what = match name {
+        Some(name) => {
+            if !path.is_empty() && !path.ends_with(b"/") {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name);
+            "cannot access"
+        }
+        None => "cannot read directory",
+    };
+    let line = problem(what, &path, reason);
+    (path, line)
+}
+
 /// Length of a valid multi-byte UTF-8 sequence at the start of `s`, 0 if there is none
 /// (ASCII included: callers treat single bytes themselves).
 pub fn utf8_len(s: &[u8]) -> usize {

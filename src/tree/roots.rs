@@ -9,7 +9,7 @@ use crate::platform;
 use crate::text::quote::{quoteaf, quotef};
 use crate::tree::arena::Arena;
 use crate::tree::ncdu::{self, Imported};
-use crate::tree::sink::ArenaSink;
+use crate::tree::sink::{ArenaSink, Problem};
 use crate::walk::opts::{io_text, Cli, Opt, WalkOpts};
 use crate::walk::scan::Walk;
 use std::collections::HashSet;
@@ -49,6 +49,9 @@ impl WalkArgs {
 pub struct Side {
     pub root: u32,
     pub source: String,
+    /// What the scan of a directory side could not read (none for an import, whose
+    /// errors are only flags in the export).
+    pub problems: Vec<Problem>,
 }
 
 /// How a directory side is scanned: a `Reader`'s stat of the root and its scan into an
@@ -72,15 +75,15 @@ pub fn load_side(
     if !is_dir {
         let imported = import_file(what, arena)?;
         let source = format!("import of a {} export", imported.progname.escape_debug());
-        return Ok(Side { root: imported.root, source });
+        return Ok(Side { root: imported.root, source, problems: Vec::new() });
     }
     let cpath = CString::new(path.clone()).map_err(|_| format!("{}: a NUL byte in the name", quotef(&path)))?;
     let meta = stat_root(&cpath, stat)?;
-    let sink = ArenaSink::new(arena);
+    let sink = ArenaSink::new(arena).collecting_problems();
     let root = sink.add_root(&path, &meta).map_err(|_| "the tree is too large".to_string())?;
     let no_links = HashSet::new();
     scan(&opts.walk(threads, fd_budget, opts.one_fs.then_some(meta.dev), &no_links), &sink, &cpath, &meta, root);
-    Ok(Side { root, source: "scan".into() })
+    Ok(Side { root, source: "scan".into(), problems: sink.take_problems() })
 }
 
 /// Imports the export `f` (`-` for standard input) into `arena`.

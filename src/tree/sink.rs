@@ -10,7 +10,9 @@
 //! later names carry `F_DUP_LINK` (which name wins depends on thread timing; totals do not).
 
 use crate::meta::{Errno, Kind, Meta};
+use crate::text::quote::walk_problem;
 use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
+use crate::tree::path::dir_path;
 use crate::tree::shared::{Collector, FileFigures};
 use crate::walk::extents::FileExtents;
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
@@ -49,6 +51,22 @@ pub struct Problem {
     pub dir: u32,
     pub name: Option<Vec<u8>>,
     pub errno: Errno,
+}
+
+/// The lines that name on standard error what a scan could not read, after the prefix
+/// `cmd` ("dfdu scan", "dfdu diff"), in the shape du uses (`text::quote::walk_problem`),
+/// sorted by path.
+pub fn problem_lines(a: &Arena, cmd: &str, problems: Vec<Problem>) -> Vec<String> {
+    let mut lines: Vec<(Vec<u8>, String)> = problems
+        .into_iter()
+        .map(|p| {
+            let reason = if p.errno.0 == 0 { String::new() } else { crate::platform::errno_text(p.errno) };
+            let (path, line) = walk_problem(&dir_path(a, p.dir), p.name.as_deref(), &reason);
+            (path, format!("{cmd}: {line}"))
+        })
+        .collect();
+    lines.sort();
+    lines.into_iter().map(|(_, line)| line).collect()
 }
 
 /// One entry waiting for its commit.

@@ -5,6 +5,7 @@
 use super::{MAX_DEPTH, MAX_NAME, MAX_SIZE, SHARED_KEYS};
 use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
 use crate::tree::shared::{Figures, Share};
+use crate::walk::opts::io_text;
 use std::collections::HashMap;
 use std::io::BufRead;
 
@@ -35,7 +36,7 @@ impl<R: BufRead> Input<R> {
     fn peek(&mut self) -> Result<Option<u8>, ImportError> {
         match self.r.fill_buf() {
             Ok(buf) => Ok(buf.first().copied()),
-            Err(e) => self.fail(format!("read error: {e}")),
+            Err(e) => self.fail(format!("read error: {}", io_text(&e))),
         }
     }
 
