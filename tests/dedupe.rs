@@ -1472,3 +1472,60 @@ fn dedupe_leaves_read_only_snapshots_alone_on_btrfs() {
     let after = maps();
     assert_eq!(after.0, after.1, "the snapshot's copies share their extents now");
 }
+
+// ------------------------------------------------------------------------------------------
+// Which copies already share: FIEMAP's addresses are per file system.
+
+/// Two fresh XFS images that each got the same file first hold it at the same block
+/// address. Before, `dupes` took the equal extent maps for one set of blocks and called
+/// the pair already shared (`[shared]`, nothing reclaimable) though the copies are on two
+/// file systems and share nothing. Now they are not shared, and still nothing is
+/// reclaimable: copies on different file systems can never come to share. A snapshot's
+/// copy on btrfs (another device number, the same blocks, every extent flagged shared)
+/// stays shared.
+#[test]
+fn dupes_equal_addresses_on_two_file_systems_are_not_shared() {
+    if !need_root_and("mkfs.xfs", "dupes_equal_addresses_on_two_file_systems")
+        || !need_root_and("mkfs.btrfs", "dupes_equal_addresses_on_two_file_systems")
+    {
+        return;
+    }
+    let mk = |kind: &str, label: &str| LoopFs::labelled(kind, label, "512M");
+    let (a, b, c) = match (mk("xfs", "addr-a"), mk("xfs", "addr-b"), mk("btrfs", "addr-snap")) {
+        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+        (a, b, c) => {
+            let e = [a.err(), b.err(), c.err()].into_iter().flatten().next().unwrap_or_default();
+            return skip(&format!("dupes_equal_addresses_on_two_file_systems: {e}"));
+        }
+    };
+    let data = Rng(0xadd7).bytes(200_000);
+    write(&a.mnt.join("f"), &data);
+    write(&b.mnt.join("f"), &data);
+    let extents = |p: &Path| {
+        let o = Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(p).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().skip(1).map(str::to_string).collect::<Vec<_>>()
+    };
+    assert!(Command::new("sync").status().unwrap().success());
+    let (ea, eb) = (extents(&a.mnt.join("f")), extents(&b.mnt.join("f")));
+    if ea != eb {
+        notice(&format!("SKIP: dupes_equal_addresses: the two images placed the file differently ({ea:?} {eb:?})"));
+        return;
+    }
+    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), a.mnt.as_os_str(), b.mnt.as_os_str()]);
+    let js = text(&out.stdout);
+    assert!(js.contains("\"already_shared\":false"), "two file systems share nothing: {js}");
+    assert_eq!(json_num(&js, "bytes_reclaimable"), Some(0), "{js}");
+    assert_eq!(json_num(&js, "groups_already_shared"), Some(0), "{js}");
+
+    let sv = c.mnt.join("sv");
+    let ok = |cmd: &mut Command| assert!(cmd.output().unwrap().status.success(), "{cmd:?}");
+    ok(Command::new("btrfs").args(["subvolume", "create"]).arg(&sv));
+    write(&sv.join("f"), &data);
+    ok(&mut Command::new("sync"));
+    ok(Command::new("btrfs").args(["subvolume", "snapshot"]).arg(&sv).arg(c.mnt.join("snap")));
+    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), c.mnt.as_os_str()]);
+    let js = text(&out.stdout);
+    assert!(js.contains("\"already_shared\":true"), "a snapshot's copy shares its blocks: {js}");
+    assert_eq!(json_num(&js, "bytes_reclaimable"), Some(0), "{js}");
+    let _ = Command::new("btrfs").args(["subvolume", "delete"]).arg(c.mnt.join("snap")).output();
+}

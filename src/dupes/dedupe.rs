@@ -644,7 +644,13 @@ mod tests {
     }
 
     fn pair(paths: [&[u8]; 2]) -> Group {
-        Group { size: 4, members: vec![0, 1], paths: paths.map(|p| p.to_vec()).to_vec(), layout_of: vec![0, 1] }
+        Group {
+            size: 4,
+            members: vec![0, 1],
+            paths: paths.map(|p| p.to_vec()).to_vec(),
+            layout_of: vec![0, 1],
+            devs: vec![1, 1],
+        }
     }
 
     const DRY: Options = Options { dry_run: true, allow_readonly: false };
@@ -727,6 +733,7 @@ mod tests {
             size: 4,
             members: (0..layout_of.len() as u32).collect(),
             paths: vec![Vec::new(); layout_of.len()],
+            devs: vec![1; layout_of.len()],
             layout_of,
         };
         let plain = g(vec![0, 1, 2, 3]);

@@ -64,6 +64,9 @@ pub struct Group {
     /// when none): members with equal values already share all their extents. `INLINE`
     /// for data kept inline in metadata, which cannot be shared.
     pub layout_of: Vec<usize>,
+    /// For each member, its device: copies on different file systems can never come to
+    /// share, so what is reclaimable is counted per device.
+    pub devs: Vec<u64>,
 }
 
 /// `Group::layout_of` of a member whose data is inline.
@@ -81,8 +84,14 @@ impl Group {
     pub fn wasted(&self) -> u64 {
         self.size.saturating_mul(self.members.len() as u64 - 1)
     }
+    /// The bytes dedupe could give back: on each device, every distinct layout but one.
     pub fn reclaimable(&self) -> u64 {
-        self.size.saturating_mul((self.layouts() as u64).saturating_sub(1))
+        let mut firsts: Vec<u64> =
+            self.layout_of.iter().enumerate().filter(|(i, l)| *i == **l).map(|(i, _)| self.devs[i]).collect();
+        firsts.sort_unstable();
+        let distinct = firsts.len();
+        firsts.dedup();
+        self.size.saturating_mul((distinct - firsts.len()) as u64)
     }
 }
 
@@ -548,6 +557,7 @@ fn group_runs(found: &Found, cands: &mut [Cand], runs: &[std::ops::Range<usize>]
                 let n = members.len();
                 groups.push(Group {
                     size: files[slice[a].rec as usize].size,
+                    devs: members.iter().map(|m| files[m.1 as usize].dev).collect(),
                     members: members.iter().map(|m| m.1).collect(),
                     paths: members.into_iter().map(|m| m.0).collect(),
                     layout_of: (0..n).collect(),
@@ -670,11 +680,26 @@ pub fn layouts(found: &Found, handles: &Handles, groups: &mut [Group], threads: 
     for (g, mine) in groups.iter_mut().zip(per_group) {
         for m in 0..mine.len() {
             g.layout_of[m] = match &mine[m] {
-                platform::Layout::Extents(_) => (0..m).find(|&p| mine[p] == mine[m]).unwrap_or(m),
+                platform::Layout::Extents(e) => {
+                    (0..m).find(|&p| same_extents(&mine[p], g.devs[p], e, g.devs[m])).unwrap_or(m)
+                }
                 platform::Layout::Inline => INLINE,
                 platform::Layout::Unknown => m,
             };
         }
+    }
+}
+
+/// Whether a member with extents `e` on device `dev` shares all of them with one whose
+/// layout is `other` on `other_dev`. FIEMAP's addresses are per file system: on one device
+/// equal maps are the same blocks. Two devices may be two file systems whose equal
+/// addresses are a coincidence (two fresh images that got the same file first), or two
+/// subvolumes of one btrfs (a snapshot's copy): only there does the kernel flag every
+/// extent as shared, so across devices that flag must be on every extent too.
+fn same_extents(other: &platform::Layout, other_dev: u64, e: &[platform::Extent], dev: u64) -> bool {
+    match other {
+        platform::Layout::Extents(o) => o == e && (other_dev == dev || e.iter().all(|x| x.shared)),
+        _ => false,
     }
 }
 
@@ -704,7 +729,7 @@ mod tests {
 
     fn group(size: u64, layout_of: Vec<usize>) -> Group {
         let n = layout_of.len();
-        Group { size, members: (0..n as u32).collect(), paths: vec![Vec::new(); n], layout_of }
+        Group { size, members: (0..n as u32).collect(), paths: vec![Vec::new(); n], layout_of, devs: vec![7; n] }
     }
 
     #[test]
@@ -718,6 +743,26 @@ mod tests {
         assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (2000, 0, true));
         let g = group(1000, vec![0, INLINE]);
         assert!(!g.all_shared());
+        // Copies on two file systems never come to share: one reclaimable copy per device
+        // with two layouts, none for a device with one.
+        let g = Group { devs: vec![1, 1, 2, 3, 3], ..group(1000, vec![0, 1, 2, 3, 3]) };
+        assert_eq!((g.wasted(), g.reclaimable(), g.all_shared()), (4000, 1000, false));
+        let g = Group { devs: vec![1, 2], ..group(1000, vec![0, 1]) };
+        assert_eq!(g.reclaimable(), 0);
+    }
+
+    /// Equal maps on one device are one set of blocks; across devices only when every
+    /// extent is flagged shared (subvolumes of one btrfs), never by coincidence of addresses.
+    #[test]
+    fn equal_extent_maps_across_devices_need_the_shared_flag() {
+        let ext = |shared| platform::Extent { logical: 0, physical: 98_304, length: 200_704, shared };
+        let plain = platform::Layout::Extents(vec![ext(false)]);
+        let flagged = platform::Layout::Extents(vec![ext(true)]);
+        assert!(same_extents(&plain, 5, &[ext(false)], 5));
+        assert!(!same_extents(&plain, 5, &[ext(false)], 6));
+        assert!(same_extents(&flagged, 5, &[ext(true)], 6));
+        assert!(!same_extents(&flagged, 5, &[ext(false)], 5));
+        assert!(!same_extents(&platform::Layout::Unknown, 5, &[ext(true)], 5));
     }
 
     #[test]

@@ -61,12 +61,19 @@ fn dupes_parse_min_size_may_equal_max_size() {
 /// Two groups whose sizes are known: 3 × 1000 bytes and 2 × 5000 bytes.
 fn groups() -> Vec<Group> {
     vec![
-        Group { size: 5000, members: vec![3, 4], paths: vec![b"a/x".to_vec(), b"b/x".to_vec()], layout_of: vec![0, 1] },
+        Group {
+            size: 5000,
+            members: vec![3, 4],
+            paths: vec![b"a/x".to_vec(), b"b/x".to_vec()],
+            layout_of: vec![0, 1],
+            devs: vec![1, 1],
+        },
         Group {
             size: 1000,
             members: vec![0, 1, 2],
             paths: vec![b"q \"1\"".to_vec(), b"q\\2".to_vec(), b"q\x01\x1f \x7f\xff3".to_vec()],
             layout_of: vec![0, 1, 1],
+            devs: vec![1; 3],
         },
     ]
 }
@@ -186,6 +193,7 @@ fn dupes_json_of_many_groups_is_whole() {
             members: vec![2 * i, 2 * i + 1],
             paths: vec![format!("d/{i:05}a").into_bytes(), format!("d/{i:05}b").into_bytes()],
             layout_of: vec![0, 1],
+            devs: vec![1, 1],
         })
         .collect();
     let js = written(&a, &many, &Stats::default(), None);
