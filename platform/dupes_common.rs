@@ -128,23 +128,118 @@ pub(super) fn c_name(name: &std::ffi::OsStr) -> Result<std::ffi::CString, Errno>
     std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno(22))
 }
 
-/// Opens the directory `path` (symlinks in it followed: the path is the user's choice).
-pub fn open_write_dir(path: &std::path::Path) -> Result<WriteDir, Errno> {
+/// Why `open_write_dir` did not open the directory.
+#[derive(Debug)]
+pub enum WalkError {
+    Os(Errno),
+    /// The judge refused a step, for this reason (never without Unix owners).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Refused(String),
+}
+
+/// Symbolic links followed on the way before ELOOP, as the kernel allows.
+#[cfg(unix)]
+const MAX_LINKS: u32 = 40;
+
+/// Opens the directory `path` one name at a time, each looked up relative to the handle
+/// on the directory before it and never followed by the kernel: `judge(name_so_far, dir,
+/// entry)` sees the owner of each directory a name is looked up in and of what the name
+/// is, and may refuse the step (another user could swap that name). A symlink the judge
+/// accepts is read and its target walked the same way. Without Unix owners (Windows) the
+/// directory is opened as named and `judge` is not called.
+pub fn open_write_dir(
+    path: &std::path::Path,
+    judge: &mut dyn FnMut(&std::path::Path, Owner, Owner) -> Option<String>,
+) -> Result<WriteDir, WalkError> {
     #[cfg(unix)]
-    {
-        use rustix::fs::{Mode, OFlags, CWD};
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(CWD, &*c_name(path.as_os_str())?, flags, Mode::empty()).map_err(errno)?;
-        Ok(WriteDir { fd })
-    }
+    return walk_dirs(path, judge);
     #[cfg(not(unix))]
     {
+        let _ = judge;
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => Ok(WriteDir { path: path.to_path_buf() }),
-            Ok(_) => Err(Errno(20)),
-            Err(e) => Err(Errno(e.raw_os_error().unwrap_or(5))),
+            Ok(_) => Err(WalkError::Os(Errno(20))),
+            Err(e) => Err(WalkError::Os(Errno(e.raw_os_error().unwrap_or(5)))),
         }
     }
+}
+
+/// Flags for a directory handle that is only looked up in: `O_PATH` on Linux (search
+/// permission is enough), read-only elsewhere.
+#[cfg(unix)]
+fn lookup_flags() -> rustix::fs::OFlags {
+    use rustix::fs::OFlags;
+    #[cfg(target_os = "linux")]
+    let base = OFlags::PATH;
+    #[cfg(not(target_os = "linux"))]
+    let base = OFlags::RDONLY;
+    base | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+#[cfg(unix)]
+fn walk_dirs(
+    path: &std::path::Path,
+    judge: &mut dyn FnMut(&std::path::Path, Owner, Owner) -> Option<String>,
+) -> Result<WriteDir, WalkError> {
+    use rustix::fs::{AtFlags, Mode, CWD};
+    use std::path::{Component, PathBuf};
+    let os = |e: rustix::io::Errno| WalkError::Os(errno(e));
+    let open_at = |dir: &rustix::fd::OwnedFd, name: &std::ffi::OsStr| {
+        rustix::fs::openat(dir, &*c_name(name).map_err(WalkError::Os)?, lookup_flags(), Mode::empty()).map_err(os)
+    };
+    let root = |p: &std::path::Path| if p.has_root() { "/" } else { "." };
+    let mut cur = rustix::fs::openat(CWD, root(path), lookup_flags(), Mode::empty()).map_err(os)?;
+    let mut shown = PathBuf::from(if path.has_root() { "/" } else { "" });
+    // Names still to walk, the next one last.
+    let names = |p: &std::path::Path| -> Vec<std::ffi::OsString> {
+        let mut v: Vec<_> = p
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some("..".into()),
+                _ => None,
+            })
+            .collect();
+        v.reverse();
+        v
+    };
+    let mut todo = names(path);
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        let dir = owner_of(&rustix::fs::fstat(&cur).map_err(os)?);
+        let st =
+            rustix::fs::statat(&cur, &*c_name(&name).map_err(WalkError::Os)?, AtFlags::SYMLINK_NOFOLLOW).map_err(os)?;
+        if let Some(why) = judge(&shown.join(&name), dir, owner_of(&st)) {
+            return Err(WalkError::Refused(why));
+        }
+        #[allow(clippy::unnecessary_cast)] // the field types differ between systems
+        let is_link = Kind::from_mode(st.st_mode as u32) == Kind::Symlink;
+        if is_link {
+            links += 1;
+            if links > MAX_LINKS {
+                return Err(WalkError::Os(Errno(40)));
+            }
+            let target =
+                rustix::fs::readlinkat(&cur, &*c_name(&name).map_err(WalkError::Os)?, Vec::new()).map_err(os)?;
+            let target =
+                PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(target.as_bytes()));
+            if target.has_root() {
+                cur = rustix::fs::openat(CWD, "/", lookup_flags(), Mode::empty()).map_err(os)?;
+                shown = PathBuf::from("/");
+            }
+            todo.extend(names(&target));
+            continue;
+        }
+        let next = open_at(&cur, &name)?;
+        // The name may have been swapped for another directory since it was judged.
+        let now = rustix::fs::fstat(&next).map_err(os)?;
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) {
+            return Err(WalkError::Os(Errno(11)));
+        }
+        cur = next;
+        shown.push(&name);
+    }
+    Ok(WriteDir { fd: cur })
 }
 
 #[cfg(unix)]

@@ -259,6 +259,56 @@ fn hashfile_in_a_directory_others_may_write_is_left_alone() {
     assert_eq!(stat(&cache), before);
 }
 
+/// A directory on the hash file's path that another user could swap: root was told to
+/// use `ALICE/cache/nologin`, and the owner of ALICE made `cache` a symlink to a directory
+/// of root's (`/etc` in real life). Only the last directory used to be judged, so root
+/// created `nologin` there. Now every name on the way is looked up relative to the
+/// directory before it and judged: a name in a directory another user owns, or one
+/// another user owns in a sticky directory others may write, is not trusted, and nothing
+/// is read or created. A symlink in a directory only root may write is followed.
+#[test]
+fn hashfile_path_through_a_directory_another_user_controls() {
+    if !need_root("hashfile_path_through_a_directory_another_user_controls") {
+        return;
+    }
+    let scratch = Scratch::new("hashfile-path");
+    let root = small_tree(&scratch);
+    let etc = scratch.subdir("etc");
+    let alice = scratch.subdir("alice");
+    std::os::unix::fs::chown(&alice, Some(NOBODY), Some(NOBODY)).unwrap();
+    symlink(&etc, alice.join("cache")).unwrap();
+    lchown(alice.join("cache"), Some(NOBODY), Some(NOBODY)).unwrap();
+    let sticky = scratch.subdir("sticky");
+    chmod(&sticky, 0o1777);
+    symlink(&etc, sticky.join("evil")).unwrap();
+    lchown(sticky.join("evil"), Some(NOBODY), Some(NOBODY)).unwrap();
+    let cases = [
+        (alice.join("cache/nologin"), format!("'{}' on its path belongs to uid 65534", alice.display())),
+        (
+            sticky.join("evil/nologin"),
+            format!(
+                "'{}' on its path belongs to uid 65534 in a directory others may write",
+                sticky.join("evil").display()
+            ),
+        ),
+    ];
+    for (cache, why) in &cases {
+        let out = dupes_with(cache, &root);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains(&format!("hash file '{}' is not trusted: {why}; running without one", cache.display())),
+            "{err}"
+        );
+        assert!(fs::symlink_metadata(etc.join("nologin")).is_err(), "created through {}: {err}", cache.display());
+    }
+    // Root's own symlink, in a directory only root may write: followed.
+    symlink(&etc, scratch.dir.join("etc-link")).unwrap();
+    let out = dupes_with(&scratch.dir.join("etc-link/hashes"), &root);
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", text(&out.stderr));
+    assert!(fs::metadata(etc.join("hashes")).unwrap().is_file());
+}
+
 // ------------------------------------------------------------------------------------------
 // What the hash file cannot see (issue 24 item 5): contents that change while size, mtime
 // and ctime stay. A write through a shared mapping made before the file was hashed does

@@ -38,7 +38,9 @@
 //! `platform::replace_in` writes the new contents to a file that can only be new and ours
 //! (mode 0600) before renaming it into place. Trust follows ownership (`distrust`): in a
 //! directory others may write the file is neither read nor written; a file others could
-//! have written is ignored and rebuilt.
+//! have written is ignored and rebuilt. The directory itself is reached one name at a
+//! time (`platform::open_write_dir`), each judged by `distrust_step`: a name another user
+//! could swap (for a symlink to `/etc`, say) makes the path untrusted, as its directory.
 
 use super::find::{Digest, DIGEST_BYTES};
 use crate::meta::Kind;
@@ -218,19 +220,28 @@ pub struct HashFile {
     rebuild: bool,
 }
 
-/// Why a hash file another user could have written is not trusted, as ssh's
-/// `StrictModes` judges `authorized_keys`: the directory must be the user's or root's, and
-/// not writable by group or others unless sticky (as `/tmp`), since whoever may write it
-/// can put any file under the name; the file must be the user's and writable by no one
-/// else. `None` when trusted.
-fn distrust(dir: platform::Owner, file: Option<platform::Owner>, euid: u32) -> Option<String> {
-    const GROUP_OTHER_WRITE: u32 = 0o022;
-    const STICKY: u32 = 0o1000;
+const GROUP_OTHER_WRITE: u32 = 0o022;
+const STICKY: u32 = 0o1000;
+
+/// Why a directory is not trusted to hold what it holds: it is neither the user's nor
+/// root's, or others may write it and it is not sticky (as `/tmp` is), so whoever may
+/// write it can put any file under any name in it.
+fn distrust_dir(dir: platform::Owner, euid: u32) -> Option<String> {
     if dir.uid != euid && dir.uid != 0 {
-        return Some(format!("its directory belongs to uid {}", dir.uid));
+        return Some(format!("belongs to uid {}", dir.uid));
     }
     if dir.mode & GROUP_OTHER_WRITE != 0 && dir.mode & STICKY == 0 {
-        return Some(format!("its directory is writable by others (mode {:04o}) and not sticky", dir.mode));
+        return Some(format!("is writable by others (mode {:04o}) and not sticky", dir.mode));
+    }
+    None
+}
+
+/// Why a hash file another user could have written is not trusted, as ssh's
+/// `StrictModes` judges `authorized_keys`: its directory as `distrust_dir` has it, and
+/// the file must be the user's and writable by no one else. `None` when trusted.
+fn distrust(dir: platform::Owner, file: Option<platform::Owner>, euid: u32) -> Option<String> {
+    if let Some(why) = distrust_dir(dir, euid) {
+        return Some(format!("its directory {why}"));
     }
     let file = file?;
     if file.uid != euid {
@@ -238,6 +249,24 @@ fn distrust(dir: platform::Owner, file: Option<platform::Owner>, euid: u32) -> O
     }
     if file.mode & GROUP_OTHER_WRITE != 0 {
         return Some(format!("it is writable by others (mode {:04o})", file.mode));
+    }
+    None
+}
+
+/// Why one step on the way to the hash file's directory (the name `entry_path`, found in
+/// `dir`) is not trusted: `dir` as `distrust_dir` has it, or a sticky directory others
+/// may write holding a name another user owns (they may replace what it is).
+fn distrust_step(entry_path: &Path, dir: platform::Owner, entry: platform::Owner, euid: u32) -> Option<String> {
+    let parent = entry_path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Some(why) = distrust_dir(dir, euid) {
+        return Some(format!("'{}' on its path {why}", parent.display()));
+    }
+    if dir.mode & GROUP_OTHER_WRITE != 0 && entry.uid != euid && entry.uid != 0 {
+        return Some(format!(
+            "'{}' on its path belongs to uid {} in a directory others may write",
+            entry_path.display(),
+            entry.uid
+        ));
     }
     None
 }
@@ -302,9 +331,18 @@ fn same_entry(dir: &platform::WriteDir, name: &OsStr, file: &File) -> bool {
 pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFile>, Cache), String> {
     let shown = path.display().to_string();
     let (dir_path, name) = split(path).ok_or_else(|| format!("hash file '{shown}' does not name a file"))?;
-    let dir = platform::open_write_dir(dir_path)
-        .map_err(|e| format!("cannot open the directory of hash file '{shown}': {}", platform::errno_text(e)))?;
     let euid = platform::effective_uid();
+    let mut judge = |p: &Path, d, e| euid.and_then(|uid| distrust_step(p, d, e, uid));
+    let dir = match platform::open_write_dir(dir_path, &mut judge) {
+        Ok(d) => d,
+        Err(platform::WalkError::Refused(why)) => {
+            note(format!("hash file '{shown}' is not trusted: {why}; running without one, leaving it alone"));
+            return Ok((None, Cache::default()));
+        }
+        Err(platform::WalkError::Os(e)) => {
+            return Err(format!("cannot open the directory of hash file '{shown}': {}", platform::errno_text(e)))
+        }
+    };
     let dir_owner = platform::write_dir_owner(&dir);
     let untrusted = |file| euid.zip(dir_owner).and_then(|(uid, d)| distrust(d, file, uid));
     if let Some(why) = untrusted(None) {
@@ -544,6 +582,34 @@ mod tests {
         assert_eq!(why(o(me, 0o700), Some(o(0, 0o600)), me), "it belongs to uid 0, not to uid 1000");
         assert_eq!(why(o(me, 0o700), Some(o(me, 0o620)), me), "it is writable by others (mode 0620)");
         assert_eq!(why(o(me, 0o700), Some(o(me, 0o602)), me), "it is writable by others (mode 0602)");
+    }
+
+    /// A step on the way: the directory judged as `distrust_dir`, and in a sticky
+    /// directory others may write, the name must be the user's or root's.
+    #[test]
+    fn hashfile_steps_on_its_path() {
+        use platform::Owner;
+        let o = |uid, mode| Owner { uid, mode };
+        let step = |p: &str, d, e| distrust_step(Path::new(p), d, e, 1000);
+        assert_eq!(step("/home", o(0, 0o755), o(0, 0o755)), None);
+        assert_eq!(step("/home/al/c", o(1000, 0o700), o(1001, 0o755)), None);
+        assert_eq!(step("/tmp/mine", o(0, 0o1777), o(1000, 0o700)), None);
+        assert_eq!(step("/tmp/root", o(0, 0o1777), o(0, 0o755)), None);
+        assert_eq!(step("/srv/x", o(1001, 0o755), o(0, 0o755)).unwrap(), "'/srv' on its path belongs to uid 1001");
+        assert_eq!(
+            step("x/y", o(0, 0o777), o(0, 0o755)).unwrap(),
+            "'x' on its path is writable by others (mode 0777) and not sticky"
+        );
+        assert_eq!(
+            step("y", o(1000, 0o775), o(1000, 0o755)).unwrap(),
+            "'.' on its path is writable by others (mode 0775) and not sticky"
+        );
+        assert_eq!(
+            step("/tmp/evil", o(0, 0o1777), o(1001, 0o777)).unwrap(),
+            "'/tmp/evil' on its path belongs to uid 1001 in a directory others may write"
+        );
+        // Sticky but writable by no one else: its names are as safe as in any directory.
+        assert_eq!(step("/d/x", o(1000, 0o1755), o(1001, 0o755)), None);
     }
 
     #[test]
