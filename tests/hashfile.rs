@@ -501,3 +501,30 @@ fn dedupe_interrupted_reports_what_was_done_and_saves_the_hash_file() {
     assert_eq!(json_num(summary(&js), "cache_hits"), Some(200), "{js}\n{}", text(&again.stderr));
     assert_eq!(json_num(summary(&js), "bytes_read"), Some(0), "{js}");
 }
+
+/// Issue 24, item 15: a hash file that cannot be read (EIO injected by strace into the
+/// reads of that file only) is one message without Rust's "(os error 5)", and exit 1.
+#[test]
+fn hashfile_read_error_is_said_in_plain_words() {
+    if !have_or_skip("strace", "hashfile_read_error_is_said_in_plain_words") {
+        return;
+    }
+    let scratch = Scratch::new("hashfile-eio");
+    let root = small_tree(&scratch);
+    let cache = scratch.dir.join("hashes");
+    assert!(dupes_with(&cache, &root).status.success());
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=read", "-e", "inject=read:error=EIO", "-P"])
+        .arg(&cache)
+        .arg(dfdu_path())
+        .args(["dupes", "--json", "--hashfile"])
+        .arg(&cache)
+        .arg(&root)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let want = format!(" dupes: cannot read hash file '{}': Input/output error\n", cache.display());
+    assert!(err.ends_with(&want) && !err.contains("os error"), "{err}");
+}

@@ -325,6 +325,17 @@ fn du_runs_when_no_thread_can_be_created() {
             assert!(got.stdout == want.stdout, "{what}: stdout differs from GNU du's");
         }
     }
+    // The benchmark's yardstick too (`dfdu floor`): the same sums as without the limit.
+    let dfdu_bin = common::copy_executable(&dfdu(), &scratch.subdir("bin"), "dfdu");
+    let floor = |wrap: &[&str], threads: &str| {
+        let mut c = Command::new(wrap[0]);
+        c.args(&wrap[1..]).arg(&dfdu_bin).arg("floor").args(["-j", threads, "t"]).current_dir(&dir);
+        c.uid(65534).gid(65534).output().unwrap()
+    };
+    let want = floor(&["env"], "1");
+    let got = floor(&["prlimit", "--nproc=1:1"], "8");
+    assert_eq!(got.status.code(), Some(0), "floor: {}", String::from_utf8_lossy(&got.stderr));
+    assert!(want.stdout.ends_with(b" entries\n") && got.stdout == want.stdout, "floor: {want:?} {got:?}");
 }
 
 /// Issue 10, item 6: `--files0-from` read the whole list before doing any name, so

@@ -45,6 +45,7 @@
 use super::find::{Digest, DIGEST_BYTES};
 use crate::meta::Kind;
 use crate::platform;
+use crate::walk::opts::io_text;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -363,7 +364,7 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFil
             continue; // replaced while we waited: lock the new one
         }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|e| format!("cannot read hash file '{shown}': {e}"))?;
+        file.read_to_end(&mut bytes).map_err(|e| format!("cannot read hash file '{shown}': {}", io_text(&e)))?;
         let (cache, writable, rebuild) = if bytes.is_empty() {
             (Cache::default(), true, false)
         } else if !looks_ours(&bytes) {
