@@ -1,5 +1,5 @@
 //! `dfdu dedupe` (and the `dupes` cases that need a file system of their own) on
-//! loop-mounted images under `/mnt/dupes-*`, as root; without root or the mkfs tools:
+//! loop-mounted images (`LoopFs`, under the temporary directory), as root; without root or the mkfs tools:
 //! SKIP (helpers in `tests/common/dupes.rs`).
 //!
 //! * btrfs and XFS (`reflink=1`): bytes, mode, owner and mtime of every file unchanged,
@@ -941,12 +941,7 @@ fn dedupe_report_cannot_share_before_and_after() {
         Ok(a) => a,
         Err(e) => return skip(&format!("dedupe_report_cannot_share_before_and_after: btrfs image: {e}")),
     };
-    let pid = std::process::id();
-    let mut sq = LoopFs {
-        image: std::env::temp_dir().join(format!("mutdedupe-sq-{pid}.img")),
-        mnt: PathBuf::from(format!("/mnt/mutdedupe-sq-{pid}")),
-        mounted: false,
-    };
+    let mut sq = LoopFs::unmounted("mutdedupe-sq").expect("a directory for the squashfs image");
     let mut rng = Rng(0x5a5a);
     let (d1, d2) = (rng.bytes(300_000), rng.bytes(100_000));
     let src = a.mnt.join("sqsrc");

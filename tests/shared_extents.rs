@@ -62,7 +62,8 @@ fn sh(script: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A file-backed image mounted on /mnt/shared-<label>-<pid>; unmounted and removed on drop.
+/// A file-backed image mounted on `dfdu-shared-<label>-<pid>/mnt` under the temporary
+/// directory (the image beside it, never under `/mnt`); unmounted and removed on drop.
 struct Mounted {
     at: PathBuf,
     image: PathBuf,
@@ -70,9 +71,8 @@ struct Mounted {
 
 impl Mounted {
     fn new(label: &str, size: &str, mkfs: &str) -> Mounted {
-        let pid = std::process::id();
-        let image = std::env::temp_dir().join(format!("dfdu-shared-{label}-{pid}.img"));
-        let at = PathBuf::from(format!("/mnt/shared-{label}-{pid}"));
+        let home = std::env::temp_dir().join(format!("dfdu-shared-{label}-{}", std::process::id()));
+        let (image, at) = (home.join("fs.img"), home.join("mnt"));
         std::fs::create_dir_all(&at).expect("create mount point");
         let _ = std::fs::remove_file(&image);
         sh(&format!("truncate -s {size} '{0}' && {mkfs} '{0}' >/dev/null 2>&1", image.display()));
@@ -87,8 +87,12 @@ impl Drop for Mounted {
     fn drop(&mut self) {
         let at = self.at.display();
         let _ = Command::new("sh").args(["-c", &format!("umount '{at}' 2>/dev/null || umount -l '{at}'")]).status();
+        // `remove_dir` never goes into a mount that stayed.
         let _ = std::fs::remove_dir(&self.at);
         let _ = std::fs::remove_file(&self.image);
+        if let Some(home) = self.at.parent() {
+            let _ = std::fs::remove_dir(home);
+        }
     }
 }
 

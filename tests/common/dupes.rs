@@ -1,6 +1,7 @@
 //! What `tests/dupes.rs` and `tests/dedupe.rs` share: the tree generator with its
 //! manifest of true groups (`build`), the fdupes-style and JSON readers, `dfdu` runs, SKIP
-//! handling, and `LoopFs` (a file system image loop-mounted under `/mnt/dupes-*`).
+//! handling, and `LoopFs` (a file system image loop-mounted in a directory of its own under
+//! the temporary directory, never `/mnt`).
 //!
 //! Test data is written with plain `write` calls (never `cp`, which may reflink).
 
@@ -173,7 +174,8 @@ pub fn skip(what: &str) {
     notice(&format!("SKIP: {what}"));
 }
 
-/// A file system image mounted on `/mnt/dupes-<label>-<pid>`; unmounted and removed on drop.
+/// A file system image mounted on `dfdu-0-loop-<name>-<pid>/mnt` under the temporary
+/// directory (the image beside it); unmounted and removed on drop.
 pub struct LoopFs {
     pub image: PathBuf,
     pub mnt: PathBuf,
@@ -181,22 +183,32 @@ pub struct LoopFs {
 }
 
 impl LoopFs {
-    /// A 512 MiB image of `kind` (btrfs…, xfs with reflink, xfs-noreflink, else ext4)
-    /// mounted on `/mnt/dupes-<kind>-<pid>`.
+    /// A 512 MiB image of `kind` (btrfs…, xfs with reflink, xfs-noreflink, else ext4),
+    /// named `dupes-<kind>`.
     pub fn new(kind: &str) -> Result<LoopFs, String> {
         Self::make(kind, &format!("dupes-{kind}"), "512M")
     }
 
-    /// An image of `size` mounted on `/mnt/mutdedupe-<label>-<pid>`.
+    /// An image of `size` named `mutdedupe-<label>`.
     pub fn labelled(kind: &str, label: &str, size: &str) -> Result<LoopFs, String> {
         Self::make(kind, &format!("mutdedupe-{label}"), size)
     }
 
+    /// Where the image `name` and its mount point go, nothing made in them yet: a directory
+    /// of their own under the temporary directory, like a test's scratch directory (they
+    /// were under `/mnt` once, outside anything a test owns). Its name sorts before the
+    /// scratch directories (`dfdu-compat-*`), as `/mnt` sorted before `/tmp`: dedupe's
+    /// `skipped_other_fs` depends on which member of a group sorts first (a lone member on
+    /// another file system sorting first is not counted), and `dedupe_counts_each_skip_on_btrfs`
+    /// expects the order it was written with.
+    pub fn unmounted(name: &str) -> Result<LoopFs, String> {
+        let home = std::env::temp_dir().join(format!("dfdu-0-loop-{name}-{}", std::process::id()));
+        fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+        Ok(LoopFs { image: home.join("fs.img"), mnt: home.join("mnt"), mounted: false })
+    }
+
     fn make(kind: &str, name: &str, size: &str) -> Result<LoopFs, String> {
-        let pid = std::process::id();
-        let image = std::env::temp_dir().join(format!("{name}-{pid}.img"));
-        let mnt = PathBuf::from(format!("/mnt/{name}-{pid}"));
-        let mut fsys = LoopFs { image, mnt, mounted: false };
+        let mut fsys = Self::unmounted(name)?;
         let run = |c: &mut Command| -> Result<(), String> {
             let o = c.output().map_err(|e| e.to_string())?;
             if o.status.success() {
@@ -227,8 +239,15 @@ impl Drop for LoopFs {
                 let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
             }
         }
+        // `remove_dir` never goes into a mount that stayed.
         let _ = fs::remove_dir(&self.mnt);
         let _ = fs::remove_file(&self.image);
+        // The directory `unmounted` made for both, now empty.
+        if let (Some(home), Some(at)) = (self.image.parent(), self.mnt.parent()) {
+            if home == at {
+                let _ = fs::remove_dir(home);
+            }
+        }
     }
 }
 
