@@ -134,28 +134,42 @@ fn stat_impl(dirfd: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<Meta, E
 
 /// Opens the entry `name` of `dir` to read its bytes if it is a regular file:
 /// `(None, meta)` for anything else. A symlink is not followed. macOS has no `O_PATH`:
-/// the entry is stat'ed first, so only a regular file is opened, then opened without
-/// blocking on a FIFO or taking a controlling terminal, and its handle stat'ed again.
-/// What remains is that a device node put under the name between the stat and the open
-/// would have its driver's `open` run (only someone who may create device nodes, or
-/// hard-link one on that volume, can put one there); nothing is read from it.
-pub fn open_file_at(dir: &Dir, name: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
-    open_file_in(dir.fd.as_fd(), name)
+/// where others may write `dir` (`dir_others_may_write`) the entry is stat'ed first, so
+/// only a regular file is opened; then it is opened without blocking on a FIFO or taking
+/// a controlling terminal, and its handle stat'ed. What remains is that a device node
+/// put under the name between the stat and the open would have its driver's `open` run
+/// (only someone who may create device nodes, or hard-link one on that volume, can put
+/// one there); nothing is read from it.
+pub fn open_file_at(dir: &Dir, name: &CStr, others_may_write: bool) -> Result<(Option<std::fs::File>, Meta), Errno> {
+    open_file_in(dir.fd.as_fd(), name, others_may_write)
 }
 
 /// `open_file_at` for a path relative to the working directory (a file argument).
 pub fn open_file_path(path: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
-    open_file_in(CWD, path)
+    open_file_in(CWD, path, true)
 }
 
-fn open_file_in(dirfd: BorrowedFd<'_>, name: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
-    let before = stat_impl(dirfd, name, false)?;
-    if before.kind != Kind::File {
+fn open_file_in(
+    dirfd: BorrowedFd<'_>,
+    name: &CStr,
+    others_may_write: bool,
+) -> Result<(Option<std::fs::File>, Meta), Errno> {
+    let before = match others_may_write {
+        true => Some(stat_impl(dirfd, name, false)?),
+        false => None,
+    };
+    if let Some(before) = before.filter(|b| b.kind != Kind::File) {
         return Ok((None, before));
     }
-    let fd = super::unix::dir::open_file_plain(dirfd, name)?;
+    let fd = match super::unix::dir::open_file_plain(dirfd, name) {
+        Ok(fd) => fd,
+        // A symlink (ELOOP) or a socket (ENXIO, EOPNOTSUPP) is not a file: say what it is.
+        Err(e) if before.is_none() && matches!(e.0, 62 | 6 | 102) => return Ok((None, stat_impl(dirfd, name, false)?)),
+        Err(e) => return Err(e),
+    };
     let meta = meta_of(&rustix::fs::fstat(&fd).map_err(errno)?);
-    if meta.kind != Kind::File || (meta.dev, meta.ino) != (before.dev, before.ino) {
+    let moved = before.is_some_and(|b| (meta.dev, meta.ino) != (b.dev, b.ino));
+    if meta.kind != Kind::File || moved {
         return Ok((None, meta));
     }
     Ok((Some(std::fs::File::from(fd)), meta))

@@ -14,7 +14,8 @@
 //!   `default_threads`, `default_sigpipe`.
 //! * The files `dupes` reads: `open_file_at` (one name inside a directory handle) and
 //!   `open_file_path`, which open nothing but a regular file, never following a symlink
-//!   (Linux: an `O_PATH` handle first, reopened through `/proc/self/fd`).
+//!   (Linux: an `O_PATH` handle first, reopened through `/proc/self/fd`, unless
+//!   `dir_others_may_write` says nobody else may change the directory).
 //! * The browser's delete and `dupes`' checked handles: `dir_id`, `dir_mount` (which
 //!   mount a directory is on, and
 //!   whether it is a mount root), `mount_points` (the mount table, where there is one)

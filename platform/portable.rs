@@ -77,7 +77,7 @@ pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
 /// `(None, meta)` for anything else. By path, as everything here: the last component is
 /// not followed (on Unix) and checked before and after the open, but a directory above
 /// it swapped meanwhile is not noticed — the native backends open relative to handles.
-pub fn open_file_at(dir: &Dir, name: &CStr) -> Result<(Option<fs::File>, Meta), Errno> {
+pub fn open_file_at(dir: &Dir, name: &CStr, _others_may_write: bool) -> Result<(Option<fs::File>, Meta), Errno> {
     open_file(&dir.path.join(path_of(name.to_bytes())))
 }
 
@@ -286,6 +286,21 @@ pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
 #[cfg(not(unix))]
 pub fn dir_id(_dir: &Dir) -> Result<(u64, u64), Errno> {
     Err(NOT_SUPPORTED)
+}
+
+/// Whether anyone but root and this process's effective user may change the entries of
+/// `dir` (another owner, or writable by group or others); by path here.
+#[cfg(unix)]
+pub fn dir_others_may_write(dir: &Dir) -> Result<bool, Errno> {
+    use std::os::unix::fs::MetadataExt;
+    let md = fs::symlink_metadata(&dir.path).map_err(io_errno)?;
+    Ok((md.uid() != 0 && md.uid() != rustix::process::geteuid().as_raw()) || md.mode() & 0o022 != 0)
+}
+
+/// Without Unix owners, anyone may have changed a directory, as far as dfdu can tell.
+#[cfg(not(unix))]
+pub fn dir_others_may_write(_dir: &Dir) -> Result<bool, Errno> {
+    Ok(true)
 }
 
 /// Which mount an open directory is on (a key), and whether it is a mount root. Without

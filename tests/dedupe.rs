@@ -1137,7 +1137,7 @@ fn dedupe_tmpfs_inside_the_selection_after_btrfs_groups() {
 }
 
 /// The dedupe phase's side of issue 24 (4): while dfdu is held in its first `syncfs`
-/// (after the first group's source was opened), the owner of two directories swaps them
+/// (after the first group's source was opened), the owner (`nobody`) of two directories swaps them
 /// for symlinks: one to a directory outside the tree holding files of the same names
 /// and sizes, one to `/dev`, where its files' names are device nodes. No descriptor of
 /// the `strace -y` log may reach either; their groups are skipped as changed, the first
@@ -1162,6 +1162,9 @@ fn dedupe_never_follows_a_directory_swapped_for_a_symlink_after_the_reads() {
         for n in names {
             write(&root.join(dir).join(n), data);
         }
+    }
+    for d in ["v1", "v2"] {
+        assert!(Command::new("chown").args(["-R", "65534:65534"]).arg(root.join(d)).status().unwrap().success());
     }
     let other = rng.bytes(200_000);
     for n in ["y1", "y2"] {

@@ -37,9 +37,9 @@ pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
 }
 
 /// Opens `name` in `dirfd` to read its bytes: no-follow, non-blocking (a FIFO put in a
-/// file's place does not wait for a writer), never as a controlling terminal. For the
-/// backends without `O_PATH`, after a stat said the name is a regular file.
-#[cfg_attr(target_os = "linux", allow(dead_code))] // Linux opens through O_PATH first
+/// file's place does not wait for a writer), never as a controlling terminal. For macOS,
+/// which has no `O_PATH`, and on every Unix inside a directory nobody else may change.
+#[cfg_attr(target_os = "linux", allow(dead_code))] // Linux adds O_NOATIME
 pub(in crate::platform) fn open_file_plain(dirfd: rustix::fd::BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     rustix::fs::openat(dirfd, name, flags, Mode::empty()).map_err(errno)
@@ -52,6 +52,15 @@ pub(in crate::platform) fn open_file_plain(dirfd: rustix::fd::BorrowedFd<'_>, na
 pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
     let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
     Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Whether anyone but root and this process's effective user may add, remove or rename
+/// entries of `dir`: it belongs to another user, or its group or others may write it (a
+/// POSIX ACL that lets a user or group write shows in the group bits).
+pub fn dir_others_may_write(dir: &Dir) -> Result<bool, Errno> {
+    let st = rustix::fs::fstat(&dir.fd).map_err(errno)?;
+    let owner = st.st_uid;
+    Ok((owner != 0 && owner != rustix::process::geteuid().as_raw()) || st.st_mode & 0o022 != 0)
 }
 
 /// Removes the entry `name` of `dir` itself, never what it points to: an empty

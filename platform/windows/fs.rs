@@ -347,10 +347,16 @@ const FILE_OPTIONS: u32 =
 /// `(None, meta)` for anything else. One name relative to the directory's handle, a
 /// reparse point opened itself (never followed): by one name inside a directory NT
 /// reaches no device, so only a file of that directory is ever opened.
-pub fn open_file_at(dir: &Dir, name: &CStr) -> Result<(Option<std::fs::File>, Meta), Errno> {
+pub fn open_file_at(dir: &Dir, name: &CStr, _others_may_write: bool) -> Result<(Option<std::fs::File>, Meta), Errno> {
     let handle = with_wide(name, |w| nt_open(dir.handle.0, w, false, FILE_ACCESS, FILE_OPTIONS))?;
     let meta = stat_handle(handle.0, Some(dir.volume))?;
     Ok(file_of(handle, meta))
+}
+
+/// Without Unix owners (ACLs are not read here), anyone may have changed a directory as
+/// far as dfdu can tell: `open_file_at` then checks before it opens, which it always does.
+pub fn dir_others_may_write(_dir: &Dir) -> Result<bool, Errno> {
+    Ok(true)
 }
 
 /// `open_file_at` for a path (a file argument, as the user typed it).
