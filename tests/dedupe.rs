@@ -484,8 +484,8 @@ fn dedupe_text(c: &Counts, dry_run: bool) -> Vec<String> {
     };
     let second = format!(
         "skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or \
-         append-only, {} on read-only snapshots, {} swap files, {} on another file system than their group's first \
-         file; {} errors",
+         append-only, {} on read-only snapshots, {} swap files, {} alone on their file \
+         system; {} errors",
         c.shared, c.inline, c.changed, c.pinned, c.readonly, c.swap, c.other_fs, c.errors
     );
     vec![first, second]
@@ -1526,4 +1526,28 @@ fn dupes_equal_addresses_on_two_file_systems_are_not_shared() {
     assert!(js.contains("\"already_shared\":true"), "a snapshot's copy shares its blocks: {js}");
     assert_eq!(json_num(&js, "bytes_reclaimable"), Some(0), "{js}");
     let _ = Command::new("btrfs").args(["subvolume", "delete"]).arg(c.mnt.join("snap")).output();
+}
+
+/// A copy alone on its file system is counted as such wherever it sorts in its group.
+/// Before, only one that sorted after the group's first path was: the lone copy on the
+/// image whose path sorts first was counted as nothing (0 where 1 was due).
+#[test]
+fn dedupe_counts_a_lone_copy_that_sorts_first() {
+    if !need_root_and("mkfs.xfs", "dedupe_counts_a_lone_copy_that_sorts_first") {
+        return;
+    }
+    let (a, b) = match (LoopFs::labelled("xfs", "lone-a", "300M"), LoopFs::labelled("xfs", "lone-b", "300M")) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return skip(&format!("dedupe_counts_a_lone_copy_that_sorts_first: {e}")),
+    };
+    assert!(a.mnt < b.mnt, "the lone copy's image sorts first");
+    let data = Rng(0x10e).bytes(150_000);
+    write(&a.mnt.join("t/lone"), &data);
+    write(&b.mnt.join("t/x"), &data);
+    write(&b.mnt.join("t/y"), &data);
+    let out = dfdu_args(&["dedupe", "--json"], &os(&[&a.mnt.join("t"), &b.mnt.join("t")]));
+    let js = text(&out.stdout);
+    assert_eq!(json_num(&js, "skipped_other_fs"), Some(1), "{js}");
+    assert_eq!(json_num(&js, "files"), Some(1), "{js}");
+    assert_eq!(json_num(&js, "bytes_deduplicated"), Some(150_000), "{js}");
 }

@@ -109,7 +109,7 @@ impl Report {
         });
         s.push_str(&format!(
             "{cmd}: skipped: {} already sharing extents, {} inline (cannot share), {} changed since hashed, {} immutable or append-only, \
-             {} on read-only snapshots, {} swap files, {} on another file system than their group's first file; \
+             {} on read-only snapshots, {} swap files, {} alone on their file system; \
              {} errors\n",
             self.skipped_shared,
             self.skipped_inline,
@@ -326,8 +326,10 @@ impl Run<'_> {
             let part: Vec<usize> = on_dev.iter().copied().filter(|&m| g.layout_of[m] != INLINE).collect();
             self.r.skipped_inline += (on_dev.len() - part.len()) as u64;
             if part.len() < 2 {
-                if g.members.len() > 1 && dev != dev_of(0) {
-                    self.r.skipped_other_fs += 1;
+                // A copy with no other on its file system: it can share with none of them,
+                // wherever it sorts in the group.
+                if on_dev.len() < g.members.len() {
+                    self.r.skipped_other_fs += part.len() as u64;
                 }
                 continue;
             }

@@ -150,7 +150,7 @@ append-only or read-only one, then the first path.
 Never changed: files that changed since they were hashed (size, mtime, ctime
 checked right before each call), immutable and append-only files and files on
 read-only btrfs snapshots (these may be the file kept), active swap files,
-files on another file system than their group's first path, and files whose
+copies alone on their file system (no other copy there to share with), and files whose
 extents already are the kept one's.
 
       --dry-run         say what would be submitted, change nothing
