@@ -738,36 +738,34 @@ impl Drop for SwapOn {
     }
 }
 
-/// Active swap files are never submitted, as the first path of a group (the group is left
-/// alone) or as another member; their plain copies are ordinary files.
-#[test]
-fn dedupe_report_skips_active_swap_files() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_active_swap_files")
-        && have_or_skip("swapon", "dedupe_report_skips_active_swap_files"))
-    {
+/// Two active swap files on a btrfs image, `w/W` (sorting first in its group) and `s/S`,
+/// each with a plain copy (`w/b`, `s/a`); `check` sees the swaps, then dedupe's report
+/// must count both swap files and deduplicate neither group. SKIP where swap cannot be had.
+fn check_swap_files_skipped(test: &str, label: &str, w_name: &str, s_name: &str, check: impl Fn(&str)) {
+    if !(need_root_and("mkfs.btrfs", test) && have_or_skip("swapon", test)) {
         return;
     }
-    let a = match LoopFs::labelled("btrfs", "swap", "300M") {
+    let a = match LoopFs::labelled("btrfs", label, "300M") {
         Ok(a) => a,
-        Err(e) => return skip(&format!("dedupe_report_skips_active_swap_files: cannot make or mount the image: {e}")),
+        Err(e) => return skip(&format!("{test}: cannot make or mount the image: {e}")),
     };
     let root = a.mnt.join("t");
     fs::create_dir_all(root.join("w")).unwrap();
     fs::create_dir_all(root.join("s")).unwrap();
-    // w: the swap file sorts first; s: its copy does.
-    let (w, s) = (root.join("w/a"), root.join("s/b"));
+    let (w, s) = (root.join("w").join(w_name), root.join("s").join(s_name));
     let mut guards = Vec::new();
     for p in [&w, &s] {
         let made = Command::new("btrfs").args(["filesystem", "mkswapfile", "--size", "16m"]).arg(p).output();
         if !made.is_ok_and(|o| o.status.success()) {
-            return skip("dedupe_report_skips_active_swap_files: btrfs filesystem mkswapfile failed");
+            return skip(&format!("{test}: btrfs filesystem mkswapfile failed"));
         }
         let on = Command::new("swapon").arg(p).output();
         if !on.is_ok_and(|o| o.status.success()) {
-            return skip("dedupe_report_skips_active_swap_files: swapon failed");
+            return skip(&format!("{test}: swapon failed"));
         }
         guards.push(SwapOn(p.clone()));
     }
+    check(&fs::read_to_string("/proc/swaps").unwrap());
     write(&root.join("w/b"), &fs::read(&w).unwrap());
     write(&root.join("s/a"), &fs::read(&s).unwrap());
     let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
@@ -777,46 +775,23 @@ fn dedupe_report_skips_active_swap_files() {
     drop(guards);
 }
 
+/// Active swap files are never submitted, as the first path of a group (the group is left
+/// alone) or as another member; their plain copies are ordinary files.
+#[test]
+fn dedupe_report_skips_active_swap_files() {
+    check_swap_files_skipped("dedupe_report_skips_active_swap_files", "swap", "a", "b", |_| {});
+}
+
 /// `/proc/swaps` writes a space, tab or backslash in a swap file's name as `\040`, `\011`,
 /// `\134`: such a swap file is skipped like any other, as a group's first path (whose
 /// copy is then left alone) and as another member. Before the names were decoded, the
 /// first was submitted as a source and the kernel refused it (ETXTBSY, exit 1).
 #[test]
 fn dedupe_report_skips_swap_files_named_with_blanks() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_swap_files_named_with_blanks")
-        && have_or_skip("swapon", "dedupe_report_skips_swap_files_named_with_blanks"))
-    {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "swapname", "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("dedupe_report_skips_swap_files_named_with_blanks: image: {e}")),
-    };
-    let root = a.mnt.join("t");
-    fs::create_dir_all(root.join("w")).unwrap();
-    fs::create_dir_all(root.join("s")).unwrap();
-    let (w, s) = (root.join("w/a swap"), root.join("s/b\\swap\tfile"));
-    let mut guards = Vec::new();
-    for p in [&w, &s] {
-        let made = Command::new("btrfs").args(["filesystem", "mkswapfile", "--size", "16m"]).arg(p).output();
-        if !made.is_ok_and(|o| o.status.success()) {
-            return skip("dedupe_report_skips_swap_files_named_with_blanks: btrfs filesystem mkswapfile failed");
-        }
-        let on = Command::new("swapon").arg(p).output();
-        if !on.is_ok_and(|o| o.status.success()) {
-            return skip("dedupe_report_skips_swap_files_named_with_blanks: swapon failed");
-        }
-        guards.push(SwapOn(p.clone()));
-    }
-    let swaps = fs::read_to_string("/proc/swaps").unwrap();
-    assert!(swaps.contains("w/a\\040swap") && swaps.contains("s/b\\134swap\\011file"), "{swaps}");
-    write(&root.join("w/b"), &fs::read(&w).unwrap());
-    write(&root.join("s/a"), &fs::read(&s).unwrap());
-    let out = dfdu(&["dedupe".as_ref(), "--json".as_ref(), root.as_os_str()]);
-    let js = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{js}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(dedupe_counts(&js), Counts { groups: 2, swap: 2, ..Counts::default() }, "{js}");
-    drop(guards);
+    let test = "dedupe_report_skips_swap_files_named_with_blanks";
+    check_swap_files_skipped(test, "swapname", "a swap", "b\\swap\tfile", |swaps| {
+        assert!(swaps.contains("w/a\\040swap") && swaps.contains("s/b\\134swap\\011file"), "{swaps}");
+    });
 }
 
 /// Files that change after they were hashed are skipped, whether the change is seen when

@@ -143,7 +143,7 @@ pub fn civil(sec: i64, offset_secs: i64) -> Option<LocalTime> {
 
 /// Days since 1970-01-01 to (year, month, day), by eras of 400 years (146,097 days) that
 /// start on March 1, so the leap day falls last in each era year.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
