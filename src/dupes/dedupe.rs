@@ -566,8 +566,8 @@ mod tests {
     }
 
     const SKIPPED: &str = "dfdu dedupe: skipped: 5 already sharing extents, 6 inline (cannot share), 7 changed since \
-                           hashed, 8 immutable or append-only, 13 on read-only snapshots, 9 swap files, 10 on another \
-                           file system than their group's first file; 11 errors\n";
+                           hashed, 8 immutable or append-only, 13 on read-only snapshots, 9 swap files, 10 alone on \
+                           their file system; 11 errors\n";
 
     #[test]
     fn dedupe_report_text_of_a_run() {
