@@ -159,5 +159,12 @@ mutants: ## cargo mutants over one module, MOD=ncdu|du|delete|arena|report|dupes
 	@mutants/score $(MUTANTS_OUT)/mutants.out $(MOD)
 	@mutants/unlisted $(MUTANTS_OUT)/mutants.out/missed.txt | sed '1s/^/not in mutants\/equivalent.txt:\n/'
 
+# Bugs written by hand (mutants/hand/README): each diff applied to a copy of the tree in
+# target/mutants-hand/, the module's test set run on it; MOD=delete (or several, quoted)
+# picks modules, no MOD runs them all.
+.PHONY: mutants-hand
+mutants-hand: ## plant each hand-written bug of mutants/hand/ (MOD=delete|du|...) and run its module's tests: caught/planted
+	mutants/hand/run $(if $(filter command line environment,$(origin MOD)),$(MOD))
+
 mutants-list: ## list the mutants of MOD without running them
 	$(CARGO) mutants $(foreach f,$(MUTANTS_FILES_$(MOD)),-f $(f)) --list

@@ -447,3 +447,28 @@ fn a_directory_after_its_children_in_the_same_run() {
     assert_eq!(after.0, du_blocks * 512);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// A file created two levels below the selection after the scan keeps its directory,
+/// which keeps its parent and the selection: one failure is reported (the directory that
+/// is not empty), and no rmdir is tried above it.
+#[test]
+fn a_failure_two_levels_down_is_reported_once() {
+    let t = scratch("two-down");
+    write(&t.join("sel/a/b/old"), 10);
+    write(&t.join("sel/side"), 10);
+    let (a, r) = scan_tree(&t);
+    write(&t.join("sel/a/b/created-later"), 1);
+    let (dir, id) = find(&a, r, "sel");
+    let p = Progress::default();
+    delete(&a, dir, id, &p);
+    let failures = p.failures.lock().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].0.ends_with(b"sel/a/b") && failures[0].1 == Why::Os(Errno(39)), "{failures:?}");
+    assert_eq!(p.failed.load(Ordering::Relaxed), 1);
+    assert_eq!(p.removed.load(Ordering::Relaxed), 2, "sel/a/b/old and sel/side");
+    assert!(t.join("sel/a/b/created-later").exists() && !t.join("sel/side").exists());
+    for rel in ["sel", "sel/a", "sel/a/b"] {
+        assert!(!a.removed(find(&a, r, rel).1), "{rel} stays in the tree");
+    }
+    std::fs::remove_dir_all(&t).unwrap();
+}
