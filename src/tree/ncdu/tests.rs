@@ -85,6 +85,8 @@ fn bad_input_gets_an_error_with_its_offset() {
         (b"", "unexpected end"),
         (b"{}", "expected '['"),
         (b"[2,0,{},[{\"name\":\"/\"}]]", "unsupported format version 2"),
+        // Issue 25: an older major version is as unknown as a newer one.
+        (b"[0,2,{},[{\"name\":\"/\"}]]", "unsupported format version 0"),
         (b"[1,0,{},[{\"name\":\"/\",\"asize\":-1}]]", "unsigned"),
         (b"[1,0,{},[{\"name\":\"/\",\"asize\":1.5}]]", "integer"),
         (b"[1,0,{},[{\"name\":\"/\",\"asize\":99999999999999999999999}]]", "out of range"),
