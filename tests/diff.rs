@@ -328,3 +328,22 @@ fn unreadable_entries_are_named_as_scan_names_them() {
     assert_eq!(diff.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&diff.stdout).starts_with("old "), "the report is still written");
 }
+
+/// `--min-change=SIZE` leaves out what is smaller than SIZE: an added file of exactly
+/// SIZE (its `du -sB1`) is kept, and one byte more leaves it out.
+#[test]
+fn min_change_keeps_an_entry_of_exactly_that_size() {
+    let scratch = Scratch::new("diff-min-change");
+    let old = scratch.subdir("old");
+    write_data(&old.join("f"), 3000, 3);
+    let new = scratch.dir.join("new");
+    run(Command::new("cp").arg("-a").arg(&old).arg(&new));
+    write_data(&new.join("added"), 20000, 4);
+    let size = du_b1(&new.join("added"));
+    let added = |min: i128| {
+        let got = lists(&diff_json(&old, &new, &["--min-change", &min.to_string()]));
+        got.iter().any(|l| l == &format!("added\tadded\t{size}"))
+    };
+    assert!(added(size), "an addition of exactly --min-change is listed");
+    assert!(!added(size + 1), "a smaller one is not");
+}

@@ -306,4 +306,68 @@ mod tests {
             assert_eq!(listed(&a, n, o), shrunk, "shrunk by {s1_bytes} and 4096");
         }
     }
+
+    /// Every event of a walk as (kind, path, size), sorted.
+    fn events(a: &Arena, o: u32, n: u32) -> Vec<(&'static str, Vec<u8>, u64)> {
+        let mut out = Vec::new();
+        walk(a, o, n, Measure::Disk, &mut |e| match e {
+            Event::Dirs { new_dir, old_size, new_size, listed, .. } => {
+                let word = if listed { "listed" } else { "matched" };
+                out.push((word, rel_dir_path(a, new_dir), new_size.abs_diff(old_size)));
+            }
+            Event::Removed { dir, id, size } => out.push(("removed", rel_child_path(a, dir, id), size)),
+            Event::Added { dir, id, size } => out.push(("added", rel_child_path(a, dir, id), size)),
+        });
+        out.sort();
+        out
+    }
+
+    /// A subdirectory that shrank does not explain a parent that grew, however big its
+    /// change: the parent's own files grew, so the parent is listed (and so is the child).
+    #[test]
+    fn a_child_that_shrank_does_not_explain_a_parent_that_grew() {
+        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        let a = Arena::new();
+        let (o, n) = (root(&a, b"old"), root(&a, b"new"));
+        let od = list(&a, o, &[(b"d", d, 0)]);
+        let nd = list(&a, n, &[(b"d", d, 0)]);
+        let os = list(&a, od[0], &[(b"f", f, 512), (b"s", d, 0)]);
+        let ns = list(&a, nd[0], &[(b"f", f, 512 + 10240), (b"s", d, 0)]);
+        list(&a, os[0], &[(b"g", f, 8192)]);
+        list(&a, ns[0], &[(b"g", f, 1024)]);
+        assert_eq!(listed(&a, o, n), vec![(b"d".to_vec(), 3072), (b"d/s".to_vec(), -7168)]);
+    }
+
+    /// A name whose kind changed (a file became a directory) is one removal and one
+    /// addition, and the new directory is not entered as a match.
+    #[test]
+    fn a_file_that_became_a_directory_is_removed_and_added() {
+        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        let a = Arena::new();
+        let (o, n) = (root(&a, b"old"), root(&a, b"new"));
+        list(&a, o, &[(b"keep", f, 512), (b"x", f, 4096)]);
+        let nx = list(&a, n, &[(b"keep", f, 512), (b"x", d, 0)]);
+        list(&a, nx[0], &[(b"inside", f, 8192)]);
+        let want =
+            vec![("added", b"x".to_vec(), 8192), ("matched", b".".to_vec(), 4096), ("removed", b"x".to_vec(), 4096)];
+        assert_eq!(events(&a, o, n), want);
+    }
+
+    /// Entries deleted in the browser are left out of the matching, and the names after
+    /// them still belong to their own entries.
+    #[test]
+    fn deleted_entries_are_skipped_and_the_names_after_them_kept() {
+        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        let a = Arena::new();
+        let (o, n) = (root(&a, b"old"), root(&a, b"new"));
+        let os = list(&a, o, &[(b"a", f, 512), (b"b", f, 1024), (b"c", d, 0)]);
+        let ns = list(&a, n, &[(b"a", f, 512), (b"b", f, 1024), (b"c", d, 0)]);
+        list(&a, os[0], &[(b"in", f, 2048)]);
+        list(&a, ns[0], &[(b"in", f, 2048)]);
+        let new_a = a.children(n).unwrap().start;
+        assert!(a.remove(n, new_a), "a leaves the new side");
+        // The root lost a file of its own: that is its change, so it is listed.
+        let want = vec![("listed", b".".to_vec(), 512), ("matched", b"c".to_vec(), 0), ("removed", b"a".to_vec(), 512)];
+        assert_eq!(events(&a, o, n), want);
+    }
 }
