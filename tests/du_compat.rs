@@ -30,6 +30,7 @@ const TABLES: &[(&str, Table)] = &[
     ("operands", operand_cases),
     ("environment", environment_cases),
     ("exclude", exclude_cases),
+    ("exclude_brackets", exclude_bracket_cases),
     ("files0_from", files0_from_cases),
     ("times", time_cases),
     ("time_zones", time_zone_cases),
@@ -659,6 +660,28 @@ fn environment_cases() -> Vec<Case> {
 #[test]
 fn exclude() {
     check_tree("exclude", BASIC_TREE, exclude_cases());
+}
+
+/// Bracket expressions whose first member is `]` (taken literally there), negated or not,
+/// and a `-` at either end of a bracket.
+#[test]
+fn exclude_brackets() {
+    let tree = ["f ']x' 3000", "f 'a]' 5000", "f b 7000", "f '-' 9000", "f 'c-' 11000", "f d/']' 13000"];
+    check_tree("exclude_brackets", &tree, exclude_bracket_cases());
+}
+
+fn exclude_bracket_cases() -> Vec<Case> {
+    cases(&[
+        "-a --exclude='[]]*'",
+        "-a --exclude='[]a]*'",
+        "-a --exclude='[!]]*'",
+        "-a --exclude='[^]]*'",
+        "-a --exclude='*[]]'",
+        "-a --exclude='[]-a]*'",
+        "-a --exclude='[-]'",
+        "-a --exclude='*[c-]'",
+        "-a --exclude='[]'",
+    ])
 }
 
 fn exclude_cases() -> Vec<Case> {
