@@ -611,6 +611,35 @@ fn hashfile_of_another_version_is_refused_though_its_checksum_is_valid() {
     }
 }
 
+/// A file changed after the first run is read again by the second, whose entry for it
+/// replaces the stale one: a third run reads nothing.
+#[test]
+fn hashfile_keeps_the_newer_entry_of_a_changed_file() {
+    let scratch = Scratch::new("dupes-cache-changed");
+    let dir = scratch.subdir("t");
+    let mut rng = Rng(0xc4a6);
+    let (x, y) = (rng.bytes(6000), rng.bytes(6000));
+    for (name, data) in [("a", &x), ("b", &x), ("c", &y), ("d", &y)] {
+        write(&dir.join(name), data);
+    }
+    let cache = scratch.dir.join("hashes");
+    let run = || {
+        let out =
+            dfdu(&["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), dir.as_os_str()]);
+        assert!(out.status.success() && out.stderr.is_empty(), "{}", text(&out.stderr));
+        let js = text(&out.stdout);
+        js[js.find("\"summary\"").expect("a summary")..].to_string()
+    };
+    assert_eq!(json_num(&run(), "groups"), Some(2));
+    write(&dir.join("c"), &rng.bytes(6000));
+    let second = run();
+    assert_eq!(json_num(&second, "groups"), Some(1), "{second}");
+    assert_eq!(json_num(&second, "cache_hits"), Some(3), "c changed: {second}");
+    let third = run();
+    assert_eq!(json_num(&third, "bytes_read"), Some(0), "{third}");
+    assert_eq!(json_num(&third, "cache_hits"), Some(4), "{third}");
+}
+
 fn cache_is_valid(path: &Path) -> bool {
     let out = dfdu(&[
         "dupes".as_ref(),
