@@ -640,6 +640,23 @@ fn hashfile_keeps_the_newer_entry_of_a_changed_file() {
     assert_eq!(json_num(&third, "cache_hits"), Some(4), "{third}");
 }
 
+/// Files up to 64 KiB are read whole at the sample stage, which gives their full hash: a
+/// pair of exactly 64 KiB is read once each, and no second stage reads it again.
+#[test]
+fn dupes_reads_files_of_exactly_64_kib_whole_once() {
+    let scratch = Scratch::new("dupes-64k");
+    let root = scratch.subdir("t");
+    let data = Rng(0x64).bytes(65536);
+    write(&root.join("a"), &data);
+    write(&root.join("b"), &data);
+    let out = dfdu(&["dupes".as_ref(), "--json".as_ref(), root.as_os_str()]);
+    let js = text(&out.stdout);
+    let summary = &js[js.find("\"summary\"").expect("a summary")..];
+    assert_eq!(json_num(summary, "groups"), Some(1), "{js}");
+    assert_eq!(json_num(summary, "files_read"), Some(2), "{js}");
+    assert_eq!(json_num(summary, "bytes_read"), Some(2 * 65536), "{js}");
+}
+
 fn cache_is_valid(path: &Path) -> bool {
     let out = dfdu(&[
         "dupes".as_ref(),
