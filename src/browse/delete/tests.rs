@@ -10,11 +10,34 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
-fn scratch(label: &str) -> PathBuf {
+/// A test's scratch directory, removed when it goes out of scope: a test that fails (as
+/// the bugs `make mutants-hand` plants make them) leaves nothing behind either.
+struct Tmp(PathBuf);
+
+impl std::ops::Deref for Tmp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Tmp {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(label: &str) -> Tmp {
     let dir = std::env::temp_dir().join(format!("dfdu-delete-{label}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Tmp(dir)
 }
 
 /// Scans `root` into a fresh arena; returns it with the root's directory index.
@@ -214,7 +237,7 @@ fn a_hard_linked_file_counts_until_its_last_name_goes() {
     let after = a.dir_totals(r);
     assert_eq!((after.0, after.1, after.2), (before.0, before.1, before.2 - 2), "the data is still there");
     // du, which counts each file once, agrees on the disk use (directories included).
-    let du = std::process::Command::new("du").args(["-s", "-B512"]).arg(&t).output().unwrap();
+    let du = std::process::Command::new("du").args(["-s", "-B512"]).arg(&*t).output().unwrap();
     let du_blocks: u64 = String::from_utf8_lossy(&du.stdout).split_whitespace().next().unwrap().parse().unwrap();
     assert_eq!(after.0, du_blocks * 512);
     let (name, (dir, id)) = names[2];
@@ -442,7 +465,7 @@ fn a_directory_after_its_children_in_the_same_run() {
     let after = a.dir_totals(r);
     assert_eq!(after.2, before.2 - 5, "five entries left the item count");
     // du on what is left agrees with the totals the browser shows.
-    let du = std::process::Command::new("du").args(["-s", "-B512"]).arg(&t).output().unwrap();
+    let du = std::process::Command::new("du").args(["-s", "-B512"]).arg(&*t).output().unwrap();
     let du_blocks: u64 = String::from_utf8_lossy(&du.stdout).split_whitespace().next().unwrap().parse().unwrap();
     assert_eq!(after.0, du_blocks * 512);
     std::fs::remove_dir_all(&t).unwrap();
