@@ -334,4 +334,37 @@ mod tests {
         assert_eq!(read(&h, &found.files[1]), Ok(b"d/b".to_vec()));
         let _ = std::fs::remove_dir_all(&root);
     }
+
+    /// A directory that fails its check is not kept for the next file: swapped for another
+    /// directory holding hard links of both scanned files, neither is read through it.
+    #[test]
+    fn dupes_open_keeps_no_handle_that_failed_its_check() {
+        let root = tree("failed", &["d"]);
+        let found = found_of(&root, &["d"], &["a", "b"]);
+        std::fs::rename(root.join("d"), root.join("moved")).unwrap();
+        std::fs::create_dir(root.join("d")).unwrap();
+        for n in ["a", "b"] {
+            std::fs::hard_link(root.join("moved").join(n), root.join("d").join(n)).unwrap();
+        }
+        let h = Handles::new(&found, 8);
+        assert_eq!(read(&h, &found.files[0]), Err(Refused::Changed));
+        assert_eq!(read(&h, &found.files[1]), Err(Refused::Changed), "the second file of that directory");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// A root replaced by another directory (not a symlink), into which the scanned
+    /// directory below it was moved: refused at the root, as any directory on the way is,
+    /// though everything below it is what the scan saw.
+    #[test]
+    fn dupes_open_refuses_a_root_replaced_by_another_directory() {
+        let root = tree("root-replaced", &["d"]);
+        let found = found_of(&root, &["d"], &["a", "b"]);
+        let moved = root.with_extension("moved");
+        std::fs::rename(&root, &moved).unwrap();
+        std::fs::create_dir(&root).unwrap();
+        std::fs::rename(moved.join("d"), root.join("d")).unwrap();
+        assert_eq!(read(&Handles::new(&found, 8), &found.files[0]), Err(Refused::Changed));
+        let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(&moved);
+    }
 }
