@@ -367,4 +367,46 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
         let _ = std::fs::remove_dir_all(&moved);
     }
+
+    /// Files three levels below the root, reached with no handle cached, with the root's
+    /// and the middle level's cached, and with none kept: each directory on the way is
+    /// checked against its own record, so every file opens.
+    #[test]
+    fn dupes_open_reads_files_deep_below_the_root() {
+        let root = scratch("deep");
+        let chain = ["a", "a/b", "a/b/c"];
+        let mut found = Found::default();
+        found.add_dir(NO_DIR, b"", (0, 0)).unwrap();
+        let mut parent = found.add_dir(NO_DIR, root.as_os_str().as_bytes(), id(&root)).unwrap();
+        for (depth, rel) in chain.iter().enumerate() {
+            let dir = root.join(rel);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("f"), format!("level {depth}")).unwrap();
+            let name = rel.rsplit('/').next().unwrap();
+            parent = found.add_dir(parent, name.as_bytes(), id(&dir)).unwrap();
+            let (dev, ino) = id(&dir.join("f"));
+            let name_off = found.names.len() as u64;
+            found.names.extend_from_slice(b"f");
+            found.files.push(FileRec {
+                size: 7,
+                dev,
+                ino,
+                mtime_ns: 0,
+                ctime_ns: 0,
+                name_off,
+                name_len: 1,
+                dir: parent,
+            });
+        }
+        for capacity in [0, 1, 8] {
+            for order in [[2, 1, 0], [0, 1, 2]] {
+                let h = Handles::new(&found, capacity);
+                for k in order {
+                    let want = format!("level {k}").into_bytes();
+                    assert_eq!(read(&h, &found.files[k]), Ok(want), "capacity {capacity}, order {order:?}");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
 }
