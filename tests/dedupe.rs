@@ -953,14 +953,26 @@ fn dedupe_report_cannot_share_before_and_after() {
 /// (XFS keeps no data checksums), and the file's cached pages are dropped.
 #[test]
 fn dedupe_report_refused_when_data_differs_on_xfs() {
-    if !(need_root_and("mkfs.xfs", "dedupe_report_refused_when_data_differs_on_xfs")
-        && have_or_skip("xfs_io", "dedupe_report_refused_when_data_differs_on_xfs"))
-    {
+    check_refused_when_data_differs("dedupe_report_refused_when_data_differs_on_xfs", "b");
+}
+
+/// Issue 25: the same with the source changed under XFS (`a`: the first path of two
+/// copies alike). Both files' hash-file entries are dropped, so the next `dupes` reads
+/// both again and finds no group; kept, the source's stale entry would pair it with `b`.
+#[test]
+fn dedupe_refused_source_is_read_again_on_xfs() {
+    check_refused_when_data_differs("dedupe_refused_source_is_read_again_on_xfs", "a");
+}
+
+/// `a` and `b` alike, hashed into a hash file; then one byte of `corrupt` changed in the
+/// image, and dedupe with the hash file: refused, nothing changed; then dupes.
+fn check_refused_when_data_differs(test: &str, corrupt: &str) {
+    if !(need_root_and("mkfs.xfs", test) && have_or_skip("xfs_io", test)) {
         return;
     }
-    let a = match LoopFs::labelled("xfs", "refused", "300M") {
+    let a = match LoopFs::labelled("xfs", &format!("refused-{corrupt}"), "300M") {
         Ok(a) => a,
-        Err(e) => return skip(&format!("dedupe_report_refused_when_data_differs_on_xfs: XFS image: {e}")),
+        Err(e) => return skip(&format!("{test}: XFS image: {e}")),
     };
     let root = a.mnt.join("t");
     let data = Rng(0xd1ff).bytes(200_000);
@@ -969,7 +981,7 @@ fn dedupe_report_refused_when_data_differs_on_xfs() {
     let cache = a.mnt.join("hashes");
     let d = dfdu(&["dupes".as_ref(), "-q".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
     assert!(d.status.success());
-    let b = root.join("b");
+    let b = root.join(corrupt);
     run_ok(Command::new("sync").arg("-f").arg(&b));
     // xfs_io's fiemap: "0: [0..391]: 96..487" in 512-byte sectors.
     let map = Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(&b).output().unwrap();
@@ -999,6 +1011,14 @@ fn dedupe_report_refused_when_data_differs_on_xfs() {
     let want = Counts { groups: 1, files: 1, submitted: 200_000, refused: 1, calls: 1, ..Counts::default() };
     assert_eq!(dedupe_counts(&js), want, "{js}");
     assert_eq!(fs::read(&b).unwrap(), changed);
+    // The refused pair's entries are gone: both files are read again, and differ.
+    let again =
+        dfdu(&["dupes".as_ref(), "--json".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
+    let js = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(again.status.success(), "{js}\n{}", String::from_utf8_lossy(&again.stderr));
+    let summary = &js[js.find("\"summary\"").expect("a summary")..];
+    assert_eq!(json_num(summary, "groups"), Some(0), "{js}");
+    assert_eq!(json_num(summary, "cache_hits"), Some(0), "{js}");
 }
 
 /// A destination that changes after it was opened, before its batch's call, is left out
