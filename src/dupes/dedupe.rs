@@ -265,10 +265,18 @@ pub fn run(handles: &Handles, groups: &[Group], opts: Options) -> Report {
             run.r.groups_not_started = (groups.len() - i) as u64;
             break;
         }
+        let before = (run.r.groups, run.r.files, run.r.ioctl_calls);
         if let Err(stop) = run.group(g) {
             run.r.unsupported = Some(stop);
             run.r.failed = true;
             return run.r;
+        }
+        // A signal that came inside this group before its first call: the group was not
+        // started either, and its files were not submitted.
+        if run.r.interrupted && run.r.ioctl_calls == before.2 {
+            (run.r.groups, run.r.files) = (before.0, before.1);
+            run.r.groups_not_started = (groups.len() - i) as u64;
+            break;
         }
     }
     let mut r = run.r;
