@@ -158,7 +158,7 @@ pub fn open_write_dir(
         let _ = judge;
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => Ok(WriteDir { path: path.to_path_buf() }),
-            Ok(_) => Err(WalkError::Os(Errno(20))),
+            Ok(_) => Err(WalkError::Os(Errno::NOTDIR)),
             Err(e) => Err(WalkError::Os(Errno(e.raw_os_error().unwrap_or(5)))),
         }
     }
@@ -217,7 +217,7 @@ fn walk_dirs(
         if is_link {
             links += 1;
             if links > MAX_LINKS {
-                return Err(WalkError::Os(Errno(40)));
+                return Err(WalkError::Os(Errno::LOOP));
             }
             let target =
                 rustix::fs::readlinkat(&cur, &*c_name(&name).map_err(WalkError::Os)?, Vec::new()).map_err(os)?;
@@ -234,7 +234,7 @@ fn walk_dirs(
         // The name may have been swapped for another directory since it was judged.
         let now = rustix::fs::fstat(&next).map_err(os)?;
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) {
-            return Err(WalkError::Os(Errno(11)));
+            return Err(WalkError::Os(Errno::AGAIN));
         }
         cur = next;
         shown.push(&name);
@@ -377,12 +377,12 @@ pub(super) const TEMP_ATTEMPTS: u32 = 32;
 /// A new file in `dir` under a random name, created with `O_CREAT|O_EXCL|O_NOFOLLOW`
 /// (mode 0600): whatever another user put under that name, it is never opened.
 pub(super) fn named_temp_in(dir: &WriteDir, base: &std::ffi::OsStr) -> Result<TempFile, Errno> {
-    let mut last = Errno(17);
+    let mut last = Errno::EXIST;
     for attempt in 0..TEMP_ATTEMPTS {
         let name = random_name(base, attempt);
         match open_at_nofollow(dir, &name, true) {
             Ok(file) => return Ok(TempFile { file, name: Some(name) }),
-            Err(e) if e.0 == 17 => last = e,
+            Err(e) if e == Errno::EXIST => last = e,
             Err(e) => return Err(e),
         }
     }

@@ -333,7 +333,7 @@ fn link_unnamed(dir: &WriteDir, file: &File, base: &std::ffi::OsStr) -> Result<s
             Err(e) => return Err(errno(e)),
         }
     }
-    Err(Errno(17))
+    Err(Errno::EXIST)
 }
 
 /// Replaces the entry `name` of `dir` with a new file holding `bytes` (see `temp_in`),

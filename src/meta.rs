@@ -10,6 +10,15 @@ impl Errno {
     pub const NAMETOOLONG: Errno = Errno(36);
     /// Too many levels of symbolic links.
     pub const LOOP: Errno = Errno(if cfg!(target_os = "linux") { 40 } else { 62 });
+    /// Try again (the same number as EWOULDBLOCK on both systems). Unused on Windows.
+    #[cfg_attr(windows, allow(dead_code))]
+    pub const AGAIN: Errno = Errno(if cfg!(target_os = "linux") { 11 } else { 35 });
+    // The same numbers on Linux and macOS.
+    pub const EXIST: Errno = Errno(17);
+    pub const NOTDIR: Errno = Errno(20);
+    pub const INVAL: Errno = Errno(22);
+    pub const NFILE: Errno = Errno(23);
+    pub const MFILE: Errno = Errno(24);
 }
 
 /// What kind of file an entry is, as far as disk usage cares.

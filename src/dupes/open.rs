@@ -33,12 +33,6 @@ use std::ffi::CString;
 use std::fs::File;
 use std::sync::{Arc, Mutex};
 
-const ENOTDIR: i32 = 20;
-const EINVAL: i32 = 22;
-const ENFILE: i32 = 23;
-const EMFILE: i32 = 24;
-const ELOOP: i32 = 40;
-
 /// Why a file was not opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -72,7 +66,7 @@ struct Cached {
 /// A failed directory open: a symlink (`O_NOFOLLOW`) or a non-directory (`O_DIRECTORY`)
 /// where the scan saw a directory is a change, anything else an error.
 fn dir_error(e: Errno) -> Refused {
-    if e.0 == ELOOP || e.0 == ENOTDIR {
+    if e == Errno::LOOP || e == Errno::NOTDIR {
         Refused::Changed
     } else {
         Refused::Os(e)
@@ -81,7 +75,7 @@ fn dir_error(e: Errno) -> Refused {
 
 fn cname(bytes: &[u8]) -> Result<CString, Refused> {
     // Names come from listings and paths from the command line: no NUL inside.
-    CString::new(bytes).map_err(|_| Refused::Os(Errno(EINVAL)))
+    CString::new(bytes).map_err(|_| Refused::Os(Errno::INVAL))
 }
 
 impl<'a> Handles<'a> {
@@ -98,7 +92,7 @@ impl<'a> Handles<'a> {
     /// Opens `f` for reading, checked as the top of this file says.
     pub fn open(&self, f: &FileRec) -> Result<File, Refused> {
         match self.try_open(f) {
-            Err(Refused::Os(e)) if e.0 == EMFILE || e.0 == ENFILE => {
+            Err(Refused::Os(e)) if e == Errno::MFILE || e == Errno::NFILE => {
                 self.clear();
                 self.try_open(f)
             }
