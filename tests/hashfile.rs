@@ -320,11 +320,6 @@ fn summary(js: &str) -> &str {
     &js[js.find("\"summary\"").unwrap_or_else(|| panic!("no summary: {js}"))..]
 }
 
-fn run_ok(cmd: &mut Command) {
-    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(o.status.success(), "{cmd:?}: {}", text(&o.stderr));
-}
-
 /// An XFS image with `t/a` and `t/b`, equal when hashed into `hashes` (returned), then
 /// `b` changed under the file system: the kernel reads the new byte, `stat` shows the old
 /// size, mtime and ctime. `None` (after a SKIP line) without root, XFS or xfs_io.
@@ -347,24 +342,8 @@ fn pair_changed_unseen(test: &str, label: &str) -> Option<(LoopFs, PathBuf, Path
     let d = dfdu(&["dupes".as_ref(), "-q".as_ref(), "--hashfile".as_ref(), cache.as_os_str(), root.as_os_str()]);
     assert!(d.status.success(), "{}", text(&d.stderr));
     let b = root.join("b");
-    run_ok(Command::new("sync").arg("-f").arg(&b));
-    // xfs_io's fiemap: "0: [0..391]: 96..487" in 512-byte sectors.
-    let map = Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(&b).output().unwrap();
-    let map = text(&map.stdout);
-    let first = map.lines().find_map(|l| l.trim().strip_prefix("0: [0..")).unwrap_or_else(|| panic!("{map}"));
-    let sector: u64 = first.split("]: ").nth(1).and_then(|r| r.split("..").next()).unwrap().parse().unwrap();
-    let at = sector * 512 + 1000;
-    {
-        use std::os::unix::fs::FileExt;
-        let img = fs::OpenOptions::new().read(true).write(true).open(&a.image).unwrap();
-        let mut byte = [0u8; 1];
-        img.read_exact_at(&mut byte, at).unwrap();
-        assert_eq!(byte[0], data[1000], "b's first extent is at {at} in the image");
-        img.write_all_at(&[!byte[0]], at).unwrap();
-        img.sync_all().unwrap();
-    }
     let before = fs::metadata(&b).unwrap();
-    run_ok(Command::new("dd").arg(format!("if={}", b.display())).args(["iflag=nocache", "count=0", "status=none"]));
+    flip_byte_under_xfs(&a.image, &b, 1000, data[1000]);
     assert_ne!(fs::read(&b).unwrap(), data, "the kernel reads the changed byte");
     let after = fs::metadata(&b).unwrap();
     assert_eq!((after.mtime_nsec(), after.ctime_nsec()), (before.mtime_nsec(), before.ctime_nsec()));

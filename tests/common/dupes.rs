@@ -367,3 +367,30 @@ pub fn lines_reaching<'a>(log: &'a str, path: &Path) -> Vec<&'a str> {
     let (inside, exact) = (format!("<{p}/"), format!("<{p}>"));
     log.lines().filter(|l| l.contains(&inside) || l.contains(&exact)).collect()
 }
+
+/// Runs `cmd` and fails the test, with its standard error, when it does not succeed.
+pub fn run_ok(cmd: &mut Command) {
+    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Flips the byte at `offset` of `file`'s first extent on XFS by writing the `image`
+/// under the mounted file system (the byte must be `expect` before), then drops the
+/// file's cached pages: the kernel reads the new byte while size, mtime and ctime stay.
+pub fn flip_byte_under_xfs(image: &Path, file: &Path, offset: u64, expect: u8) {
+    use std::os::unix::fs::FileExt;
+    run_ok(Command::new("sync").arg("-f").arg(file));
+    // xfs_io's fiemap: "0: [0..391]: 96..487" in 512-byte sectors.
+    let map = Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(file).output().unwrap();
+    let map = String::from_utf8_lossy(&map.stdout).into_owned();
+    let first = map.lines().find_map(|l| l.trim().strip_prefix("0: [0..")).unwrap_or_else(|| panic!("{map}"));
+    let sector: u64 = first.split("]: ").nth(1).and_then(|r| r.split("..").next()).unwrap().parse().unwrap();
+    let at = sector * 512 + offset;
+    let img = fs::OpenOptions::new().read(true).write(true).open(image).unwrap();
+    let mut byte = [0u8; 1];
+    img.read_exact_at(&mut byte, at).unwrap();
+    assert_eq!(byte[0], expect, "{}'s first extent is at {at} in the image", file.display());
+    img.write_all_at(&[!byte[0]], at).unwrap();
+    img.sync_all().unwrap();
+    run_ok(Command::new("dd").arg(format!("if={}", file.display())).args(["iflag=nocache", "count=0", "status=none"]));
+}
