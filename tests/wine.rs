@@ -130,16 +130,25 @@ fn parse(out: &[u8], from: &[u8], to: &Path) -> Vec<(PathBuf, u64)> {
 }
 
 /// Runs dfdu.exe under Wine. A run killed by a Unix signal (Wine's own start-up races,
-/// never something dfdu.exe does: a crash there is an exit code) is retried once.
+/// never something dfdu.exe does: a crash there is an exit code) is retried, up to
+/// `WINE_TRIES` runs in all, a second apart: on a prefix made moments before, two runs
+/// in a row were seen killed (a fresh clone, the first `make test-windows`).
 fn run_wine(exe: &Path, args: &[&str], win_root: &str) -> std::process::Output {
     let run = || Command::new("wine").arg(exe).args(args).arg(win_root).env("WINEDEBUG", "-all").output().unwrap();
-    let first = run();
-    if first.status.code().is_some() {
-        return first;
+    let mut out = run();
+    for _ in 1..WINE_TRIES {
+        if out.status.code().is_some() {
+            break;
+        }
+        eprintln!("wine was killed by a signal running {args:?}; retrying");
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        out = run();
     }
-    eprintln!("wine was killed by a signal running {args:?}; retrying once");
-    run()
+    out
 }
+
+/// Runs of one case before a run killed by a signal counts as a difference.
+const WINE_TRIES: usize = 4;
 
 /// Runs one case on both sides and returns a description of every difference.
 fn compare(exe: &Path, root: &Path, args: &[&str], unit: Unit) -> Vec<String> {
