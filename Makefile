@@ -15,7 +15,7 @@ MUSL_ARM := aarch64-unknown-linux-musl
 CROSS    := aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu
 # make static: a nightly toolchain rebuilds std for size, with panics that abort at once
 # (no panic message machinery, no unwinder, no backtrace printer), no unwind tables and no
-# position-independent code. README "Static binary" has what each part costs.
+# position-independent code. docs/platforms.md "Static binary" has what each part costs.
 NIGHTLY  ?= nightly
 BUILD_STD := -Z build-std=std,panic_abort
 STATIC_FLAGS := -Zunstable-options -Cpanic=immediate-abort -Cforce-unwind-tables=no \
@@ -53,7 +53,7 @@ static: ## static musl binaries for x86_64 and aarch64 (nightly, std rebuilt for
 	@for t in $(MUSL_X86) $(MUSL_ARM); do \
 	  printf '%s: %s bytes\n' target/$$t/static/dfdu "$$(wc -c < target/$$t/static/dfdu)"; done
 
-static-stable: ## the same with the stable toolchain and std as shipped (bigger: README "Static binary")
+static-stable: ## the same with the stable toolchain and std as shipped (bigger: docs/platforms.md)
 	rustup target add $(MUSL_X86) $(MUSL_ARM) >/dev/null 2>&1 || rustup target add $(MUSL_X86) $(MUSL_ARM)
 	$(CARGO) build --profile static --bin dfdu --target $(MUSL_X86)
 	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld \
@@ -110,7 +110,7 @@ bench: ## cargo xtask bench: DIR=~/dfdu-bench/tree-1m ENTRIES WIDE SEED RUNS COL
 clean: ## remove build output
 	$(CARGO) clean
 
-# ---- mutation testing (README "Mutation testing") ------------------------------------------
+# ---- mutation testing (docs/testing.md "Mutation testing") ------------------------------
 # One module at a time, with the few tests that exercise it: a whole run is hours on two cores.
 # MOD picks the files to mutate and the test subset: `-C` arguments go to every cargo call
 # (so only the targets the subset needs are built), those after `--` to the test harness.

@@ -326,7 +326,7 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 /// Default worker count: four per CPU this process may use (affinity and cgroup quotas
-/// are honoured by `available_parallelism`), between 4 and 32. Measured on 2 CPUs (README
+/// are honoured by `available_parallelism`), between 4 and 32. Measured on 2 CPUs (docs/design.md
 /// "Threads"): with a warm cache 2 to 8 threads take the same time, and with a cold
 /// cache 8 threads take half the time of 2, because the disk gets more requests at once.
 pub fn default_threads() -> usize {

@@ -116,8 +116,8 @@ use walk::{floor, reader};
 
 /// Default worker count, the platform's choice: on Linux four per CPU this process may use
 /// (affinity and cgroup quotas honoured), at least 4 and at most 32; on macOS the
-/// performance cores, at most 8; on Windows one per CPU. See README "Threads" and
-/// "macOS" for the measurements. The help texts say the same (`THREADS_HELP`).
+/// performance cores, at most 8; on Windows one per CPU. See docs/design.md
+/// "Threads" and docs/platforms.md "macOS" for the measurements. The help texts say the same (`THREADS_HELP`).
 fn default_threads() -> usize {
     platform::default_threads()
 }

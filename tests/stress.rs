@@ -88,7 +88,7 @@ fn chain_ten_thousand_deep() {
 /// during the walk" check re-opened each finished directory's parent from the root by names,
 /// one level at a time. Both outputs must be GNU du's, with 1 and 2 threads. Each run is cut
 /// off by `timeout`, so a walk gone quadratic again fails instead of hanging; the bound is
-/// far above the real time (times are measured with hyperfine, see the README).
+/// far above the real time (times are measured with hyperfine, see docs/design.md).
 #[test]
 fn chain_twenty_thousand_deep_in_linear_time() {
     let mut scratch = Scratch::new("deep20k");

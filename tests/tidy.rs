@@ -1,7 +1,8 @@
 //! Style checked by a test: every source file opens with a module doc (`//!`);
 //! `unsafe` appears only under `platform/`, each use preceded by a `// SAFETY:` comment;
-//! and no file imports from a layer above its own (the layering rule in the crate doc of
-//! `src/main.rs`).
+//! no file imports from a layer above its own (the layering rule in the crate doc of
+//! `src/main.rs`); and every relative link in README.md and `docs/*.md` reaches a file (and
+//! its heading), with README.md kept to a front door of at most 400 lines.
 
 use std::path::{Path, PathBuf};
 
@@ -466,4 +467,151 @@ fn the_scratch_check_can_fail() {
     assert!(outside_scratch_lines("let d = std::env::temp_dir().join(\"x\"); chmod(&d, 0o700);").is_empty());
     let mnt = "let mnt = PathBuf::from(format!(\"/mnt/{name}-{pid}\"));";
     assert_eq!(outside_scratch_lines(mnt).len(), 1, "a mount point under /mnt");
+}
+
+/// The longest README.md may be: it is the front door, and details go to `docs/*.md`.
+const README_MAX_LINES: usize = 400;
+
+/// GitHub's anchor for a heading: lower case, every character but letters, digits, `-`
+/// and `_` dropped, spaces turned into hyphens (so "`dfdu diff` and the treemap" is
+/// `dfdu-diff-and-the-treemap`).
+fn heading_anchor(heading: &str) -> String {
+    let mut anchor = String::new();
+    for c in heading.trim().chars() {
+        if c == ' ' {
+            anchor.push('-');
+        } else if c.is_alphanumeric() || c == '-' || c == '_' {
+            anchor.extend(c.to_lowercase());
+        }
+    }
+    anchor
+}
+
+/// The lines of a Markdown text outside fenced code blocks, numbered from 1, so that a
+/// shell comment in a code block is neither a heading nor a place for links.
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut in_fence = false;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence {
+            out.push((i + 1, line));
+        }
+    }
+    out
+}
+
+/// Every anchor a Markdown text's headings give, with GitHub's `-1`, `-2` for repeats.
+fn anchors(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for (_, line) in prose_lines(text) {
+        let hashes = line.len() - line.trim_start_matches('#').len();
+        if !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = heading_anchor(&line[hashes..]);
+        let repeats = found.iter().filter(|a| **a == base || a.starts_with(&format!("{base}-"))).count();
+        found.push(if repeats == 0 { base } else { format!("{base}-{repeats}") });
+    }
+    found
+}
+
+/// The targets of the inline links and images (`[text](target)`) in a Markdown text, with
+/// their line numbers.
+fn link_targets(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in prose_lines(text) {
+        for (at, _) in line.match_indices("](") {
+            let rest = &line[at + 2..];
+            if let Some(end) = rest.find(')') {
+                out.push((n, rest[..end].to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// What is wrong with the relative links of `text`, a Markdown file at `rel` below `root`:
+/// a target that names no file or directory, or an `#anchor` that no heading of its file
+/// gives. Addresses with a scheme (`https:`) are left to the reader.
+fn link_problems(root: &Path, rel: &str, text: &str) -> Vec<String> {
+    let dir = Path::new(rel).parent().unwrap_or(Path::new(""));
+    let mut problems = Vec::new();
+    for (n, target) in link_targets(text) {
+        if target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (file, anchor) = match target.split_once('#') {
+            Some((f, a)) => (f, Some(a)),
+            None => (target.as_str(), None),
+        };
+        let path = root.join(dir).join(file);
+        if !file.is_empty() && !path.exists() {
+            problems.push(format!("{rel}:{n}: {target}: no such file"));
+            continue;
+        }
+        let Some(anchor) = anchor else { continue };
+        let heads =
+            if file.is_empty() { anchors(text) } else { anchors(&std::fs::read_to_string(&path).unwrap_or_default()) };
+        if !heads.iter().any(|h| h == anchor) {
+            problems.push(format!("{rel}:{n}: {target}: no heading makes #{anchor}"));
+        }
+    }
+    problems
+}
+
+/// README.md and `docs/*.md` by their paths below the repository's root.
+fn doc_files(root: &Path) -> Vec<String> {
+    let mut files = vec!["README.md".to_string()];
+    for e in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn docs_links_resolve_and_the_readme_stays_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = doc_files(root);
+    assert!(files.len() > 5, "found too few docs: {files:?}");
+    let mut problems = Vec::new();
+    for rel in &files {
+        let text = std::fs::read_to_string(root.join(rel)).unwrap();
+        problems.extend(link_problems(root, rel, &text));
+    }
+    assert!(problems.is_empty(), "broken links in the docs:\n{}", problems.join("\n"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines, more than {README_MAX_LINES}: move details to docs/*.md"
+    );
+    // Every docs file is reachable from the front door.
+    let linked: Vec<String> = link_targets(&readme).into_iter().map(|(_, t)| t).collect();
+    let unlinked: Vec<&String> =
+        files.iter().filter(|f| *f != "README.md" && !linked.iter().any(|t| t.split('#').next() == Some(f))).collect();
+    assert!(unlinked.is_empty(), "docs not linked from README.md: {unlinked:?}");
+}
+
+#[test]
+fn the_docs_link_check_can_fail() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(link_problems(root, "README.md", &readme).is_empty(), "the README as it is");
+    let broken = readme.replacen("(docs/status.md)", "(docs/no-such-file.md)", 1);
+    assert_ne!(broken, readme, "the README links docs/status.md");
+    assert_eq!(link_problems(root, "README.md", &broken).len(), 1, "a missing file");
+    let bad_anchor = readme.replacen("docs/platforms.md#static-binary", "docs/platforms.md#static-binaries", 1);
+    assert_ne!(bad_anchor, readme, "the README links the static binary's section");
+    assert_eq!(link_problems(root, "README.md", &bad_anchor).len(), 1, "a missing heading");
+    let in_dir = "[up](../README.md) [self](#two) [code](https://example.org/x)\n## Two\n```\n[no](gone.md)\n```\n";
+    assert!(link_problems(root, "docs/x.md", in_dir).is_empty(), "relative to docs/, code blocks skipped");
+    assert_eq!(link_problems(root, "docs/x.md", "[a](README.md)").len(), 1, "docs/README.md does not exist");
+    assert_eq!(heading_anchor(" `dfdu diff` and the treemap"), "dfdu-diff-and-the-treemap");
+    assert_eq!(anchors("# A\n## A\n"), ["a", "a-1"]);
 }

@@ -93,7 +93,8 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
       --shared           on btrfs, XFS, bcachefs, OCFS2, APFS: read extent maps for an
                          exclusive-bytes column (what deleting frees; sort: x),
                          the shared figures in the i box, and the footer's disk
-                         usage with shared extents counted once (see README)
+                         usage with shared extents counted once (see
+                         docs/shared-extents.md)
       --help             show this help
       --version          show the version
 

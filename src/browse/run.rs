@@ -503,8 +503,8 @@ pub(super) fn start_delete<'s, 'a: 's>(
     Job { delete: Some((progress, total)), sink: None, done, label, start: Instant::now(), entries_at_start: 0 }
 }
 
-/// The debugging knob `DFDU_DEBUG_OOM_AFTER_FRAMES=N` (README, "Limits and hostile
-/// trees"): after its N-th frame the browser asks for an allocation no allocator can
+/// The debugging knob `DFDU_DEBUG_OOM_AFTER_FRAMES=N` (docs/design.md, "Limits
+/// and hostile trees"): after its N-th frame the browser asks for an allocation no allocator can
 /// satisfy, so what running out of memory does to the terminal can be seen and tested.
 fn oom_after_frames() -> Option<u64> {
     std::env::var("DFDU_DEBUG_OOM_AFTER_FRAMES").ok()?.parse().ok().filter(|&n| n > 0)

@@ -205,7 +205,7 @@ impl<W: Write> Run<'_, W> {
     }
 }
 
-/// The debugging knob `DFDU_DEBUG_PENDING_BUDGET=BYTES` (README, "Design") replaces
+/// The debugging knob `DFDU_DEBUG_PENDING_BUDGET=BYTES` (docs/design.md) replaces
 /// `PENDING_BUDGET`, so that tests can make the scan wait for the ordered pass on small
 /// trees.
 fn pending_budget() -> usize {

@@ -67,7 +67,8 @@ apparent size, counts of entries, and its largest directories and files.
                         extent map (APFS: clone attributes) and report total,
                         exclusive and set-shared bytes and the disk usage with
                         shared extents counted once (3 more system calls per
-                        file on Linux: 2.6-4.2x the scan's time; see README)
+                        file on Linux: 2.6-4.2x the scan's time; see
+                        docs/shared-extents.md)
       --no-shared       do not read extent maps (the default)
   -o FILE               also write an ncdu-compatible JSON export (- for stdout,
                         instead of the report; not with --json)
@@ -105,7 +106,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         treemap: None,
         top: 10,
         // Off by default: on btrfs and XFS the extent maps cost 2.5-4x the plain scan's
-        // CPU time (README "Shared extents"), above the 1.5x the issue allows for "on".
+        // CPU time (docs/shared-extents.md), above the 1.5x the issue allows for "on".
         shared: false,
         by_exclusive: false,
         quiet: false,

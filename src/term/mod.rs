@@ -529,7 +529,7 @@ impl Session {
         static HOOK: std::sync::Once = std::sync::Once::new();
         // Our own message instead of chaining to std's default hook: taking that hook
         // links std's backtrace printer (gimli, addr2line, the unwinder: about 150 KB of
-        // the static binary, README "Static binary").
+        // the static binary, docs/platforms.md "Static binary").
         HOOK.call_once(|| {
             std::panic::set_hook(Box::new(|info| {
                 restore();

@@ -32,8 +32,9 @@ fn stays_serial(cpu_ns: u64, stats: u32) -> bool {
     cpu_ns > cold_stat_ns().saturating_mul(u64::from(stats))
 }
 
-/// `COLD_STAT_NS`, or what the debugging knob `DFDU_DEBUG_COLD_STAT_NS` says (README,
-/// "Design"; tests set 0 to take the one-thread path whatever the cache holds).
+/// `COLD_STAT_NS`, or what the debugging knob `DFDU_DEBUG_COLD_STAT_NS` says
+/// (docs/benchmarks.md, "One cold folder on XFS"; tests set 0 to take the one-thread path
+/// whatever the cache holds).
 fn cold_stat_ns() -> u64 {
     static KNOB: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *KNOB.get_or_init(|| {
