@@ -61,6 +61,10 @@ const REC_GONE: u8 = 64;
 /// records are gone.
 const REC_FOLDED: u8 = 128;
 
+/// No record: what the ordered pass asks for when it waits for the end of the scan.
+/// Record ids stay below it (`commit` stops the tree there).
+const SCAN_END: u32 = u32::MAX;
+
 /// One directory. Sums cover the plain (non-candidate) files directly inside it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DirRec {
@@ -152,7 +156,7 @@ struct Tree {
     /// The scan has returned: nothing more will come.
     done: bool,
     /// What the ordered pass waits for on `Records::ready`: (record, flags), or
-    /// `(u32::MAX, 0)` for the end of the scan.
+    /// `(SCAN_END, 0)` for the end of the scan.
     wanted: Option<(u32, u8)>,
     /// Workers waiting on `Records::drained` in `throttle`.
     throttled: u32,
@@ -347,7 +351,7 @@ impl Records {
 
     /// Waits for the end of the scan; then, with `-L`, the record of each claimed directory.
     pub fn claims(&self) -> HashMap<(u64, u64), u32> {
-        self.wait_for(u32::MAX, 0, |tree| tree.claims.iter().copied().collect())
+        self.wait_for(SCAN_END, 0, |tree| tree.claims.iter().copied().collect())
     }
 
     /// Sets `flags` (and the error) on record `dir`, if it is still held.
@@ -517,7 +521,7 @@ impl Sink for Records {
     fn commit(&self, l: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
         let mut tree = self.tree.lock().unwrap();
         let tree = &mut *tree;
-        if tree.next_id + l.subdirs.len() as u64 > u32::MAX as u64 {
+        if tree.next_id + l.subdirs.len() as u64 > u64::from(SCAN_END) {
             tree.overflow = true;
             *l = Local::default();
             return;
@@ -601,7 +605,7 @@ impl Sink for Records {
                 return;
             }
             match tree.wanted {
-                Some((rec, ready)) if rec == u32::MAX || pending <= limit || feed(rec, ready & REC_FINISHED != 0) => {
+                Some((rec, ready)) if rec == SCAN_END || pending <= limit || feed(rec, ready & REC_FINISHED != 0) => {
                     return
                 }
                 _ => {}

@@ -30,6 +30,7 @@
 //! keeps each file's sums instead of folding them (40 bytes per file with data), so
 //! that deletes and rescans can update the figures (`Collector::keeping_files`).
 
+use crate::tree::arena::NO_ENTRY;
 use std::collections::HashMap;
 
 /// The four figures of one directory's subtree.
@@ -150,8 +151,9 @@ impl Collector {
         Collector { keep_files: true, ..Collector::default() }
     }
 
-    /// Records a file (entry `entry`) found in directory `dir` with its shared `ranges`;
-    /// `link` is its (dev, ino) when it may have other names.
+    /// Records a file (entry `entry`, or `NO_ENTRY` for figures of no one entry) found in
+    /// directory `dir` with its shared `ranges`; `link` is its (dev, ino) when it may have
+    /// other names.
     pub fn add(&mut self, dir: u32, entry: u32, link: Option<(u64, u64)>, f: FileFigures, ranges: &[(u64, u64)]) {
         let exclusive = f.total - f.shared;
         let unshared_disk = f.disk.saturating_sub(f.shared);
@@ -191,7 +193,7 @@ impl Collector {
         let Collector { own, mut files, keep_files: _, mut ranges, mut links } = other;
         for (dir, s) in own.into_iter().enumerate() {
             if s.total | s.charged != 0 {
-                files.push((dir as u32, u32::MAX, s));
+                files.push((dir as u32, NO_ENTRY, s));
             }
         }
         self.files.append(&mut files);
@@ -203,11 +205,11 @@ impl Collector {
     #[cfg(test)]
     fn add_file(&mut self, dir: u32, link: Option<(u64, u64)>, f: &crate::walk::extents::FileExtents) {
         let fig = FileFigures { total: f.total, shared: f.shared, disk: f.total, charged: f.total };
-        self.add(dir, u32::MAX, link, fig, &f.ranges);
+        self.add(dir, NO_ENTRY, link, fig, &f.ranges);
     }
 
     /// Folds everything bottom-up into per-directory figures for directories
-    /// `0..n_dirs`; `parent(d)` is `u32::MAX` for a root, `disk(d)` the subtree's disk
+    /// `0..n_dirs`; `parent(d)` is `NO_DIR` for a root, `disk(d)` the subtree's disk
     /// usage as the arena counts it. Needs every child index to be above its parent's.
     /// Directories and entries `live` says are gone (deleted, or replaced by a rescan)
     /// count nothing. A collector that keeps its files is left as it was, for the next
@@ -234,7 +236,7 @@ impl Collector {
             dead
         };
         let gone = |dir: u32, entry: u32| {
-            dir as usize >= n || dead_dir[dir as usize] || (entry != u32::MAX && !live.entry_live(entry))
+            dir as usize >= n || dead_dir[dir as usize] || (entry != NO_ENTRY && !live.entry_live(entry))
         };
         let mut own = if self.keep_files { self.own.clone() } else { std::mem::take(&mut self.own) };
         own.resize(n, Sums::default());
@@ -330,6 +332,7 @@ pub fn merge(set: &mut Vec<(u64, u64)>) -> u64 {
 mod tests {
     use super::*;
     use crate::meta::Extent;
+    use crate::tree::arena::NO_DIR;
     use crate::walk::extents::FileExtents;
 
     fn ext(physical: u64, length: u64, flags: u32) -> Extent {
@@ -382,8 +385,8 @@ mod tests {
         c.add_file(1, Some((1, 7)), &linked);
         // The second name: the arena charged nothing for it.
         let fig = FileFigures { total: 4096, shared: 0, disk: 4096, charged: 0 };
-        c.add(2, u32::MAX, Some((1, 7)), fig, &linked.ranges);
-        let parent = |d: u32| if d == 0 { u32::MAX } else { 0 };
+        c.add(2, NO_ENTRY, Some((1, 7)), fig, &linked.ranges);
+        let parent = |d: u32| if d == 0 { NO_DIR } else { 0 };
         let charged = |d: u32| [8192 + 12288 + 4096, 8192 + 4096, 12288][d as usize];
         let f = c.compute(3, parent, |d| charged(d) + 4096, &AllLive);
         assert_eq!(f.get(1).map(|s| (s.total, s.exclusive, s.set_shared)), Some((12288, 4096, 8192)));
@@ -418,7 +421,7 @@ mod tests {
         add(&mut c, 0, 10, &file(&[ext(0, 8192, Extent::SHARED), ext(1 << 20, 4096, 0)]));
         add(&mut c, 1, 11, &file(&[ext(0, 8192, Extent::SHARED)]));
         add(&mut c, 2, 12, &file(&[ext(2 << 20, 4096, 0)]));
-        let parent = |d: u32| [u32::MAX, 0, 1, 0][d as usize];
+        let parent = |d: u32| [NO_DIR, 0, 1, 0][d as usize];
         let fig = |f: &Figures, d| f.get(d).map(|s| (s.total, s.exclusive, s.set_shared));
         let f = c.compute(3, parent, |_| 0, &Gone(vec![], vec![]));
         assert_eq!(fig(&f, 0), Some((8192 + 4096 + 8192 + 4096, 8192, 8192)));
@@ -464,9 +467,9 @@ mod tests {
             assert_eq!(f.total, alloc);
             assert_eq!(f.total - f.shared, cl.private_bytes.min(alloc), "exclusive = private size");
             let fig = FileFigures { total: f.total, shared: f.shared, disk: alloc, charged: alloc };
-            c.add(0, u32::MAX, None, fig, &f.ranges);
+            c.add(0, NO_ENTRY, None, fig, &f.ranges);
         }
-        let s = c.compute(1, |_| u32::MAX, |_| 3 * mib + mib + 4096, &AllLive).get(0).unwrap();
+        let s = c.compute(1, |_| NO_DIR, |_| 3 * mib + mib + 4096, &AllLive).get(0).unwrap();
         assert_eq!(s.total, 4 * mib + 4096);
         assert_eq!(s.exclusive, 16384 + 4096);
         // Set shared: the family's MiB once, plus the edited clone's shared part once.

@@ -11,7 +11,7 @@
 
 use crate::meta::{Errno, Kind, Meta};
 use crate::text::quote::walk_problem;
-use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
+use crate::tree::arena::{self, Arena, NewEntry, NO_DIR, NO_ENTRY};
 use crate::tree::path::dir_path;
 use crate::tree::shared::{Collector, FileFigures};
 use crate::walk::extents::FileExtents;
@@ -268,20 +268,22 @@ impl Sink for ArenaSink<'_> {
     }
 
     fn listed(&self, dir: u32, entries: u32, name_bytes: u64) {
-        let first = self.arena.reserve_entries(entries).unwrap_or(u32::MAX);
-        let names = self.arena.reserve_names(name_bytes).unwrap_or(u32::MAX);
-        let first = if names == u32::MAX { u32::MAX } else { first };
+        let first = self.arena.reserve_entries(entries).ok();
+        let names = self.arena.reserve_names(name_bytes).ok();
+        // A listing gets its ids only when its names found room too.
+        let first = first.filter(|_| names.is_some()).unwrap_or(NO_ENTRY);
+        let names = names.unwrap_or(arena::NONE);
         self.arena.set_layout(dir, first, names);
         self.reserved.lock().unwrap().insert(dir, (first, entries, names));
     }
 
     fn commit(&self, l: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
         let a = self.arena;
-        let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((u32::MAX, 0, 0));
+        let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((NO_ENTRY, 0, 0));
         let dir_dev = self.devs.lock().unwrap().get(&dir).copied().unwrap_or(0);
         let (mut disk, mut apparent, mut items, mut errors) = (0u64, 0u64, 0u64, false);
         let mut new_devs = Vec::new();
-        if first != u32::MAX {
+        if first != NO_ENTRY {
             for p in &l.entries {
                 let id = first + p.idx;
                 let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
@@ -357,10 +359,10 @@ impl Sink for ArenaSink<'_> {
             let mut c = self.shared.lock().unwrap();
             for x in &l.extents {
                 // What the arena charged: nothing for a further name of a counted file.
-                let dup = first != u32::MAX && a.flags(first + x.idx) & arena::F_DUP_LINK != 0;
-                let charged = if dup || first == u32::MAX { 0 } else { x.disk };
+                let dup = first != NO_ENTRY && a.flags(first + x.idx) & arena::F_DUP_LINK != 0;
+                let charged = if dup || first == NO_ENTRY { 0 } else { x.disk };
                 let f = FileFigures { total: x.total, shared: x.shared, disk: x.disk, charged };
-                let entry = if first == u32::MAX { u32::MAX } else { first + x.idx };
+                let entry = if first == NO_ENTRY { NO_ENTRY } else { first + x.idx };
                 c.add(dir, entry, x.link, f, &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize]);
             }
             l.extents.clear();
@@ -374,7 +376,7 @@ impl Sink for ArenaSink<'_> {
     fn written(&self, dir: u32) {
         let (first, n, _) = self.reserved.lock().unwrap().remove(&dir).unwrap_or((0, 0, 0));
         self.devs.lock().unwrap().remove(&dir);
-        self.arena.publish_children(dir, first, if first == u32::MAX { 0 } else { n });
+        self.arena.publish_children(dir, first, if first == NO_ENTRY { 0 } else { n });
         self.arena.finish(dir);
     }
 

@@ -53,8 +53,9 @@ struct Item {
     name: Vec<u8>,
     n_small: u64,
 }
-const SMALL: u32 = u32::MAX;
-const OWN: u32 = u32::MAX - 1;
+// Entry ids stay below `NONE - 1` (the arena's `ID_END`), so neither is ever an entry.
+const SMALL: u32 = arena::NONE;
+const OWN: u32 = arena::NONE - 1;
 
 /// A directory waiting to be opened, largest rectangle first.
 struct Open {

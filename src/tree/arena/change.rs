@@ -162,7 +162,7 @@ impl Arena {
         let mut stack = retired;
         while let Some(dir) = stack.pop() {
             let Some(kids) = self.children(dir) else { continue };
-            if kids.is_empty() || kids.start == u32::MAX {
+            if kids.is_empty() || kids.start == NO_ENTRY {
                 continue;
             }
             let start = self.names_at(dir);

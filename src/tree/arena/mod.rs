@@ -64,10 +64,20 @@ mod tests;
 
 pub use chunked::Chunked;
 
+/// "No id": the arena never hands out this entry id or directory index (reserving stops
+/// below `ID_END`), so a `u32` that may name no entry or directory holds it. Keeping "none"
+/// in band keeps `Entry` at 8 bytes and `DirSlot` at 64 (an `Option<u32>` is 8 bytes).
+pub const NONE: u32 = u32::MAX;
+/// Parent of a root directory.
+pub const NO_DIR: u32 = NONE;
+/// No entry: the first child of a listing that got no ids (the arena was full), the entry
+/// of a directory record not attached yet (`new_dir_detached`), a figure of no one entry.
+pub const NO_ENTRY: u32 = NONE;
+/// Entry ids and directory indexes stay below this, so none of them is ever `NONE` (nor
+/// `NONE - 1`, which the treemap uses for "the directory itself").
+const ID_END: u64 = NONE as u64 - 1;
 /// `child_count` of a directory whose listing has not been published.
 pub const UNLISTED: u32 = u32::MAX;
-/// Parent of a root directory.
-pub const NO_DIR: u32 = u32::MAX;
 /// An apparent size that lives in the overflow table.
 const OVERFLOW: u32 = u32::MAX;
 
@@ -294,7 +304,7 @@ impl Arena {
     /// Uses up all entry ids but `left` (tests of what happens when the arena is full).
     #[cfg(test)]
     pub fn leave_ids(&self, left: u32) {
-        self.next_entry.store(u32::MAX as u64 - 1 - left as u64, Release);
+        self.next_entry.store(ID_END - left as u64, Release);
     }
 
     /// Reserves `n` contiguous entry ids.
@@ -304,7 +314,7 @@ impl Arena {
             return Ok(first);
         }
         let first = self.next_entry.fetch_add(n as u64, Relaxed);
-        if first + n as u64 > u32::MAX as u64 - 1 {
+        if first + n as u64 > ID_END {
             return Err(self.refuse(Full::Ids));
         }
         Ok(first as u32)
@@ -313,7 +323,7 @@ impl Arena {
     /// Creates the directory record for entry `entry` (already written with KIND_DIR).
     pub fn new_dir(&self, entry: u32, parent: u32, own_disk: u64, own_apparent: u64) -> Result<u32, Full> {
         let id = self.next_dir.fetch_add(1, Relaxed);
-        if id >= u32::MAX as u64 - 1 {
+        if id >= ID_END {
             return Err(self.refuse(Full::Ids));
         }
         let id = id as u32;
@@ -326,11 +336,11 @@ impl Arena {
     /// importer learns a directory's contents before its own id.
     pub fn new_dir_detached(&self, parent: u32, own_disk: u64, own_apparent: u64) -> Result<u32, Full> {
         let id = self.next_dir.fetch_add(1, Relaxed);
-        if id >= u32::MAX as u64 - 1 {
+        if id >= ID_END {
             return Err(self.refuse(Full::Ids));
         }
         let id = id as u32;
-        self.init_dir(id, parent, u32::MAX, own_disk, own_apparent);
+        self.init_dir(id, parent, NO_ENTRY, own_disk, own_apparent);
         Ok(id)
     }
 
