@@ -239,3 +239,28 @@ fn bind_mount_loop_is_marked_and_not_entered() {
         assert_eq!(String::from_utf8(body(&export)).unwrap(), theirs, "ncdu's re-export differs from ours");
     }
 }
+
+/// gdu writes every name of a hard-linked file but the first it met with `ino` and
+/// `hlnkc`, the first as a plain file, and leaves directories' own blocks out (its older
+/// exports give directories no sizes). Its export of a tree with hard links across
+/// directories must read as `du -sB1` less those directory blocks: before, the first
+/// marked name was counted again on top of the plain one.
+#[test]
+fn gdu_export_with_hard_links_equals_du_less_directory_blocks() {
+    if !common::dupes::have_or_skip("gdu", "gdu_export_with_hard_links_equals_du_less_directory_blocks") {
+        return;
+    }
+    let scratch = Scratch::new("gdu-links");
+    let dir = scratch.dir.clone();
+    let t = tree(&dir);
+    let export = dir.join("gdu.json");
+    run(Command::new("gdu").args(["-n", "-o"]).arg(&export).arg(&t));
+    let data = std::fs::read(&export).unwrap();
+    let needle = b"\"hlnkc\":true";
+    assert!(data.windows(needle.len()).any(|w| w == needle), "the tree has hard links gdu marks");
+    let find = run(Command::new("find").arg(&t).args(["-type", "d", "-printf", "%b\\n"]));
+    let dir_blocks: u64 = String::from_utf8(find.stdout).unwrap().lines().map(|l| l.parse::<u64>().unwrap()).sum();
+    let imported = report(&["-f", &export.to_string_lossy()]);
+    assert_eq!(field(&imported, "disk_bytes"), du_bytes(&["-sB1"], &t) - dir_blocks * 512, "gdu import vs du -sB1");
+    let _ = std::fs::remove_dir_all(&dir);
+}

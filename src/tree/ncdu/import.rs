@@ -406,6 +406,9 @@ struct Importer<'a, R: BufRead> {
     arena: &'a Arena,
     links: HashMap<(u64, u64), u32>,
     cumulative_dirs: bool,
+    /// gdu marks (`ino`, `hlnkc`) every name of a hard-linked file but the first it met,
+    /// which it writes as a plain file: each marked name is one already counted.
+    marks_later_links: bool,
     shared: Option<Figures>,
     /// One child's packed record while it is built (`Staged::push`).
     scratch: Vec<u8>,
@@ -418,6 +421,7 @@ pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> 
         arena,
         links: HashMap::new(),
         cumulative_dirs: false,
+        marks_later_links: false,
         shared: None,
         scratch: Vec::new(),
     };
@@ -438,6 +442,7 @@ pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> 
     let progname = im.metadata()?;
     // gdu (since its #603) writes cumulative directory sizes and an `items` count.
     im.cumulative_dirs = progname == "gdu";
+    im.marks_later_links = progname == "gdu";
     im.input.expect(b',')?;
     im.input.expect(b'[')?;
     let root = im.tree()?;
@@ -687,10 +692,13 @@ impl<R: BufRead> Importer<'_, R> {
         let mut id = first;
         let offset = self.input.offset;
         let links = &mut self.links;
+        let marks_later_links = self.marks_later_links;
         d.staged.drain(|c, name| {
             let mut flags = c.flags;
             if flags & arena::F_HARDLINK != 0 {
-                if let std::collections::hash_map::Entry::Vacant(v) = links.entry((c.dev, c.ino)) {
+                if marks_later_links {
+                    flags |= arena::F_DUP_LINK;
+                } else if let std::collections::hash_map::Entry::Vacant(v) = links.entry((c.dev, c.ino)) {
                     v.insert(id);
                 } else {
                     flags |= arena::F_DUP_LINK;

@@ -1,7 +1,7 @@
 //! ncdu's JSON export format (version 1.2), both ways: `export` (the writer, `export.rs`)
 //! streams the arena out depth-first as ncdu 2 writes it; `import` (the reader,
 //! `import.rs`) reads files written by ncdu 1.x, ncdu 2.x, gdu (whose newer exports carry
-//! cumulative directory sizes) and dfdu into an arena. Their unit tests (round trips,
+//! cumulative directory sizes, and which marks a hard link's later names only) and dfdu into an arena. Their unit tests (round trips,
 //! Debian's ncdu as the reference, a fuzz loop) are in `tests.rs`.
 //!
 //! The reader is a hand-written streaming parser with a limit on everything: names of at

@@ -79,6 +79,20 @@ fn gdu_cumulative_directory_sizes_are_not_counted_twice() {
     assert_eq!(a.dir_totals(r.root).1, 4106);
 }
 
+/// gdu 5 writes the first name of a hard-linked file it met as a plain file and marks the
+/// later names (`ino`, `hlnkc`): each marked name is counted already, whichever directory
+/// comes first in the file.
+#[test]
+fn gdu_marked_link_names_are_counted_already() {
+    let gdu = b"[1,2,{\"progname\":\"gdu\"},[{\"name\":\"/t\"},[{\"name\":\"a\"},{\"name\":\"f\",\"asize\":10,\"dsize\":4096,\"ino\":7,\"hlnkc\":true},{\"name\":\"h\",\"asize\":10,\"dsize\":4096,\"ino\":7,\"hlnkc\":true}],[{\"name\":\"b\"},{\"name\":\"g\",\"asize\":10,\"dsize\":4096}]]]";
+    let (a, r) = load(gdu).unwrap();
+    assert_eq!(a.dir_totals(r.root).0, 4096);
+    // ncdu's own export counts one of two marked names (they are all it has).
+    let ncdu = String::from_utf8_lossy(gdu).replace("gdu", "ncdu");
+    let (a, r) = load(ncdu.as_bytes()).unwrap();
+    assert_eq!(a.dir_totals(r.root).0, 2 * 4096);
+}
+
 #[test]
 fn bad_input_gets_an_error_with_its_offset() {
     let cases: &[(&[u8], &str)] = &[
