@@ -1,7 +1,8 @@
 //! `dfdu diff OLD NEW`: what changed between two trees. Each side is an export (ncdu
 //! JSON from dfdu, ncdu or gdu; `-` reads standard input) or a directory scanned now;
 //! both land in one arena, `tree::diff` matches them by path, and this file reports the
-//! totals, the directories that grew and shrank most, and the entries added and removed.
+//! totals, the directories that grew and shrank most, the entries added and removed,
+//! and with `--files` the files that grew and shrank most.
 
 use crate::meta::os_bytes;
 use crate::text::quote::{json_str, quoteaf};
@@ -31,6 +32,8 @@ pub struct DiffArgs {
     pub json: bool,
     pub top: usize,
     pub min_change: u64,
+    /// `--files`: also list the files that grew and shrank most.
+    pub files: bool,
     pub old: OsString,
     pub new: OsString,
 }
@@ -46,7 +49,10 @@ totals and the change; the directories that grew most, then those that shrank
 most; and the entries added and removed (a whole directory once, not its
 contents). A directory is listed only when no single subdirectory explains
 more than half of its change: a file added three levels down lists the
-directory that holds it, not each ancestor again.
+directory that holds it, not each ancestor again. With --files, the files
+(every entry that is not a directory) that grew and shrank most follow, by
+path: a new file counts as grown from nothing, a removed one as shrunk to
+nothing, also inside a directory added or removed as a whole.
 
   -b, --bytes           print exact byte counts instead of 1K/1M/1G units
   -h, --human-readable  units of 1024 (the default)
@@ -57,6 +63,8 @@ directory that holds it, not each ancestor again.
       --min-change=SIZE leave out changes, additions and removals smaller than
                         SIZE bytes (suffixes K, M, G, ...: powers of 1024;
                         default 1)
+      --files           also list the N files that grew and the N that shrank
+                        most (new and removed files included)
   -x, --one-file-system do not enter other file systems (directories scanned)
       --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
@@ -82,6 +90,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
         json: false,
         top: 10,
         min_change: 1,
+        files: false,
         old: OsString::new(),
         new: OsString::new(),
     };
@@ -94,6 +103,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
             Long("si") => a.si = true,
             Long("apparent-size") => a.apparent = true,
             Long("json") => a.json = true,
+            Long("files") => a.files = true,
             Long("top") => a.top = cli.top_value()?,
             Long("min-change") => {
                 let v = cli.value()?;
@@ -178,6 +188,9 @@ impl<T: Ord> Top<T> {
 type DirRow = (u64, u32, u32, u64, u64);
 /// An added or removed entry: (size, its directory, entry).
 type EntryRow = (u64, u32, u32);
+/// A file that changed: (|change|, (directory, entry) on the new side, the same on the
+/// old side, old size, new size); a side is `None` when the file is not on it.
+type FileRow = (u64, Option<(u32, u32)>, Option<(u32, u32)>, u64, u64);
 
 /// What the report shows.
 struct Report {
@@ -189,13 +202,27 @@ struct Report {
     n_shrunk: u64,
     n_added: u64,
     n_removed: u64,
+    /// With `--files`: the files that grew (or came), those that shrank (or went).
+    files_grown: Vec<FileRow>,
+    files_shrunk: Vec<FileRow>,
+    n_files_grown: u64,
+    n_files_shrunk: u64,
 }
 
 fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
     let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
     let (mut grown, mut shrunk) = (Top::new(args.top), Top::new(args.top));
     let (mut added, mut removed) = (Top::new(args.top), Top::new(args.top));
+    let n_files = if args.files { args.top } else { 0 };
+    let (mut files_grown, mut files_shrunk) = (Top::new(n_files), Top::new(n_files));
     let min = args.min_change;
+    let mut file = |old: Option<(u32, u32)>, new: Option<(u32, u32)>, old_size: u64, new_size: u64| {
+        if new_size >= old_size.saturating_add(min) {
+            files_grown.push((new_size - old_size, new, old, old_size, new_size));
+        } else if old_size >= new_size.saturating_add(min) {
+            files_shrunk.push((old_size - new_size, new, old, old_size, new_size));
+        }
+    };
     diff::walk(a, old, new, m, &mut |e| match e {
         Event::Dirs { old_dir, new_dir, old_size, new_size, listed: true } => {
             if new_size >= old_size.saturating_add(min) {
@@ -204,11 +231,30 @@ fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
                 shrunk.push((old_size - new_size, new_dir, old_dir, old_size, new_size));
             }
         }
-        Event::Added { dir, id, size } if size >= min => added.push((size, dir, id)),
-        Event::Removed { dir, id, size } if size >= min => removed.push((size, dir, id)),
-        _ => {}
+        Event::Dirs { .. } => {}
+        Event::Added { dir, id, size } => {
+            if size >= min {
+                added.push((size, dir, id));
+            }
+            if args.files {
+                diff::files_of(a, dir, id, m, &mut |d, f, size| file(None, Some((d, f)), 0, size));
+            }
+        }
+        Event::Removed { dir, id, size } => {
+            if size >= min {
+                removed.push((size, dir, id));
+            }
+            if args.files {
+                diff::files_of(a, dir, id, m, &mut |d, f, size| file(Some((d, f)), None, size, 0));
+            }
+        }
+        Event::Files { old, new, old_size, new_size } => file(Some(old), Some(new), old_size, new_size),
     });
     Report {
+        n_files_grown: if args.files { files_grown.count } else { 0 },
+        n_files_shrunk: if args.files { files_shrunk.count } else { 0 },
+        files_grown: files_grown.sorted(),
+        files_shrunk: files_shrunk.sorted(),
         n_grown: grown.count,
         n_shrunk: shrunk.count,
         n_added: added.count,
@@ -278,6 +324,38 @@ fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, arg
             writeln!(out, "  {signed:>12}  {}{slash}", shown(&path))?;
         }
     }
+    if args.files {
+        print_files(out, a, r, args)?;
+    }
+    Ok(())
+}
+
+/// The path of a changed file, from the side that has it (the new one if both do).
+fn file_path(a: &Arena, row: &FileRow) -> (Vec<u8>, u32) {
+    let (dir, id) = row.1.or(row.2).unwrap_or((0, 0));
+    (diff::rel_child_path(a, dir, id), id)
+}
+
+/// `--files`: the files that grew, then those that shrank, each with its sizes.
+fn print_files(out: &mut dyn Write, a: &Arena, r: &Report, args: &DiffArgs) -> io::Result<()> {
+    for (title, rows, count) in
+        [("grew", &r.files_grown, r.n_files_grown), ("shrank", &r.files_shrunk, r.n_files_shrunk)]
+    {
+        if rows.is_empty() {
+            continue;
+        }
+        writeln!(out, "files that {title} ({count}):")?;
+        for row in rows.iter() {
+            let &(_, new, old, os, ns) = row;
+            let sizes = match (old, new) {
+                (None, _) => "new".to_string(),
+                (_, None) => "removed".to_string(),
+                _ => format!("{} -> {}", size_text(os, args), size_text(ns, args)),
+            };
+            let (path, _) = file_path(a, row);
+            writeln!(out, "  {:>12}  {}  ({sizes})", signed_text(os, ns, args), shown(&path))?;
+        }
+    }
     Ok(())
 }
 
@@ -320,8 +398,36 @@ fn json_report(a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> Str
         }
         o.push(']');
     }
+    if args.files {
+        json_files(&mut o, a, r);
+    }
     o.push_str("}\n");
     o
+}
+
+/// `--files` in the JSON report: `files_grew` and `files_shrank`, a missing side's size
+/// `null`.
+fn json_files(o: &mut String, a: &Arena, r: &Report) {
+    let side = |v: Option<(u32, u32)>, size: u64| if v.is_some() { size.to_string() } else { "null".to_string() };
+    for (key, rows, count) in
+        [("files_grew", &r.files_grown, r.n_files_grown), ("files_shrank", &r.files_shrunk, r.n_files_shrunk)]
+    {
+        o.push_str(&format!(",\"{key}_count\":{count},\"{key}\":["));
+        for (k, row) in rows.iter().enumerate() {
+            let &(_, new, old, os, ns) = row;
+            let (path, id) = file_path(a, row);
+            o.push_str(if k > 0 { ",{\"path\":" } else { "{\"path\":" });
+            json_str(o, &path);
+            o.push_str(&format!(
+                ",\"kind\":\"{}\",\"old_bytes\":{},\"new_bytes\":{},\"change_bytes\":{}}}",
+                kind_word(a, id),
+                side(old, os),
+                side(new, ns),
+                ns as i128 - os as i128
+            ));
+        }
+        o.push(']');
+    }
 }
 
 /// Runs `dfdu diff`; returns the exit status.

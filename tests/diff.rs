@@ -347,3 +347,67 @@ fn min_change_keeps_an_entry_of_exactly_that_size() {
     assert!(added(size), "an addition of exactly --min-change is listed");
     assert!(!added(size + 1), "a smaller one is not");
 }
+
+/// Every file that is not a directory below `root` with its disk usage from `find`'s
+/// `%b` (512-byte blocks, as `du -B1` counts a file without other links).
+fn file_blocks(root: &Path) -> std::collections::BTreeMap<String, i128> {
+    let out = run(Command::new("find").arg(root).args(["!", "-type", "d", "-printf", "%P\\t%b\\n"]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines()
+        .map(|l| l.split_once('\t').unwrap())
+        .map(|(p, b)| (p.to_string(), b.parse::<i128>().unwrap() * 512))
+        .collect()
+}
+
+/// Issue 31: a file that grew was only ever named through its directory (a 2 MB growth of
+/// `ChangeLog` showed as its directory's). `--files` lists each file that grew or shrank,
+/// new and removed ones (also those inside the removed `d3`) included, each with the
+/// sizes `find` gives on both sides.
+#[test]
+fn diff_files_lists_every_changed_file_with_its_sizes() {
+    let scratch = Scratch::new("diff-files");
+    let (old, new) = trees(&scratch.dir, 2_000_000);
+    let mut grown = fs::OpenOptions::new().append(true).open(new.join("d0/f00")).unwrap();
+    std::io::Write::write_all(&mut grown, &vec![7u8; 2_000_000]).unwrap();
+    fs::OpenOptions::new().write(true).open(new.join("d2/s1/t/u/f12")).unwrap().set_len(10).unwrap();
+    let (before, after) = (file_blocks(&old), file_blocks(&new));
+    let mut want = Vec::new();
+    for path in before.keys().chain(after.keys().filter(|p| !before.contains_key(*p))) {
+        let (o, n) = (before.get(path), after.get(path));
+        let change = n.unwrap_or(&0) - o.unwrap_or(&0);
+        if change != 0 {
+            let key = if change > 0 { "files_grew" } else { "files_shrank" };
+            let side = |v: Option<&i128>| v.map_or("None".to_string(), |v| v.to_string());
+            want.push(format!("{key}\t{path}\t{}\t{}\t{change}", side(o), side(n)));
+        }
+    }
+    want.sort();
+    assert!(want.len() > 12, "d3's files, the two new ones and the two changed: {want:?}");
+    let json = diff_json(&old, &new, &["--files", "--top", "1000"]);
+    let script = "import json,sys\nd=json.load(sys.stdin)\n\
+        for k in ('files_grew','files_shrank'):\n  assert d[k+'_count']==len(d[k])\n  \
+        for e in d[k]: print(k, e['path'], e['old_bytes'], e['new_bytes'], e['change_bytes'], sep='\\t')";
+    let mut child =
+        Command::new("python3").args(["-c", script]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &json).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "python3 rejected the JSON: {}", String::from_utf8_lossy(&json));
+    let mut got: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect();
+    got.sort();
+    assert_eq!(got, want);
+    // The text report, the largest first: the new 3 MB and 2 MB files, then the grown one.
+    let text = run(Command::new(dfdu()).args(["diff", "-b", "--files", "--top", "3"]).arg(&old).arg(&new)).stdout;
+    let text = String::from_utf8(text).unwrap();
+    let files = &text[text.find("files that grew (").unwrap_or_else(|| panic!("no file list in:\n{text}"))..];
+    let (o, n) = (before["d0/f00"], after["d0/f00"]);
+    let rows = [
+        format!("+{}  d5/s0/grown  (new)\n", after["d5/s0/grown"]),
+        format!("+{}  d1/s2/t/u/big  (new)\n", after["d1/s2/t/u/big"]),
+        format!("+{}  d0/f00  ({o} -> {n})\n", n - o),
+    ];
+    let at: Vec<Option<usize>> = rows.iter().map(|r| files.find(r.as_str())).collect();
+    assert!(at.iter().all(Option::is_some) && at.is_sorted(), "{rows:?} in this order in:\n{text}");
+    // Without --files the report stays as it was.
+    let plain = String::from_utf8(diff_json(&old, &new, &[])).unwrap();
+    assert!(!plain.contains("files_grew"), "{plain}");
+}

@@ -42,6 +42,9 @@ pub enum Event {
     Removed { dir: u32, id: u32, size: u64 },
     /// Entry `id`, a child of directory `dir` on the new side, is new.
     Added { dir: u32, id: u32, size: u64 },
+    /// A matched pair of entries that are not directories (`old` and `new` are each
+    /// (directory, entry)) whose sizes differ.
+    Files { old: (u32, u32), new: (u32, u32), old_size: u64, new_size: u64 },
 }
 
 /// The size of entry `id` (a child) by `m`: a directory's subtree, a further name of a
@@ -155,6 +158,11 @@ pub fn walk(a: &Arena, old_root: u32, new_root: u32, m: Measure, f: &mut dyn FnM
                     } else if odir != ndir {
                         removed(a, od, oid, m, &mut explains, &mut events);
                         added(a, nd, nid, m, &mut explains, &mut events);
+                    } else {
+                        let (old_size, new_size) = (entry_size(a, oid, m), entry_size(a, nid, m));
+                        if old_size != new_size {
+                            events.push(Event::Files { old: (od, oid), new: (nd, nid), old_size, new_size });
+                        }
                     }
                     i += 1;
                     j += 1;
@@ -182,6 +190,29 @@ fn added(a: &Arena, dir: u32, id: u32, m: Measure, explains: &mut dyn FnMut(i128
         explains(size as i128);
     }
     ev.push(Event::Added { dir, id, size });
+}
+
+/// Calls `f` with (directory, entry, size) for entry `id`, a child of `dir`, when it is
+/// not a directory, else for every entry below it that is not one: the files of an entry
+/// added or removed as a whole.
+pub fn files_of(a: &Arena, dir: u32, id: u32, m: Measure, f: &mut dyn FnMut(u32, u32, u64)) {
+    if a.kind(id) != arena::KIND_DIR {
+        return f(dir, id, entry_size(a, id, m));
+    }
+    let mut stack = vec![a.dir_of(id)];
+    while let Some(d) = stack.pop() {
+        for id in a.children(d).unwrap_or(0..0) {
+            let flags = a.flags(id);
+            if flags & arena::F_REMOVED != 0 {
+                continue;
+            }
+            if flags & 3 == arena::KIND_DIR {
+                stack.push(a.dir_of(id));
+            } else {
+                f(d, id, entry_size(a, id, m));
+            }
+        }
+    }
 }
 
 /// The path of directory `dir` below the root it belongs to, `.` for the root itself.
@@ -317,6 +348,9 @@ mod tests {
             }
             Event::Removed { dir, id, size } => out.push(("removed", rel_child_path(a, dir, id), size)),
             Event::Added { dir, id, size } => out.push(("added", rel_child_path(a, dir, id), size)),
+            Event::Files { new: (dir, id), old_size, new_size, .. } => {
+                out.push(("file", rel_child_path(a, dir, id), new_size.abs_diff(old_size)))
+            }
         });
         out.sort();
         out
