@@ -60,8 +60,9 @@
 //! * `diff.rs` — `dfdu diff OLD NEW`: load both sides, report what grew, shrank, came
 //!   and went.
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
-//!   I/O), `draw.rs` (into a `Screen`), `run.rs` (the loop that runs scans, rescans and
-//!   deletes beside it), `delete.rs` (removal that stays inside the selection; its unit
+//!   I/O), `draw.rs` (into a `Screen`), `run.rs` (starting: the roots, the terminal, the
+//!   scan's thread), `ui.rs` (the loop: signals, keys, frames; its steps at its top),
+//!   `jobs.rs` (rescans and deletes beside it, their status lines), `delete.rs` (removal that stays inside the selection; its unit
 //!   tests in `delete/tests.rs`).
 //! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise).
 //!

@@ -27,13 +27,17 @@
 pub mod delete;
 
 mod draw;
+mod jobs;
 mod run;
 #[cfg(test)]
 mod tests;
+mod ui;
 mod view;
 
 use draw::*;
+use jobs::*;
 pub use run::*;
+use ui::*;
 use view::*;
 
 use crate::tree::roots::WalkArgs;

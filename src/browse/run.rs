@@ -1,13 +1,12 @@
-//! The loop around the view: scans, rescans and deletes run on other threads and write
-//! the arena while this thread waits for keys, redraws on a tick while something runs
-//! and at once after a key.
+//! Starting the browser: the compared tree, the import or the scan root, the terminal,
+//! and the scan on its own thread beside the loop (`ui.rs`); and what the view may ask
+//! of the file system (mtimes, mount points).
 
 use super::*;
-use crate::meta::{os_bytes, Errno, Kind, Meta};
+use crate::meta::{os_bytes, Errno, Meta};
 use crate::platform;
-use crate::term::{escape, fit, width, Decoder, Key, Screen, Session};
-use crate::tree::arena::{self, Arena, NO_DIR};
-use crate::tree::path::{child_path, dir_path};
+use crate::term::{escape, Session};
+use crate::tree::arena::{self, Arena};
 use crate::tree::roots::{import_file, load_side, stat_root};
 use crate::tree::sink::ArenaSink;
 use crate::walk::reader::Reader;
@@ -15,9 +14,8 @@ use crate::walk::scan::{self, Walk};
 use crate::walk::threads::spawn_or_run;
 use std::collections::HashSet;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Entries below `root` that could not be read: one pass over the parts of the tree
 /// whose directories carry an error flag.
@@ -62,34 +60,6 @@ pub(super) fn no_color_env() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
 }
 
-/// Set by a worker thread when its work is done, with how long it took.
-#[derive(Default)]
-pub(super) struct Done {
-    pub(super) nanos: AtomicU64,
-    pub(super) flag: AtomicBool,
-}
-
-impl Done {
-    pub(super) fn set(&self, start: Instant) {
-        self.nanos.store(start.elapsed().as_nanos() as u64, AtomicOrdering::Relaxed);
-        self.flag.store(true, AtomicOrdering::Release);
-    }
-
-    pub(super) fn get(&self) -> Option<Duration> {
-        self.flag.load(AtomicOrdering::Acquire).then(|| Duration::from_nanos(self.nanos.load(AtomicOrdering::Relaxed)))
-    }
-}
-
-/// A rescan or delete running on its own thread.
-pub(super) struct Job<'a> {
-    pub(super) delete: Option<(Arc<delete::Progress>, u64)>,
-    pub(super) sink: Option<Arc<ArenaSink<'a>>>,
-    pub(super) done: Arc<Done>,
-    pub(super) label: String,
-    pub(super) start: Instant,
-    pub(super) entries_at_start: u32,
-}
-
 /// The two things the browser needs from a `Reader`, as plain function pointers so
 /// that the loop is compiled once, not once per reader.
 #[derive(Clone, Copy)]
@@ -123,24 +93,6 @@ impl<'a> Ctx<'a> {
         let walk = self.args.walk.walk(self.threads, self.fd_budget, self.one_fs_dev, self.no_links);
         Walk { shared: self.args.shared, ..walk }
     }
-}
-
-pub(super) fn progress_line(
-    a: &Arena,
-    verb: &str,
-    sink: &ArenaSink,
-    entries: u32,
-    start: Instant,
-    width_cols: usize,
-) -> String {
-    let secs = start.elapsed().as_secs_f64().max(0.001);
-    let dir = sink.last_dir.load(AtomicOrdering::Relaxed);
-    let rate = grouped((entries as f64 / secs) as u64);
-    let head = format!("{verb}: {} entries, {rate}/s  ", grouped(entries as u64));
-    let room = width_cols.saturating_sub(width(&head));
-    let path = escape(&dir_path(a, dir));
-    let path = if width(&path) > room { fit(&path, room) } else { path };
-    format!("{head}{path}")
 }
 
 /// Runs `dfdu browse`; returns the exit status (quitting exits the process directly).
@@ -277,271 +229,4 @@ pub(super) fn mtime_of_path(path: &[u8]) -> Option<i64> {
     let m = std::fs::symlink_metadata(String::from_utf8_lossy(path).as_ref()).ok()?;
     let t = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     Some(t.as_secs() as i64)
-}
-
-/// The browser's loop: keys, signals, resizes, frames, and the jobs keys start.
-pub(super) fn ui<'s, 'a: 's>(
-    s: &'s std::thread::Scope<'s, 'a>,
-    ctx: &'a Ctx<'a>,
-    mut session: Session,
-    mut browser: Browser<'a>,
-    (sink, scan_done): (Arc<ArenaSink<'a>>, Arc<Done>),
-    first_line: String,
-) -> i32 {
-    let a = ctx.arena;
-    let start = Instant::now();
-    // A scan (no first line) that finished before the loop started still gets its
-    // "Scan finished" line on the first pass; an import is done from the start.
-    let mut scanning = scan_done.get().is_none() || first_line.is_empty();
-    let mut full_shown = false;
-    let mut status = Status { line: first_line, busy: false, errors: None };
-    if !scanning {
-        status.errors = Some(count_errors(a, browser.root));
-    }
-    let mut job: Option<Job<'a>> = None;
-    let (w, h) = session.size();
-    let mut screen = Screen::new(w, h);
-    let mut decoder = Decoder::default();
-    let mut keys = Vec::new();
-    let mut need_draw = true;
-    let mut last_tick = Instant::now();
-    let (mut frames, oom_at) = (0u64, oom_after_frames());
-    loop {
-        let (bits, signo) = platform::term_signals();
-        if bits & platform::SIG_QUIT != 0 {
-            session.leave();
-            return 128 + signo;
-        }
-        if bits & platform::SIG_SUSPEND != 0 {
-            session.suspend();
-            need_draw = true;
-        }
-        if bits & platform::SIG_CONTINUE != 0 {
-            session.resume();
-            need_draw = true;
-        }
-        let (w, h) = session.size();
-        if (w, h) != (screen.width, screen.height) {
-            screen = Screen::new(w, h);
-            session.invalidate();
-            need_draw = true;
-        }
-        if let Some(took) = scan_done.get().filter(|_| scanning) {
-            scanning = false;
-            status.errors = Some(count_errors(a, browser.root));
-            // Counted as the footer counts ("Items": everything below the root), so the two
-            // numbers agree while the root is shown.
-            let items = a.dir_totals(browser.root).2;
-            status.line = format!("Scan finished: {} items in {:.2} s", grouped(items), took.as_secs_f64());
-            browser.mark_stale();
-            need_draw = true;
-        }
-        if job.as_ref().is_some_and(|j| j.done.get().is_some()) {
-            let j = job.take().expect("checked above");
-            finish_job(a, &mut browser, &mut status, j, scanning);
-            need_draw = true;
-        }
-        need_draw |= !full_shown && notice_full(a, &mut browser);
-        full_shown |= a.full().is_some();
-        let active = scanning || job.is_some();
-        if active && last_tick.elapsed() >= TICK {
-            last_tick = Instant::now();
-            browser.mark_stale();
-            status.line = match &job {
-                Some(j) => job_line(a, j, w),
-                None => progress_line(a, "Scanning", &sink, a.entry_count(), start, w),
-            };
-            need_draw = true;
-        }
-        status.busy = job.is_some();
-        browser.set_busy(status.busy);
-        if need_draw {
-            browser.render(&mut screen, &status);
-            if session.draw(&screen).is_err() {
-                session.leave();
-                return 1;
-            }
-            need_draw = false;
-            // The listing is now built from the current records (`refresh`: a window too
-            // small to draw skips it): what rescans replaced is unreachable and no longer
-            // held here, so its runs can be reused.
-            browser.refresh();
-            a.reclaim();
-            frames += 1;
-            if oom_at == Some(frames) {
-                // No allocator can give this much: the out-of-memory path runs for real.
-                drop(std::hint::black_box(Vec::<u8>::with_capacity(isize::MAX as usize)));
-            }
-        }
-        let timeout = if decoder.pending() {
-            ESC_WAIT_MS
-        } else if active {
-            TICK.saturating_sub(last_tick.elapsed()).as_millis().max(1) as u32
-        } else {
-            1000
-        };
-        keys.clear();
-        if session.read(&mut decoder, timeout, &mut keys).is_err() {
-            session.leave();
-            return 1;
-        }
-        for &k in &keys {
-            need_draw = true;
-            match k {
-                Key::Ctrl('l') => session.invalidate(),
-                _ => match browser.key(k) {
-                    Action::None => {}
-                    Action::Quit => {
-                        session.leave();
-                        return 0;
-                    }
-                    Action::Delete { dir, id } => job = Some(start_delete(s, a, &mut status, dir, id)),
-                    Action::Rescan { dir } => match start_rescan(s, ctx, &mut browser, dir) {
-                        Ok(j) => job = Some(j),
-                        Err(msg) => browser.message("Cannot rescan", vec![msg]),
-                    },
-                },
-            }
-            browser.set_busy(job.is_some());
-        }
-    }
-}
-
-pub(super) fn job_line(a: &Arena, j: &Job, width_cols: usize) -> String {
-    match (&j.delete, &j.sink) {
-        (Some((p, total)), _) => {
-            let removed = p.removed.load(AtomicOrdering::Relaxed);
-            fit(&format!("Deleting {}: {} of {} items removed", j.label, grouped(removed), grouped(*total)), width_cols)
-        }
-        (None, Some(sink)) => {
-            let n = a.entry_count().saturating_sub(j.entries_at_start);
-            progress_line(a, "Rescanning", sink, n, j.start, width_cols)
-        }
-        (None, None) => String::new(),
-    }
-}
-
-/// Tells the user once that the arena is full (a scan or rescan stopped adding entries):
-/// what is shown is incomplete. True if it said so now.
-pub(super) fn notice_full(a: &Arena, browser: &mut Browser) -> bool {
-    let Some(full) = a.full() else { return false };
-    browser.message("The tree is too large", full_lines(full));
-    true
-}
-
-fn full_lines(full: arena::Full) -> Vec<String> {
-    let what = match full {
-        arena::Full::Ids => "more than 4,294,967,294 entries or directories",
-        arena::Full::Names => "more than 4 GiB of names",
-    };
-    vec![
-        format!("The scan found {what}, more than dfdu can hold."),
-        "What is shown is incomplete: sizes and counts are too small.".into(),
-    ]
-}
-
-pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, j: Job, scanning: bool) {
-    browser.mark_stale();
-    if j.delete.is_some() {
-        // What was deleted and the compared tree had is now a removed row.
-        browser.recompare();
-    }
-    if !scanning {
-        status.errors = Some(count_errors(a, browser.root));
-    }
-    let secs = j.done.get().unwrap_or_default().as_secs_f64();
-    let Some((p, total)) = &j.delete else {
-        let n = a.entry_count().saturating_sub(j.entries_at_start);
-        status.line = format!("Rescanned {}: {} entries in {secs:.2} s", j.label, grouped(n as u64));
-        return;
-    };
-    let removed = p.removed.load(AtomicOrdering::Relaxed);
-    let failed = p.failed.load(AtomicOrdering::Relaxed);
-    let mounts = p.mounts_left.load(AtomicOrdering::Relaxed);
-    let noun = if removed == 1 { "item" } else { "items" };
-    status.line = format!("Deleted {}: {} {noun} removed in {secs:.2} s", j.label, grouped(removed));
-    if mounts > 0 {
-        let noun = if mounts == 1 { "mount point" } else { "mount points" };
-        status.line.push_str(&format!(", {} {noun} left alone", grouped(mounts)));
-    }
-    if failed > 0 {
-        status.line.push_str(&format!(", {} failed", grouped(failed - mounts)));
-        let failures = p.failures.lock().unwrap();
-        let mut lines: Vec<String> =
-            failures.iter().take(8).map(|(path, why)| format!("{}: {}", escape(path), why.text())).collect();
-        if failed > lines.len() as u64 {
-            lines.push(format!("... and {} more", grouped(failed - lines.len() as u64)));
-        }
-        lines.push("What could not be removed is still shown.".into());
-        // What is left is counted from the selection, not from the failures: one
-        // directory that could not be entered keeps everything below it.
-        let total = (*total).max(removed);
-        let title = format!("{} of {} entries could not be deleted", grouped(total - removed), grouped(total));
-        browser.message(&title, lines);
-    }
-}
-
-pub(super) fn start_delete<'s, 'a: 's>(
-    s: &'s std::thread::Scope<'s, 'a>,
-    a: &'a Arena,
-    status: &mut Status,
-    dir: u32,
-    id: u32,
-) -> Job<'a> {
-    let total = if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
-    let progress = Arc::new(delete::Progress::default());
-    let done = Arc::new(Done::default());
-    let label = escape(&child_path(a, dir, id));
-    status.line = format!("Deleting {label}...");
-    let (p, d, start) = (progress.clone(), done.clone(), Instant::now());
-    spawn_or_run(s, move || {
-        delete::delete(a, dir, id, &p);
-        // The sharing-aware figures without what was deleted (see `Arena::refresh_shared`).
-        a.refresh_shared();
-        d.set(start);
-    });
-    Job { delete: Some((progress, total)), sink: None, done, label, start: Instant::now(), entries_at_start: 0 }
-}
-
-/// The debugging knob `DFDU_DEBUG_OOM_AFTER_FRAMES=N` (docs/design.md, "Limits
-/// and hostile trees"): after its N-th frame the browser asks for an allocation no allocator can
-/// satisfy, so what running out of memory does to the terminal can be seen and tested.
-fn oom_after_frames() -> Option<u64> {
-    std::env::var("DFDU_DEBUG_OOM_AFTER_FRAMES").ok()?.parse().ok().filter(|&n| n > 0)
-}
-
-pub(super) fn start_rescan<'s, 'a: 's>(
-    s: &'s std::thread::Scope<'s, 'a>,
-    ctx: &'a Ctx<'a>,
-    browser: &mut Browser<'a>,
-    old: u32,
-) -> Result<Job<'a>, String> {
-    let a = ctx.arena;
-    let path = dir_path(a, old);
-    let label = escape(&path);
-    let cpath = CString::new(path).map_err(|_| "invalid path".to_string())?;
-    let is_root = a.dir_parent(old) == NO_DIR;
-    let meta = match (ctx.fs.stat_path)(&cpath, is_root) {
-        Ok(m) if m.kind == Kind::Dir => m,
-        Ok(_) => return Err(format!("{label} is no longer a directory.")),
-        Err(e) => return Err(format!("{label}: {}", platform::errno_text(e))),
-    };
-    let entries_at_start = a.entry_count();
-    let new = a.begin_rescan(old, meta.disk_bytes(), meta.size).map_err(|_| "the arena is full".to_string())?;
-    browser.replace_dir(old, new);
-    let sink = ArenaSink::new(a);
-    let sink = Arc::new(if ctx.args.shared { sink.keeping_extent_files() } else { sink });
-    sink.adopt(new, &meta);
-    let done = Arc::new(Done::default());
-    let (sk, d, start) = (sink.clone(), done.clone(), Instant::now());
-    spawn_or_run(s, move || {
-        // With --shared the rescan reads the extent maps again: its figures replace those
-        // of the subtree it replaced, and the whole tree's are computed again.
-        (ctx.fs.scan)(&ctx.walk(), &sk, &cpath, &meta, new);
-        if ctx.args.shared {
-            sk.finish_shared();
-        }
-        d.set(start);
-    });
-    Ok(Job { delete: None, sink: Some(sink), done, label, start: Instant::now(), entries_at_start })
 }

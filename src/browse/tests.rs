@@ -556,10 +556,10 @@ fn a_full_arena_is_reported_after_the_scan() {
     };
     let (a, root) = scan(1000);
     let mut j = Journey::new(&a, root);
-    assert!(!run::notice_full(&a, &mut j.b), "room for everything: nothing to say");
+    assert!(!ui::notice_full(&a, &mut j.b), "room for everything: nothing to say");
     let (a, root) = scan(25);
     let mut j = Journey::new(&a, root);
-    assert!(run::notice_full(&a, &mut j.b));
+    assert!(ui::notice_full(&a, &mut j.b));
     j.draw();
     assert!(j.text().contains("The tree is too large") && j.text().contains("incomplete"), "{}", j.text());
     std::fs::remove_dir_all(&dir).unwrap();
