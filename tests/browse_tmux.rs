@@ -666,3 +666,40 @@ fn browse_diff_of_two_directories_shows_growth_and_removed_rows_as_du_does() {
     term.keys(&["q"]);
     term.wait_for("EXIT=0");
 }
+
+/// Issue 29.7 in a real terminal: keys that cannot act answer on the status line, the
+/// path line shows `.` as the absolute path, and the help fits 60 columns.
+#[test]
+fn silent_keys_are_answered_and_the_help_fits_60_columns() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("silent");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let term = Term::start(&t, &format!("cd '{}' &&", tree.display()), ".", 60, 24);
+    let s = term.wait_for("Scan finished");
+    let abs = std::fs::canonicalize(&tree).unwrap();
+    assert!(s.lines().nth(1).unwrap().contains(&format!(" {} ", abs.display())), "the absolute path:\n{s}");
+    for (key, why) in [
+        ("x", "that needs --shared"),
+        ("D", "it needs --diff OLD"),
+        ("Left", "This is the top"),
+        ("Z", "Z does nothing here"),
+    ] {
+        term.keys(&[key]);
+        term.wait_for(why);
+    }
+    term.select("delta.txt");
+    term.keys(&["Enter"]);
+    term.wait_for("delta.txt is not a directory");
+    term.keys(&["?"]);
+    let s = term.wait_for("dfdu help");
+    assert!(!s.contains("..."), "nothing cut at 60 columns:\n{s}");
+    assert!(s.contains("sort by change"), "{s}");
+    term.keys(&["q", "q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

@@ -141,7 +141,10 @@ impl Browser<'_> {
         self.draw_header(scr);
         self.draw_path(scr);
         self.draw_list(scr, list_top, list_end);
-        scr.put(h - 2, 0, &fit(&st.line, w), Style::PLAIN);
+        match &self.note {
+            Some(note) => scr.put(h - 2, 0, &fit(note, w), self.tint(Style::BOLD, Color::Yellow)),
+            None => scr.put(h - 2, 0, &fit(&st.line, w), Style::PLAIN),
+        };
         self.draw_footer(scr, st);
         match &self.modal {
             Modal::None => {}
@@ -151,7 +154,18 @@ impl Browser<'_> {
                     self.draw_box(scr, h - 2 - info_h, 0, info_h, w, " Entry ", &lines, None);
                 }
             }
-            Modal::Help(page) => self.draw_help(scr, *page),
+            Modal::Help { page, top } => self.draw_help(scr, *page, *top),
+            Modal::QuitDeleting => {
+                let lines = vec![
+                    "A deletion is running; the status line counts what it removed.".to_string(),
+                    "Quitting stops it: what was removed stays removed, the rest stays.".to_string(),
+                    String::new(),
+                    "y: quit now    any other key: go on".to_string(),
+                ];
+                let bw = (w - 4).min(72);
+                let bh = lines.len() + 2;
+                self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, " Quit during a deletion? ", &lines, Some(0));
+            }
             Modal::Confirm { dir, id, yes, mounts } => self.draw_confirm(scr, *dir, *id, *yes, *mounts),
             Modal::Message { title, lines } => {
                 let bw = (lines.iter().map(|l| width(l)).max().unwrap_or(0) + 4).clamp(30, (w - 4).min(76));
@@ -190,6 +204,25 @@ impl Browser<'_> {
         scr.put(0, w - tag.len(), tag, Style { bold: true, ..Style::REVERSE });
     }
 
+    /// The path of `dir` as the path line shows it: from the root's absolute path when
+    /// it is known.
+    pub(super) fn shown_path(&self, dir: u32) -> Vec<u8> {
+        let path = dir_path(self.a, dir);
+        let Some(abs) = &self.root_title else { return path };
+        let root = dir_path(self.a, self.root);
+        match path.strip_prefix(root.as_slice()) {
+            Some(rest) if rest.is_empty() || rest[0] == b'/' || root.ends_with(b"/") => {
+                let mut p = abs.clone();
+                if !rest.is_empty() && !p.ends_with(b"/") && rest[0] != b'/' {
+                    p.push(b'/');
+                }
+                p.extend_from_slice(rest);
+                p
+            }
+            _ => path,
+        }
+    }
+
     pub(super) fn draw_path(&self, scr: &mut Screen) {
         let w = scr.width;
         let hc = self.frame_chars().h;
@@ -206,7 +239,7 @@ impl Browser<'_> {
                 note.push_str(&format!(" (removed here: {n}, {minus}{})", size_text(size, self.look.si)));
             }
         }
-        let path = escape(&dir_path(self.a, self.cwd));
+        let path = escape(&self.shown_path(self.cwd));
         let room = w - 6 - note.len();
         let path = if width(&path) > room { fit(&path, room) } else { path };
         let mut x = scr.put(1, 0, &format!("{hc}{hc}{hc} "), Style::PLAIN);
@@ -438,17 +471,25 @@ impl Browser<'_> {
         scr.put(bottom, left + width_cols - 1, &f.br.to_string(), Style::PLAIN);
     }
 
-    pub(super) fn draw_help(&self, scr: &mut Screen, page: usize) {
+    /// The help box: as wide as its text needs (at most the window), each description
+    /// wrapped beside its key, scrolled from line `top` when the window is too short.
+    pub(super) fn draw_help(&self, scr: &mut Screen, page: usize, top: usize) {
         let (w, h) = (scr.width, scr.height);
         let table = if page == 0 { HELP_KEYS } else { HELP_MARKS };
         let key_w = if page == 0 { 18 } else { 7 };
-        let mut lines: Vec<String> = table.iter().map(|(k, v)| format!("{}{v}", fit(k, key_w))).collect();
-        lines.push(String::new());
-        lines.push("1, 2 or left, right: page    q: close help".into());
-        let bw = 62.min(w - 2);
-        let bh = (lines.len() + 2).min(h);
+        let widest = table.iter().map(|(_, v)| key_w + width(v)).max().unwrap_or(0);
+        let bw = (widest + 4).min(w - 2);
+        let lines = help_lines(table, key_w, bw - 4);
+        let footer = "1, 2 or left, right: page    up, down: scroll    q: close";
+        let room = h.saturating_sub(4).max(1);
+        let top = top.min(lines.len().saturating_sub(room));
+        let mut shown: Vec<String> = lines.iter().skip(top).take(room).cloned().collect();
+        let more = if top + room < lines.len() { "(more below: down)" } else { "" };
+        shown.push(more.to_string());
+        shown.extend(wrap(footer, bw - 4));
+        let bh = (shown.len() + 2).min(h);
         let title = format!(" dfdu help ({} of 2: {}) ", page + 1, if page == 0 { "keys" } else { "marks" });
-        self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, &title, &lines, None);
+        self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, &title, &shown, None);
     }
 
     pub(super) fn draw_confirm(&self, scr: &mut Screen, dir: u32, id: u32, yes: bool, mounts: Option<u64>) {
@@ -575,6 +616,19 @@ impl Browser<'_> {
         }
         lines
     }
+}
+
+/// The help's lines for `table`: each key in `key_w` columns, its description wrapped in
+/// the `cols - key_w` after it.
+pub(super) fn help_lines(table: &[(&str, &str)], key_w: usize, cols: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (k, v) in table {
+        for (i, part) in wrap(v, cols.saturating_sub(key_w).max(8)).into_iter().enumerate() {
+            let key = if i == 0 { fit(k, key_w) } else { String::new() };
+            lines.push(format!("{key:<key_w$}{part}"));
+        }
+    }
+    lines
 }
 
 /// `text` broken at spaces into lines of at most `cols` columns (a longer word is cut

@@ -165,6 +165,9 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     if let Some(old) = old_root {
         browser.set_compare(old);
     }
+    if let Some(abs) = scan_from.as_ref().and_then(|_| absolute_title(&args.dir)) {
+        browser.set_root_title(abs);
+    }
     if args.walk.input.is_none() {
         browser.set_mtime_source(Box::new(mtime_of_path));
         browser.set_mounts_source(Box::new(mounts_at_path));
@@ -192,6 +195,16 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         // The scan may still be running: quitting does not wait for it.
         std::process::exit(code)
     })
+}
+
+/// The scan root as the path line shows it: as given when absolute, else resolved from
+/// the current directory (`.` shows where it is). `None` when it cannot be resolved.
+fn absolute_title(path: &std::ffi::OsStr) -> Option<Vec<u8>> {
+    if std::path::Path::new(path).is_absolute() {
+        return None;
+    }
+    let resolved = std::fs::canonicalize(path).ok()?;
+    Some(os_bytes(resolved.as_os_str()))
 }
 
 /// Mount points at or below `path` (a selection as the scan named it): its parent is

@@ -602,7 +602,7 @@ fn removed_entries_are_rows_that_can_be_entered_but_not_deleted() {
     assert_eq!(j.names(), ["/gone", "kind", "/keep", "fresh", "/kind", "/grow"], "reversed: what went first");
     // Not on disk: no delete, and r rescans the directory shown.
     assert!(j.type_str("d").is_empty());
-    assert!(j.text().contains("gone was removed since the compared tree: it is not on disk"), "{}", j.text());
+    assert!(j.text().contains("gone is not on disk (removed since the compared tree)"), "{}", j.text());
     j.type_str(" ");
     assert_eq!(j.type_str("r"), [Action::Rescan { dir: new }]);
     j.type_str("i");
@@ -634,4 +634,97 @@ fn removed_entries_are_rows_that_can_be_entered_but_not_deleted() {
     j.b.recompare();
     j.draw();
     assert!(row(&j, "/keep").starts_with("R "), "{}", j.text());
+}
+
+/// Issue 29.7: a key that cannot act says why on the status line (it said nothing), and
+/// the answer goes with the next key.
+#[test]
+fn every_key_that_cannot_act_says_why() {
+    use Key::*;
+    let (a, r) = sample();
+    let status_row = |j: &Journey| j.screen.row_text(j.screen.height - 2);
+    let cases: &[(Limits, &[Key], &str)] = &[
+        (Limits::default(), &[Char('x')], "needs --shared"),
+        (Limits::default(), &[Char('D')], "needs --diff OLD"),
+        (Limits::default(), &[Left], "This is the top"),
+        (Limits::default(), &[Char('h')], "This is the top"),
+        (Limits::default(), &[End, Enter], "zero is not a directory"),
+        (Limits::default(), &[Char('Z')], "Z does nothing here; ? lists the keys"),
+        (Limits::default(), &[Ctrl('x')], "Ctrl-X does nothing here"),
+        (Limits::default(), &[Esc], "Nothing to close"),
+        (Limits { read_only: true, imported: false }, &[Char('d')], "Deleting is off (--read-only)"),
+        (Limits { read_only: false, imported: true }, &[Char('d')], "this is an imported export"),
+        (Limits { read_only: false, imported: true }, &[Char('r')], "this is an imported export"),
+    ];
+    for (limits, keys, why) in cases {
+        let mut j = Journey::with(&a, r, *limits);
+        assert!(j.keys(keys).is_empty());
+        assert!(status_row(&j).contains(why), "{keys:?}: {why:?} on the status line:\n{}", j.text());
+        j.keys(&[Esc]);
+        assert!(!j.text().contains(why), "{keys:?}: Esc dismisses the answer");
+    }
+    // In an empty directory: nothing to open, show or delete.
+    let mut j = Journey::new(&a, r);
+    j.keys(&[Down, Down, Enter]);
+    assert!(j.text().contains("(empty directory)"));
+    for (key, why) in [('i', "Nothing to show"), ('d', "Nothing to delete"), ('l', "Nothing to open")] {
+        j.keys(&[Char(key)]);
+        assert!(status_row(&j).contains(why), "{key}: {}", j.text());
+    }
+}
+
+/// Issue 29.7: at 60 columns the help cut "sort by ch…"; now every description is there
+/// whole, wrapped beside its key, and a short window scrolls it.
+#[test]
+fn the_help_box_fits_its_text_to_the_window() {
+    use Key::*;
+    let (a, r) = sample();
+    for (w, h) in [(60, 24), (40, 10), (80, 24)] {
+        let mut j = Journey::new(&a, r);
+        j.screen = Screen::new(w, h);
+        j.keys(&[Char('?')]);
+        let mut seen = String::new();
+        for _ in 0..3 * HELP_KEYS.len() {
+            let t = j.text();
+            assert!(!t.contains("..."), "{w}x{h}: nothing cut:\n{t}");
+            seen.push_str(&t);
+            j.keys(&[Down]);
+        }
+        let words: Vec<&str> = seen.split_whitespace().collect();
+        for (_, v) in HELP_KEYS {
+            for word in v.split_whitespace() {
+                assert!(words.contains(&word), "{w}x{h}: {word:?} of {v:?} shown:\n{seen}");
+            }
+        }
+    }
+}
+
+/// Issue 29.7: `q` while a deletion runs asks first; quitting then is the user's choice.
+#[test]
+fn quit_during_a_deletion_asks() {
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.b.set_busy(true);
+    j.b.set_deleting(true);
+    assert!(j.type_str("q").is_empty());
+    assert!(j.text().contains("Quit during a deletion?"), "{}", j.text());
+    assert!(j.type_str("n").is_empty());
+    assert!(!j.text().contains("Quit during") && j.text().contains("Not quitting"), "{}", j.text());
+    assert_eq!(j.type_str("qy"), [Action::Quit]);
+    // A rescan is safe to stop: q quits at once.
+    j.b.set_deleting(false);
+    assert_eq!(j.type_str("q"), [Action::Quit]);
+}
+
+/// Issue 29.7: the path line shows the root's absolute path, not the name it was given.
+#[test]
+fn the_path_line_shows_the_absolute_path() {
+    let (a, r) = tree(&[(b"sub/f", 10)], &[]);
+    a.set_root_name(r, b".");
+    let mut j = Journey::new(&a, r);
+    j.b.set_root_title(b"/home/u/work".to_vec());
+    j.draw();
+    assert!(j.screen.row_text(1).starts_with("--- /home/u/work ---"), "{}", j.text());
+    j.keys(&[Key::Enter]);
+    assert!(j.screen.row_text(1).starts_with("--- /home/u/work/sub ---"), "{}", j.text());
 }

@@ -20,6 +20,7 @@ use crate::platform;
 use crate::term::{Decoder, Key, Screen, Session};
 use crate::tree::arena::{self, Arena};
 use crate::tree::sink::ArenaSink;
+use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -42,7 +43,18 @@ pub(super) fn ui<'s, 'a: 's>(
             break code;
         }
     };
+    let stopped = ui.job.as_ref().filter(|_| code == 0).and_then(|j| Some((j, j.delete.as_ref()?)));
+    let stopped = stopped.map(|(j, (p, total))| (j.label.clone(), p.removed.load(AtomicOrdering::Relaxed), *total));
     ui.session.leave();
+    if let Some((label, removed, total)) = stopped {
+        // The user chose to quit while the deletion ran: say how far it went.
+        let prog = &ctx.args.prog;
+        eprintln!(
+            "{prog} browse: quit while deleting {label}: {} of {} items removed, the rest left in place",
+            grouped(removed),
+            grouped(total)
+        );
+    }
     code
 }
 
@@ -175,6 +187,7 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
         }
         self.status.busy = self.job.is_some();
         self.browser.set_busy(self.status.busy);
+        self.browser.set_deleting(self.job.as_ref().is_some_and(|j| j.delete.is_some()));
     }
 
     /// Draws a frame if one is due; `Some(1)` when the terminal cannot be written.
@@ -233,6 +246,7 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
                 },
             }
             self.browser.set_busy(self.job.is_some());
+            self.browser.set_deleting(self.job.as_ref().is_some_and(|j| j.delete.is_some()));
         }
         None
     }

@@ -72,7 +72,13 @@ pub enum Action {
 
 pub(super) enum Modal {
     None,
-    Help(usize),
+    /// The help's page (0: keys, 1: marks) and its first line shown.
+    Help {
+        page: usize,
+        top: usize,
+    },
+    /// `q` while a deletion runs: quit anyway?
+    QuitDeleting,
     Info,
     /// `mounts`: mount points at or below the selection, where the platform can tell.
     Confirm {
@@ -226,6 +232,13 @@ pub struct Browser<'a> {
     pub(super) mtimes: HashMap<u32, Option<i64>>,
     /// A rescan or delete is running (the loop says so before each key and frame).
     pub(super) busy: bool,
+    /// What runs is a deletion (`q` asks first).
+    pub(super) deleting: bool,
+    /// The answer to the last key that could not act, shown on the status line until
+    /// the next key.
+    pub(super) note: Option<String>,
+    /// The root as an absolute path, for the path line (the scan keeps the name given).
+    pub(super) root_title: Option<Vec<u8>>,
     pub(super) compare: Option<Compare>,
     /// Set while the shown directory is a removed one (see `Trail`).
     pub(super) trail: Option<Trail>,
@@ -262,6 +275,9 @@ impl<'a> Browser<'a> {
             mounts_of: None,
             mtimes: HashMap::new(),
             busy: false,
+            deleting: false,
+            note: None,
+            root_title: None,
             compare: None,
             trail: None,
         }
@@ -386,6 +402,21 @@ impl<'a> Browser<'a> {
     /// Whether a rescan or delete is running: no second one may start.
     pub fn set_busy(&mut self, busy: bool) {
         self.busy = busy;
+    }
+
+    /// Whether what runs is a deletion (then `q` asks before quitting).
+    pub fn set_deleting(&mut self, deleting: bool) {
+        self.deleting = deleting;
+    }
+
+    /// The root's absolute path, shown in the path line instead of the name it was given.
+    pub fn set_root_title(&mut self, abs: Vec<u8>) {
+        self.root_title = Some(abs);
+    }
+
+    /// Answers a key that could not act, on the status line until the next key.
+    pub(super) fn say(&mut self, why: impl Into<String>) {
+        self.note = Some(why.into());
     }
 
     /// Starts with apparent sizes shown.
@@ -607,14 +638,27 @@ impl<'a> Browser<'a> {
     /// Handles one key.
     pub fn key(&mut self, k: Key) -> Action {
         self.refresh();
+        let had_note = self.note.take().is_some();
         match &mut self.modal {
-            Modal::Help(page) => {
+            Modal::Help { page, top } => {
                 match k {
-                    Key::Char('1') | Key::Left | Key::Char('h') => *page = 0,
-                    Key::Char('2') | Key::Right | Key::Char('l') => *page = 1,
+                    Key::Char('1') | Key::Left | Key::Char('h') => (*page, *top) = (0, 0),
+                    Key::Char('2') | Key::Right | Key::Char('l') => (*page, *top) = (1, 0),
+                    Key::Down | Key::Char('j') => *top += 1,
+                    Key::Up | Key::Char('k') => *top = top.saturating_sub(1),
+                    Key::PageDown | Key::Char(' ') => *top += 10,
+                    Key::PageUp => *top = top.saturating_sub(10),
                     Key::Char('q') | Key::Char('?') | Key::Esc | Key::Enter => self.modal = Modal::None,
                     _ => {}
                 }
+                return Action::None;
+            }
+            Modal::QuitDeleting => {
+                self.modal = Modal::None;
+                if matches!(k, Key::Char('y') | Key::Char('Y')) {
+                    return Action::Quit;
+                }
+                self.say("Not quitting: the deletion goes on.");
                 return Action::None;
             }
             Modal::Confirm { dir, id, yes, .. } => {
@@ -646,6 +690,11 @@ impl<'a> Browser<'a> {
             }
             Modal::Info | Modal::None => {}
         }
+        self.main_key(k, had_note)
+    }
+
+    /// A key of the listing (no box open but the info panel).
+    fn main_key(&mut self, k: Key, had_note: bool) -> Action {
         let page = self.rows.max(1);
         match k {
             Key::Up | Key::Char('k') => self.select(self.sel.saturating_sub(1)),
@@ -654,30 +703,16 @@ impl<'a> Browser<'a> {
             Key::PageDown => self.select(self.sel + page),
             Key::Home => self.select(0),
             Key::End => self.select(usize::MAX),
-            Key::Right | Key::Char('l') | Key::Enter => {
-                if let Some(id) = self.sel_id.filter(|&id| is_dir_entry(self.a, id)) {
-                    if self.trail.is_none() && self.is_gone(id) {
-                        self.trail = Some(Trail { entered: self.a.dir_of(id), from: self.cwd });
-                    }
-                    self.open(self.a.dir_of(id), None);
-                }
-            }
-            Key::Left | Key::Char('h') | Key::Backspace | Key::Char('<') if self.cwd != self.root => {
-                let came_from = self.a.dir_entry(self.cwd);
-                match self.trail {
-                    Some(t) if t.entered == self.cwd => {
-                        self.trail = None;
-                        self.open(t.from, Some(came_from));
-                    }
-                    _ => self.open(self.a.dir_parent(self.cwd), Some(came_from)),
-                }
-            }
+            Key::Right | Key::Char('l') | Key::Enter => self.enter_selected(),
+            Key::Left | Key::Char('h') | Key::Backspace | Key::Char('<') => self.go_up(),
             Key::Char('s') => self.set_sort(SortKey::Size),
             Key::Char('n') => self.set_sort(SortKey::Name),
             Key::Char('C') => self.set_sort(SortKey::Count),
             Key::Char('M') => self.set_sort(SortKey::Mtime),
             Key::Char('x') if self.a.shared_figures().is_some() => self.set_sort(SortKey::Exclusive),
+            Key::Char('x') => self.say("x sorts by exclusive bytes: that needs --shared."),
             Key::Char('D') if self.compare.is_some() => self.set_sort(SortKey::Change),
+            Key::Char('D') => self.say("D sorts by change: it needs --diff OLD."),
             Key::Char('t') => {
                 self.dirs_first = !self.dirs_first;
                 self.stale = true;
@@ -696,26 +731,58 @@ impl<'a> Browser<'a> {
                 }
             }
             Key::Char('i') if self.sel_id.is_some() => self.modal = Modal::Info,
-            Key::Char('?') => self.modal = Modal::Help(0),
+            Key::Char('i') => self.say("Nothing to show: this directory is empty."),
+            Key::Char('?') => self.modal = Modal::Help { page: 0, top: 0 },
             Key::Char('d') => self.ask_delete(),
             Key::Char('r') => return self.ask_rescan(),
+            Key::Char('q') if self.deleting => self.modal = Modal::QuitDeleting,
             Key::Char('q') => return Action::Quit,
-            _ => {}
+            // Esc dismissed the answer that was shown.
+            Key::Esc if had_note => {}
+            Key::Esc => self.say("Nothing to close."),
+            k => self.say(format!("{} does nothing here; ? lists the keys.", key_name(k))),
         }
         Action::None
     }
 
+    /// Opens the selected directory (a removed one shows what it held).
+    fn enter_selected(&mut self) {
+        let Some(id) = self.sel_id else { return self.say("Nothing to open: this directory is empty.") };
+        if !is_dir_entry(self.a, id) {
+            let name = crate::term::escape(self.names.get(id));
+            return self.say(format!("{name} is not a directory."));
+        }
+        if self.trail.is_none() && self.is_gone(id) {
+            self.trail = Some(Trail { entered: self.a.dir_of(id), from: self.cwd });
+        }
+        self.open(self.a.dir_of(id), None);
+    }
+
+    /// Goes to the parent directory, selecting the one it came from.
+    fn go_up(&mut self) {
+        if self.cwd == self.root {
+            return self.say("This is the top: the directory that was scanned.");
+        }
+        let came_from = self.a.dir_entry(self.cwd);
+        match self.trail {
+            Some(t) if t.entered == self.cwd => {
+                self.trail = None;
+                self.open(t.from, Some(came_from));
+            }
+            _ => self.open(self.a.dir_parent(self.cwd), Some(came_from)),
+        }
+    }
+
     pub(super) fn refuse(&mut self, why: &str) {
-        self.message("Not possible", vec![why.to_string()]);
+        self.say(why);
     }
 
     pub(super) fn ask_delete(&mut self) {
-        let Some(id) = self.sel_id else { return };
+        let Some(id) = self.sel_id else { return self.say("Nothing to delete: this directory is empty.") };
         if self.is_gone(id) {
             let name = crate::term::escape(self.names.get(id));
-            return self.refuse(&format!(
-                "{name} was removed since the compared tree: it is not on disk, so there is nothing to delete."
-            ));
+            return self
+                .refuse(&format!("{name} is not on disk (removed since the compared tree): nothing to delete."));
         }
         if self.limits.imported {
             return self.refuse("Deleting needs a scan of the file system; this is an imported export.");
@@ -738,9 +805,7 @@ impl<'a> Browser<'a> {
 
     pub(super) fn ask_rescan(&mut self) -> Action {
         if self.trail.is_some() {
-            self.refuse(
-                "This directory was removed since the compared tree: it is not on disk, so there is nothing to rescan.",
-            );
+            self.refuse("This directory is not on disk (removed since the compared tree): nothing to rescan.");
             return Action::None;
         }
         if self.limits.imported {
@@ -761,5 +826,28 @@ impl<'a> Browser<'a> {
             return Action::None;
         }
         Action::Rescan { dir }
+    }
+}
+
+/// How the status line names a key.
+fn key_name(k: Key) -> String {
+    match k {
+        Key::Char(' ') => "Space".into(),
+        Key::Char(c) => c.to_string(),
+        Key::Ctrl(c) => format!("Ctrl-{}", c.to_ascii_uppercase()),
+        Key::Up => "Up".into(),
+        Key::Down => "Down".into(),
+        Key::Left => "Left".into(),
+        Key::Right => "Right".into(),
+        Key::PageUp => "PgUp".into(),
+        Key::PageDown => "PgDn".into(),
+        Key::Home => "Home".into(),
+        Key::End => "End".into(),
+        Key::Enter => "Enter".into(),
+        Key::Backspace => "Backspace".into(),
+        Key::Tab => "Tab".into(),
+        Key::Esc => "Esc".into(),
+        Key::Delete => "Delete".into(),
+        Key::Other => "That key".into(),
     }
 }
