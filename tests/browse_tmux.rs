@@ -631,7 +631,7 @@ fn browse_diff_of_two_directories_shows_growth_and_removed_rows_as_du_does() {
     term.wait("info closed", |s| !s.contains("Change:"));
     // Not on disk: nothing to delete (even without --read-only the answer is this one).
     term.keys(&["d"]);
-    term.wait_for("gone was removed since the compared tree: it is not on disk");
+    term.wait_for("gone is not on disk (removed since the compared tree)");
     term.keys(&["Escape"]);
     // Into the removed directory: what it held, all removed, its old total in the footer.
     term.keys(&["Enter"]);

@@ -231,8 +231,9 @@ fn out_of_memory_in_the_browser_restores_the_terminal() {
     let t = Scratch::new("oom");
     let tree = t.dir.join("tree");
     write(&tree.join("a/file"), 5000);
-    let term = browse(&t.dir, "DFDU_DEBUG_OOM_AFTER_FRAMES=2", &format!("'{}'", tree.display()));
-    // The exit status also goes to a file: on a terminal left raw, "EXIT=" may never
+    let term = browse(&t.dir, "RUST_BACKTRACE=0 DFDU_DEBUG_OOM_AFTER_FRAMES=2", &format!("'{}'", tree.display()));
+    // Without a backtrace (RUST_BACKTRACE=1 in the environment pushed the message off the
+    // pane). The exit status also goes to a file: on a terminal left raw, "EXIT=" may never
     // show as one word.
     let exit = PathBuf::from(format!("{}.exit", term.script.display()));
     let start = Instant::now();
