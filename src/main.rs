@@ -16,15 +16,18 @@
 //!   `Timespec`, `LocalTime`.
 //! * `text/` — GNU's formats, no I/O: `units.rs` (sizes, `--block-size`), `quote.rs`
 //!   (`quote`, `quotef`), `timefmt.rs` (`--time-style`), `exclude.rs` (`Exclude` globs).
-//! * `platform/` (beside `src/`) — the operating system. `mod.rs`: the one `cfg` switch and
-//!   the contract every backend implements. `linux.rs` (getdents64 + statx), `macos.rs`
-//!   (getattrlistbulk) with `macos_attrs.rs` (its buffer parser: pure, safe, tested
-//!   everywhere), `unix/` (what both share: `dir.rs` handles and delete, `term.rs` termios
-//!   and signals, `time.rs`), `windows/` (`ffi.rs` declarations, `fs.rs` the NT reader,
-//!   `term.rs` the console), `portable.rs` (std::fs: the oracle and the fallback),
-//!   `oom.rs` (the global allocator, wrapped to put the terminal back when memory runs
-//!   out), `linux_fiemap.rs` (which file systems share extents, and one file's extent
-//!   map).
+//! * `platform/` (beside `src/`) — the operating system, one folder per OS family, the same
+//!   file name for the same feature in each. `mod.rs`: the one `cfg` switch, the names
+//!   `src/` sees and the contract every backend implements, checked by the compiler.
+//!   `linux/` (`dir.rs` getdents64 + statx, `extents.rs` FIEMAP, `dupes.rs` FIDEDUPERANGE
+//!   and the rest of `dupes`' calls, `time.rs`), `macos/` (`dir.rs` getattrlistbulk with
+//!   `attrs.rs`, its buffer parser: pure, safe, tested everywhere; `time.rs`), `windows/`
+//!   (`ffi.rs` declarations, `dir.rs` the NT reader, `term.rs` the console), `unix/` (what
+//!   Linux and macOS share: `dir.rs` handles and delete, `term.rs` termios and signals),
+//!   `fallback/` (std::fs: `dir.rs` the oracle and the fallback reader, `dupes.rs` for
+//!   every OS but Linux), `common/` (`dupes.rs` the `dupes` types and the hash file's
+//!   handle, `oom.rs` the global allocator, wrapped to put the terminal back when memory
+//!   runs out).
 //! * `walk/` — `scan.rs`: the pool and its protocol (documented at the top of the file),
 //!   `Walk` settings, handing entries to a `Sink`, with `scan/worker.rs` (one worker: its
 //!   job loop, listing, stat'ing chunks, committing, re-opening closed handles); `reader.rs`: the `Reader` seam (`Native`,
@@ -53,8 +56,8 @@
 //!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
 //!   inode one file, sample, BLAKE3; protocol at its top), `open.rs` (`Handles`: every
 //!   file read or deduplicated is opened through checked directory handles from the
-//!   scan's roots), `cache.rs` (the `--hashfile` format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/dupes_linux.rs` (FIEMAP,
-//!   FIDEDUPERANGE, flock, statfs) and `platform/dupes_std.rs` (std::fs elsewhere).
+//!   scan's roots), `cache.rs` (the `--hashfile` format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/linux/dupes.rs` (FIEMAP,
+//!   FIDEDUPERANGE, flock, statfs) and `platform/fallback/dupes.rs` (std::fs elsewhere).
 //! * `report/` — `dfdu scan`: totals, counts, largest entries, JSON, export, treemap
 //!   (`mod.rs`; its unit tests in `tests.rs`).
 //! * `diff.rs` — `dfdu diff OLD NEW`: load both sides, report what grew, shrank, came
@@ -79,7 +82,8 @@
 //!
 //! * No `unsafe` outside `platform/`, and none there without a `// SAFETY:` comment.
 //! * No platform backend chosen anywhere but `platform/mod.rs`, and no `#[path]` but the
-//!   one above `mod platform` here (it reaches `platform/` beside `src/`). Elsewhere `cfg`
+//!   one above `mod platform` here (it reaches `platform/` beside `src/`), the switch in
+//!   `platform/mod.rs` and the `unix/` the two Unix backends take in. Elsewhere `cfg`
 //!   only picks std's Unix or Windows extension traits (`meta.rs`, `main.rs`,
 //!   `browse/run.rs`).
 //! * No printing from workers: everything the user sees is written by one thread, in
@@ -108,7 +112,7 @@ mod walk;
 #[path = "../platform/mod.rs"]
 mod platform;
 
-// The global allocator is `platform/oom.rs`'s: the system's (mimalloc in musl builds with
+// The global allocator is `platform/common/oom.rs`'s: the system's (mimalloc in musl builds with
 // the feature), wrapped so that running out of memory puts the terminal back first.
 
 use du::cli;

@@ -144,7 +144,7 @@ pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
         s.as_bytes().to_vec()
     }
     // Windows: WTF-8, which keeps an unpaired surrogate (as its 3-byte form) instead of
-    // replacing it; `platform/windows/fs.rs` turns these bytes back into the same UTF-16.
+    // replacing it; `platform/windows/dir.rs` turns these bytes back into the same UTF-16.
     #[cfg(windows)]
     {
         use std::os::windows::ffi::OsStrExt;

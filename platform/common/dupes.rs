@@ -1,4 +1,4 @@
-//! What `dupes_linux.rs` and `dupes_std.rs` have in common: the types of the `dupes`
+//! What `linux/dupes.rs` and `fallback/dupes.rs` have in common: the types of the `dupes`
 //! contract (`FileCheck`, `Extent`, `Layout`, `DedupeStatus`, `MAX_DEDUPE_DESTS`), the
 //! hash file's lock, which is `flock` on every Unix, and the hash file's directory handle
 //! (`WriteDir`, `Owner` and the calls on them but `replace_in`, which differs: Linux has
@@ -92,9 +92,9 @@ pub fn lock_file(file: &File, wait: bool) -> Result<bool, Errno> {
 /// The directory holding a file that dfdu writes.
 pub struct WriteDir {
     #[cfg(unix)]
-    pub(super) fd: rustix::fd::OwnedFd,
+    pub(in crate::platform) fd: rustix::fd::OwnedFd,
     #[cfg(not(unix))]
-    pub(super) path: std::path::PathBuf,
+    pub(in crate::platform) path: std::path::PathBuf,
 }
 
 /// Who may change a file or directory: its owner and its permission bits (`st_mode`
@@ -106,24 +106,24 @@ pub struct Owner {
 }
 
 /// A new file of ours that no other name reaches yet; `replace_in` puts it in place.
-pub(super) struct TempFile {
-    pub(super) file: File,
+pub(in crate::platform) struct TempFile {
+    pub(in crate::platform) file: File,
     /// Its name in the directory; `None` for an unnamed `O_TMPFILE` (Linux).
-    pub(super) name: Option<std::ffi::OsString>,
+    pub(in crate::platform) name: Option<std::ffi::OsString>,
 }
 
 /// Mode of every file created here: the facts a hash file holds about other users' files
 /// (inode numbers, sizes, hashes) are for its owner only.
 #[cfg(unix)]
-pub(super) const WRITE_MODE: u32 = 0o600;
+pub(in crate::platform) const WRITE_MODE: u32 = 0o600;
 
 #[cfg(unix)]
-pub(super) fn errno(e: rustix::io::Errno) -> Errno {
+pub(in crate::platform) fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
 }
 
 #[cfg(unix)]
-pub(super) fn c_name(name: &std::ffi::OsStr) -> Result<std::ffi::CString, Errno> {
+pub(in crate::platform) fn c_name(name: &std::ffi::OsStr) -> Result<std::ffi::CString, Errno> {
     use std::os::unix::ffi::OsStrExt;
     std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno(22))
 }
@@ -357,7 +357,7 @@ pub fn open_at_nofollow(dir: &WriteDir, name: &std::ffi::OsStr, create_new: bool
 
 /// A name for a temporary file next to `base` that another user cannot guess:
 /// `.BASE.` and 16 hex digits from std's per-process random hash keys.
-pub(super) fn random_name(base: &std::ffi::OsStr, attempt: u32) -> std::ffi::OsString {
+pub(in crate::platform) fn random_name(base: &std::ffi::OsStr, attempt: u32) -> std::ffi::OsString {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
@@ -372,11 +372,11 @@ pub(super) fn random_name(base: &std::ffi::OsStr, attempt: u32) -> std::ffi::OsS
 }
 
 /// Names tried for a new temporary file before giving up (each taken name is EEXIST).
-pub(super) const TEMP_ATTEMPTS: u32 = 32;
+pub(in crate::platform) const TEMP_ATTEMPTS: u32 = 32;
 
 /// A new file in `dir` under a random name, created with `O_CREAT|O_EXCL|O_NOFOLLOW`
 /// (mode 0600): whatever another user put under that name, it is never opened.
-pub(super) fn named_temp_in(dir: &WriteDir, base: &std::ffi::OsStr) -> Result<TempFile, Errno> {
+pub(in crate::platform) fn named_temp_in(dir: &WriteDir, base: &std::ffi::OsStr) -> Result<TempFile, Errno> {
     let mut last = Errno::EXIST;
     for attempt in 0..TEMP_ATTEMPTS {
         let name = random_name(base, attempt);
@@ -391,7 +391,11 @@ pub(super) fn named_temp_in(dir: &WriteDir, base: &std::ffi::OsStr) -> Result<Te
 
 /// Renames the entry `from` of `dir` over `to`, both relative to the handle; on failure
 /// the temporary name is removed.
-pub(super) fn rename_in(dir: &WriteDir, from: &std::ffi::OsStr, to: &std::ffi::OsStr) -> Result<(), Errno> {
+pub(in crate::platform) fn rename_in(
+    dir: &WriteDir,
+    from: &std::ffi::OsStr,
+    to: &std::ffi::OsStr,
+) -> Result<(), Errno> {
     #[cfg(unix)]
     let renamed = rustix::fs::renameat(&dir.fd, &*c_name(from)?, &dir.fd, &*c_name(to)?).map_err(errno);
     #[cfg(not(unix))]
@@ -405,7 +409,7 @@ pub(super) fn rename_in(dir: &WriteDir, from: &std::ffi::OsStr, to: &std::ffi::O
 
 /// Writes `bytes` to `tmp` and returns its name in `dir`, giving an unnamed one a name
 /// with `name_unnamed`. A named temporary that could not be filled is removed.
-pub(super) fn fill_temp(
+pub(in crate::platform) fn fill_temp(
     dir: &WriteDir,
     tmp: TempFile,
     bytes: &[u8],

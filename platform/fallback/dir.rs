@@ -363,7 +363,7 @@ pub fn interrupt_requested() -> Option<i32> {
     None
 }
 
-/// Extent maps are read on Linux only (see `linux_fiemap.rs`); elsewhere no file system
+/// Extent maps are read on Linux only (see `linux/extents.rs`); elsewhere no file system
 /// is treated as sharing and nothing is asked.
 #[derive(Default)]
 pub struct ExtentBuf;

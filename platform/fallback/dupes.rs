@@ -3,11 +3,11 @@
 //! extent maps and no deduplication here: macOS's and Windows's clone calls do not
 //! compare bytes, so `dedupe` says it is unsupported.
 //! The hash file's replacement goes under a random name (no `O_TMPFILE` here). Same
-//! names as `dupes_linux.rs`; the types, `lock_file` and the other hash-file calls are in
-//! `dupes_common.rs`.
+//! names as `linux/dupes.rs`; the types, `lock_file` and the other hash-file calls are in
+//! `common/dupes.rs`. The macOS and Windows backends offer these as theirs.
 
-use super::dupes_common::{fill_temp, named_temp_in, rename_in, DedupeStatus, FileCheck, Layout, WriteDir};
 use crate::meta::{Errno, Kind};
+use crate::platform::common::dupes::{fill_temp, named_temp_in, rename_in, DedupeStatus, FileCheck, Layout, WriteDir};
 use std::fs::File;
 
 fn io_errno(e: std::io::Error) -> Errno {

@@ -5,7 +5,7 @@
 //! `dupes` reads, opened only once an `O_PATH` handle shows a regular file.
 //!
 //! Implements the contract in `platform/mod.rs`; the directory handles and terminal are
-//! `unix/`'s, shared with macOS; local time is `unix/zone.rs` (glibc's rules in Rust).
+//! `unix/`'s, shared with macOS; local time is `time.rs` (glibc's rules in Rust).
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -16,11 +16,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-pub use super::linux_fiemap::*;
-use super::unix::dir::errno;
-pub use super::unix::dir::*;
-pub use super::unix::term::*;
-pub use super::unix::zone::{local_time, reload_zone};
+use super::unix::dir::{dir_id, errno, Dir};
 
 /// Bytes handed to one `getdents64` call; allocated once per worker.
 const LIST_BUFFER_BYTES: usize = 32 * 1024;

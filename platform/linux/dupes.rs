@@ -3,21 +3,21 @@
 //! `FIDEDUPERANGE` ioctl, free space after `syncfs`, and the hash file's replacement
 //! (`O_TMPFILE`, linked and renamed relative to its directory's handle).
 //!
-//! Files are opened by the walker side (`open_file_at`, `open_file_path` in `linux.rs`:
+//! Files are opened by the walker side (`open_file_at`, `open_file_path` in `dir.rs`:
 //! relative to a directory handle, nothing but a regular file, `O_NOATIME` where allowed).
-//! Contract (the same names in `dupes_std.rs` for every other OS): `check_file`,
+//! Contract (the same names in `fallback/dupes.rs` for every other OS): `check_file`,
 //! `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
 //! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`,
 //! `replace_in`; the types, `lock_file` and the other hash-file calls are in
-//! `dupes_common.rs`. No printing, no policy. Both ioctls are called through one
+//! `common/dupes.rs`. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
 
-use super::dupes_common::{
+use crate::meta::{Errno, Kind, Timespec};
+use crate::platform::common::dupes::{
     c_name, fill_temp, named_temp_in, random_name, rename_in, DedupeStatus, Extent, FileCheck, Layout, TempFile,
     WriteDir, MAX_DEDUPE_DESTS, TEMP_ATTEMPTS, WRITE_MODE,
 };
-use crate::meta::{Errno, Kind, Timespec};
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
 use std::fs::File;
@@ -129,13 +129,13 @@ pub fn layout(file: &File) -> Layout {
 }
 
 /// `Err(true)` for inline data, `Err(false)` when the map cannot be compared. The
-/// FIEMAP loop is the scan's (`linux_fiemap`), with the write-back asked for first.
+/// FIEMAP loop is the scan's (`extents.rs`), with the write-back asked for first.
 fn extents(file: &File) -> Result<Vec<Extent>, bool> {
     use crate::meta::Extent as Raw;
     let mut out = Vec::new();
     let (mut inline, mut unknown) = (false, false);
-    let mut buf = super::linux_fiemap::ExtentBuf::default();
-    super::linux_fiemap::file_extents_synced(file.as_fd(), &mut buf, &mut |e| {
+    let mut buf = super::extents::ExtentBuf::default();
+    super::extents::file_extents_synced(file.as_fd(), &mut buf, &mut |e| {
         if inline || unknown {
             return;
         }
@@ -285,7 +285,7 @@ pub fn swap_files() -> Vec<(u64, u64)> {
         let Some(field) = line.split(|&b| b == b' ' || b == b'\t').next().filter(|p| !p.is_empty()) else {
             continue;
         };
-        let Ok(c) = std::ffi::CString::new(super::backend::unescape_octal(field)) else { continue };
+        let Ok(c) = std::ffi::CString::new(super::dir::unescape_octal(field)) else { continue };
         if let Ok(st) = rustix::fs::statat(CWD, &c, AtFlags::empty()) {
             if st.st_mode & 0o170000 == 0o100000 {
                 #[allow(clippy::unnecessary_cast)] // the field types differ between architectures

@@ -2,7 +2,7 @@
 //!
 //! No system calls and no `unsafe`: this file is plain Rust over a byte slice, so it is
 //! compiled and unit-tested on every platform (`cargo test` on Linux runs the tests below
-//! against hand-built buffers). `platform/macos.rs` makes the call and hands the bytes here.
+//! against hand-built buffers). `platform/macos/dir.rs` makes the call and hands the bytes here.
 //!
 //! # Buffer layout (getattrlist(2), getattrlistbulk(2), XNU `bsd/vfs/vfs_attrlist.c`)
 //!

@@ -1,7 +1,7 @@
 //! macOS reader: one system call per batch of entries. Each directory is opened relative
 //! to its parent (`openat`, no-follow, close-on-exec) and listed with `getattrlistbulk`,
 //! which returns names together with type, device, file id, link count, allocated size,
-//! data length and times; `platform/macos_attrs.rs` decodes that buffer (pure, safe,
+//! data length and times; `platform/macos/attrs.rs` decodes that buffer (pure, safe,
 //! unit-tested everywhere). The listing hands each entry's metadata to the scanner
 //! (`Some(meta)`), so a directory costs one `openat` and one `getattrlistbulk` per few
 //! hundred entries, instead of one `fstatat` per entry.
@@ -29,21 +29,17 @@
 //! * **Hard links** are counted once by (device, file id), the same key `stat` gives.
 //! * **Clones** (`--shared`): on APFS each regular file with data gets one
 //!   `getattrlistat` for its private size, clone id and `EF_*` flags (no open), turned
-//!   into the extents the sharing-aware figures count (`macos_attrs::Clones::extents`).
+//!   into the extents the sharing-aware figures count (`attrs::Clones::extents`).
 //! * **Threads**: the performance cores (`hw.perflevel0.physicalcpu`, else
 //!   `hw.physicalcpu`), at most 8: more threads make APFS slower.
 
-use super::macos_attrs::{self as attrs, AttrSet};
+use super::attrs::{self, AttrSet};
 use crate::meta::{Errno, Kind, Meta, Timespec};
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd};
 use rustix::fs::{AtFlags, CWD};
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
 
-// The browser's terminal and signals: shared with Linux.
-use super::unix::dir::errno;
-pub use super::unix::dir::*;
-pub use super::unix::term::*;
-pub use super::unix::time::{local_time, reload_zone};
+use super::unix::dir::{dir_id, errno, Dir};
 
 /// Bytes handed to one `getattrlistbulk` call: about 900 entries with typical names.
 /// Allocated once per worker; far larger than any single entry (so ERANGE cannot mean

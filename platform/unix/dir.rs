@@ -1,7 +1,7 @@
 //! Directory handles as Linux and macOS both open them: relative to the parent
 //! (`openat`), no-follow unless asked, close-on-exec, non-blocking; their identity and
 //! removal for the browser's delete; and the default SIGPIPE action. The listing and
-//! the stat are each system's own (`linux.rs`, `macos.rs`).
+//! the stat are each system's own (`linux/dir.rs`, `macos/dir.rs`).
 
 use crate::meta::Errno;
 use rustix::fd::OwnedFd;

@@ -1,11 +1,8 @@
-//! What Linux and macOS share: directory handles, their identity and removal, and the
-//! SIGPIPE default (`dir`); the browser's terminal and signals (`term`, termios raw mode
-//! and signal handlers through rustix); local time (on macOS `time`, libc's `localtime_r`;
-//! on Linux `zone`, glibc's rules in `text::tz`, the same for glibc and musl builds).
+//! What the Linux and macOS backends share, taken in by each of them (`mod unix` in
+//! `linux/mod.rs` and `macos/mod.rs`): directory handles, their identity and removal, and
+//! the SIGPIPE default (`dir.rs`); the browser's terminal and signals (`term.rs`, termios
+//! raw mode and signal handlers through rustix). Local time is each system's own
+//! (`linux/time.rs`, `macos/time.rs`).
 
 pub mod dir;
 pub mod term;
-#[cfg(target_os = "macos")]
-pub mod time;
-#[cfg(target_os = "linux")]
-pub mod zone;

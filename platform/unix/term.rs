@@ -1,7 +1,7 @@
-//! The terminal and signals on Unix, shared by `linux.rs` and `macos.rs`: raw mode on the
+//! The terminal and signals on Unix, shared by the Linux and macOS backends: raw mode on the
 //! terminal through rustix termios, reads that wait on the terminal and on a self-pipe
 //! that the signal handlers write to, the window size, and stopping the process for job
-//! control. The escape sequences themselves are `src/term.rs`'s business; this file only
+//! control. The escape sequences themselves are `src/term/`'s business; this file only
 //! moves bytes and modes.
 //!
 //! * **Which terminal.** Standard input when it is a terminal, else `/dev/tty` (so that

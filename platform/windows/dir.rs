@@ -1,7 +1,7 @@
 //! The Windows reader and the process: handles, NT names, opening and listing directories,
 //! stat, messages, local time, and the browser's delete.
 
-use super::*;
+use super::ffi::*;
 use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
 use std::ffi::{c_void, CStr, OsString};
 use std::os::windows::ffi::{OsStrExt, OsStringExt};
@@ -638,7 +638,7 @@ pub fn local_time(sec: i64) -> Option<LocalTime> {
         return None;
     }
     let gmtoff = (local_ticks as i64 - utc_ticks as i64) / 10_000_000;
-    let mut out = crate::platform::portable::local_time(sec.checked_add(gmtoff)?)?;
+    let mut out = crate::platform::fallback::local_time(sec.checked_add(gmtoff)?)?;
     out.gmtoff = gmtoff;
     out.zone = zone_name(gmtoff).into_bytes();
     Some(out)
@@ -716,7 +716,7 @@ pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Extent maps are read on Linux only (see `linux_fiemap.rs`); elsewhere no file system
+/// Extent maps are read on Linux only (see `linux/extents.rs`); elsewhere no file system
 /// is treated as sharing and nothing is asked.
 #[derive(Default)]
 pub struct ExtentBuf;

@@ -44,16 +44,28 @@
 //!   Win32 MAX_PATH check.
 //!
 //! Implements the contract in `platform/mod.rs`, no printing, no policy. Files:
-//! `ffi.rs` (the declarations), `fs.rs` (handles, names, directories, stat, listing,
+//! `ffi.rs` (the declarations), `dir.rs` (handles, names, directories, stat, listing,
 //! messages, time, delete), `term.rs` (the console). Every `unsafe` block is an FFI call
 //! or a view of a buffer the OS filled; each states what makes it sound.
 
+mod dir;
 mod ffi;
-mod fs;
 mod term;
 #[cfg(test)]
 mod tests;
 
-use ffi::*;
-pub use fs::*;
-pub use term::*;
+pub use dir::{
+    address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
+    file_extents_at, fs_shares_extents, local_time, lookups_serialize, mount_points, open_at, open_fds, open_file_at,
+    open_file_path, open_path, raise_fd_limit, reload_zone, remove_at, sorts_by_inode, stat_at, stat_path,
+    thread_cpu_ns, Dir, ExtentBuf, Lister,
+};
+// `dupes` through std::fs, as on every OS but Linux.
+pub use super::fallback::dupes::{
+    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, layout, physical_start,
+    read_only_snapshot, replace_in, rotational, swap_files,
+};
+pub use term::{
+    interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
+    term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+};

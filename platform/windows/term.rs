@@ -1,6 +1,7 @@
 //! The Windows console for the browser, behind the same names as `unix/term.rs`.
 
-use super::*;
+use super::dir::{push_utf16, push_wtf8};
+use super::ffi::*;
 use crate::meta::Errno;
 use std::ptr::null;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};

@@ -1,7 +1,9 @@
 //! Run under Wine by `make test-windows` through `tests/windows_platform.rs`: the
 //! reader against `std::fs` on trees made here, and the parts that need no files.
 
-use super::*;
+use super::dir::*;
+use super::ffi::*;
+use super::term::*;
 use crate::meta::{Errno, Kind, Meta};
 use std::ffi::CString;
 use std::ffi::OsString;

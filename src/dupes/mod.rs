@@ -9,7 +9,7 @@
 //! (FIEMAP, to see copies that already share) → output (this file) → `dedupe`.
 //!
 //! Layering: this folder uses `scan`, `exclude`, `units`, `quote`, `meta` and the
-//! platform functions named in `platform/dupes_linux.rs`; nothing outside it imports it
+//! platform functions named in `platform/linux/dupes.rs`; nothing outside it imports it
 //! except `main.rs`'s dispatch.
 
 mod cache;

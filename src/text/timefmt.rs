@@ -197,7 +197,7 @@ mod tests {
     use super::*;
 
     fn utc(sec: i64) -> LocalTime {
-        crate::platform::portable::local_time(sec).unwrap()
+        crate::platform::fallback::local_time(sec).unwrap()
     }
 
     fn format(fmt: &str, t: Timespec, lt: &LocalTime) -> String {

@@ -441,10 +441,10 @@ mod tests {
         assert_eq!(fig(&f, 0), Some((8192 + 4096 + 8192, 4096 + 8192, 8192)));
     }
 
-    /// APFS clone figures (`platform/macos_attrs.rs`) as the reader would hand them on.
+    /// APFS clone figures (`platform/macos/attrs.rs`) as the reader would hand them on.
     #[test]
     fn clone_figures_become_extents_counted_like_fiemap_ones() {
-        use crate::platform::macos_attrs::{Clones, EF_MAY_SHARE_BLOCKS, EF_SHARES_ALL_BLOCKS};
+        use crate::platform::macos::attrs::{Clones, EF_MAY_SHARE_BLOCKS, EF_SHARES_ALL_BLOCKS};
         let mib = 1u64 << 20;
         // Three full clones of one 1 MiB file (one family) and an edited clone sharing all
         // but 16 KiB with something: private bytes are exclusive; the family counts once.

@@ -127,11 +127,11 @@ impl ReaderTypes for Native {
 reader_impl!(Native, crate::platform);
 
 impl ReaderTypes for Portable {
-    type Dir = crate::platform::portable::Dir;
-    type Lister = crate::platform::portable::Lister;
-    type ExtentBuf = crate::platform::portable::ExtentBuf;
+    type Dir = crate::platform::fallback::Dir;
+    type Lister = crate::platform::fallback::Lister;
+    type ExtentBuf = crate::platform::fallback::ExtentBuf;
 }
-reader_impl!(Portable, crate::platform::portable);
+reader_impl!(Portable, crate::platform::fallback);
 
 /// True when the user asked for the portable oracle reader.
 pub fn portable_requested() -> bool {

@@ -1,7 +1,7 @@
 //! Local time as glibc 2.36 computes it, in plain Rust with no I/O, so that every Linux
 //! build of dfdu (glibc or static musl, whose own zone code differs) prints the times GNU
 //! du prints. The caller hands in `TZ`, `TZDIR` and a way to read a file
-//! (`platform/unix/zone.rs`); `Zone::resolve` decides what glibc's `tzset` would load:
+//! (`platform/linux/time.rs`); `Zone::resolve` decides what glibc's `tzset` would load:
 //!
 //! * `TZ` unset: the file `/etc/localtime`; `TZ` empty: the zone `Universal`. A leading
 //!   `:` is dropped and changes nothing else.

@@ -1,0 +1,24 @@
+//! The std::fs backend: the one used on an OS without a backend of its own, and built on
+//! every OS as the oracle the native backends are tested against (`DFDU_READER=portable`,
+//! `walk::reader::Portable`). `dir.rs` reads trees by full paths (slower, one allocation
+//! per entry, limited to paths the OS accepts whole) and stubs what needs a native
+//! backend (the terminal, extent maps); `dupes.rs` is `dupes` through std::fs (no extent
+//! maps, no dedupe), which the macOS and Windows backends use as well.
+//!
+//! What this backend offers is listed below by name, item by item; `platform/mod.rs`
+//! checks each against the contract.
+
+mod dir;
+pub(in crate::platform) mod dupes;
+
+pub use dir::{
+    address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
+    file_extents_at, fs_shares_extents, interrupt_catch, interrupt_requested, local_time, lookups_serialize,
+    mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, raise_fd_limit, reload_zone, remove_at,
+    sorts_by_inode, stat_at, stat_path, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
+    term_wait, term_write, thread_cpu_ns, Dir, ExtentBuf, Lister, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+};
+pub use dupes::{
+    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, layout, physical_start,
+    read_only_snapshot, replace_in, rotational, swap_files,
+};

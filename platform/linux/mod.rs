@@ -1,0 +1,33 @@
+//! The Linux backend: `dir.rs` (directories listed with `getdents64`, entries sized with
+//! `statx`, the files `dupes` reads, mounts, and the process: threads, descriptors,
+//! address space, error texts), `extents.rs` (FIEMAP: which file systems share extents
+//! and one file's extent map), `dupes.rs` (`dupes` and `dedupe`: FIDEDUPERANGE, flock,
+//! statfs, `O_TMPFILE`, GET_SUBVOL_INFO), `time.rs` (local time: glibc's rules in Rust,
+//! the same in glibc and musl builds); directory handles and the terminal are `unix/`'s,
+//! shared with macOS.
+//!
+//! What this backend offers is listed below by name, item by item; `platform/mod.rs`
+//! checks each against the contract.
+
+mod dir;
+mod dupes;
+mod extents;
+mod time;
+#[path = "../unix/mod.rs"]
+mod unix;
+
+pub use dir::{
+    address_space_left, default_threads, dir_mount, errno_text, lookups_serialize, mount_points, open_fds,
+    open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
+};
+pub use dupes::{
+    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, layout, physical_start,
+    read_only_snapshot, replace_in, rotational, swap_files,
+};
+pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
+pub use time::{local_time, reload_zone};
+pub use unix::dir::{default_sigpipe, dir_id, dir_others_may_write, open_at, open_path, remove_at, Dir};
+pub use unix::term::{
+    interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
+    term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+};

@@ -1,0 +1,32 @@
+//! The macOS backend: `dir.rs` (directories listed with `getattrlistbulk`, stat, the
+//! files `dupes` reads, APFS clone figures for `--shared`, and the process: threads,
+//! descriptors, error texts), `attrs.rs` (the `getattrlistbulk` buffer parser: plain safe
+//! Rust, its tests run on every OS), `time.rs` (local time through libc's `localtime_r`);
+//! directory handles and the terminal are `unix/`'s, shared with Linux; `dupes` goes
+//! through std::fs as in `fallback/dupes.rs` (macOS's clone calls do not compare bytes,
+//! so there is no dedupe).
+//!
+//! What this backend offers is listed below by name, item by item; `platform/mod.rs`
+//! checks each against the contract.
+
+pub mod attrs;
+mod dir;
+mod time;
+#[path = "../unix/mod.rs"]
+mod unix;
+
+pub use super::fallback::dupes::{
+    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, layout, physical_start,
+    read_only_snapshot, replace_in, rotational, swap_files,
+};
+pub use dir::{
+    address_space_left, default_threads, dir_mount, errno_text, file_extents_at, fs_shares_extents, lookups_serialize,
+    mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path,
+    thread_cpu_ns, ExtentBuf, Lister,
+};
+pub use time::{local_time, reload_zone};
+pub use unix::dir::{default_sigpipe, dir_id, dir_others_may_write, open_at, open_path, remove_at, Dir};
+pub use unix::term::{
+    interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
+    term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+};
