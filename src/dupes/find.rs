@@ -9,7 +9,7 @@
 //! 3. **Sample**: each candidate's first 4 KiB and last 4 KiB are hashed (files up to
 //!    `WHOLE_BYTES` are read whole instead, which also gives their full hash). Candidates
 //!    whose (size, sample) is unique are done.
-//! 4. **Full**: the remaining candidates are hashed whole with BLAKE3 in 1 MiB reads.
+//! 4. **Full**: the remaining candidates are hashed whole with BLAKE3 in 64 KiB reads.
 //!    Equal (size, full hash) is a group. The full hash is 24 bytes of BLAKE3's output
 //!    (192 bits: finding any two files with one hash takes ~2^96 work), so a user who owns
 //!    some files cannot make dfdu call two different files duplicates.
@@ -400,6 +400,16 @@ fn probably_cached(found: &Found, handles: &Handles, recs: &[u32], dev: u64, pro
     })
 }
 
+/// What every reading stage shares: the scan, the handles to open its files by, the pool's
+/// size, the counters and the flag a signal sets.
+struct Reads<'a> {
+    found: &'a Found,
+    handles: &'a Handles<'a>,
+    threads: usize,
+    stats: &'a Stats,
+    stop: &'a AtomicBool,
+}
+
 /// Runs the stages over `found`'s files; with `verify`, the members of groups that the
 /// hash file vouched for are read again before the groups are final (`verify_cached`).
 pub fn find(
@@ -411,55 +421,69 @@ pub fn find(
     stop: &AtomicBool,
     verify: bool,
 ) -> Outcome {
+    let reads = Reads { found, handles, threads, stats, stop };
+    let (mut cands, runs) = one_inode_one_file(found, &by_size(found), stats);
+    stats.candidates.store(cands.len() as u64, Ordering::Relaxed);
+    ask_cache(found, cache, &mut cands, stats);
+    let mut errors = Vec::new();
+    let sampled = sample_stage(&reads, &mut cands, &mut errors);
+    full_stage(&reads, &mut cands, &runs, sampled, &mut errors);
+    let mut groups = group_runs(found, &mut cands, &runs);
+    if verify && verify_cached(&reads, &mut cands, &groups, &mut errors) {
+        groups = group_runs(found, &mut cands, &runs);
+    }
+    Outcome { groups, cands, errors }
+}
+
+/// Stage 1: every file's index, sorted by (size, dev, ino), so that one size is one run
+/// and the names of one inode are neighbours within it.
+fn by_size(found: &Found) -> Vec<u32> {
     let files = &found.files;
     let mut order: Vec<u32> = (0..files.len() as u32).collect();
     order.sort_unstable_by_key(|&i| {
         let f = &files[i as usize];
         (f.size, f.dev, f.ino)
     });
+    order
+}
+
+/// Stage 2: one candidate per inode of each size (its name that sorts first), and the
+/// ranges of candidates of one size; a size with fewer than two inodes leaves none.
+fn one_inode_one_file(found: &Found, order: &[u32], stats: &Stats) -> (Vec<Cand>, Vec<std::ops::Range<usize>>) {
+    let files = &found.files;
     let path_of = |i: u32| {
         let mut p = Vec::new();
         found.file_path(&files[i as usize], &mut p);
         p
     };
-    // Stages 1 and 2: runs of one size, one candidate per inode.
+    let key = |x: u32| (files[x as usize].dev, files[x as usize].ino);
     let mut cands: Vec<Cand> = Vec::new();
     let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
-    let mut i = 0;
-    while i < order.len() {
-        let size = files[order[i] as usize].size;
-        let mut j = i;
-        while j < order.len() && files[order[j] as usize].size == size {
-            j += 1;
-        }
+    for one_size in order.chunk_by(|&a, &b| files[a as usize].size == files[b as usize].size) {
         let start = cands.len();
-        let mut k = i;
-        while k < j {
-            let key = |x: u32| (files[x as usize].dev, files[x as usize].ino);
-            let mut m = k + 1;
-            while m < j && key(order[m]) == key(order[k]) {
-                m += 1;
-            }
-            let rep = if m - k == 1 {
-                order[k]
+        for names in one_size.chunk_by(|&a, &b| key(a) == key(b)) {
+            let rep = if names.len() == 1 {
+                names[0]
             } else {
-                stats.extra_links.fetch_add((m - k - 1) as u64, Ordering::Relaxed);
-                *order[k..m].iter().min_by_key(|&&x| path_of(x)).expect("a run is not empty")
+                stats.extra_links.fetch_add((names.len() - 1) as u64, Ordering::Relaxed);
+                *names.iter().min_by_key(|&&x| path_of(x)).expect("a run is not empty")
             };
             cands.push(Cand { rec: rep, sample: None, full: None, dead: false, cached: false });
-            k = m;
         }
         if cands.len() - start >= 2 {
             runs.push(start..cands.len());
         } else {
             cands.truncate(start);
         }
-        i = j;
     }
-    drop(order);
-    stats.candidates.store(cands.len() as u64, Ordering::Relaxed);
+    (cands, runs)
+}
+
+/// A valid hash-file entry gives a candidate its sample (and full hash when known), so
+/// the stages after it read nothing for that file. Asked before any read is chosen.
+fn ask_cache(found: &Found, cache: &Cache, cands: &mut [Cand], stats: &Stats) {
     for c in cands.iter_mut() {
-        let f = &files[c.rec as usize];
+        let f = &found.files[c.rec as usize];
         if let Some(e) = cache.lookup(f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns) {
             c.sample = Some(e.sample);
             c.full = e.full;
@@ -467,30 +491,39 @@ pub fn find(
             stats.cache_hits.fetch_add(1, Ordering::Relaxed);
         }
     }
-    let mut errors = Vec::new();
-    // Stage 3.
+}
+
+/// Stage 3: the candidates without a sample are sampled (small files read whole). Returns
+/// the files read here, sorted, so the full stage counts a file it reads first only once.
+fn sample_stage(reads: &Reads, cands: &mut [Cand], errors: &mut Vec<(Vec<u8>, Errno)>) -> Vec<u32> {
+    let Reads { found, handles, threads, stats, stop } = *reads;
     let todo: Vec<usize> = (0..cands.len()).filter(|&k| cands[k].sample.is_none()).collect();
-    let stats_ref = stats;
     let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
-    let mut sampled = recs.clone();
     {
         let mut put = |n: usize, r: Result<(u64, Option<Digest>), Drop_>| {
-            stats_ref.files_read.fetch_add(u64::from(r.is_ok()), Ordering::Relaxed);
-            apply(&mut cands[todo[n]], r.map(|(s, full)| (Some(s), full)), found, &mut errors, stats_ref);
+            stats.files_read.fetch_add(u64::from(r.is_ok()), Ordering::Relaxed);
+            apply(&mut cands[todo[n]], r.map(|(s, full)| (Some(s), full)), found, errors, stats);
         };
         let deliver: Deliver<_> = Mutex::new(&mut put);
         let job = |buf: &mut Vec<u8>, rec: u32| {
             if stop.load(Ordering::Relaxed) {
                 return Err(Drop_::Error(Errno(4)));
             }
-            let f = &files[rec as usize];
-            sample_file(open_checked(handles, f)?, f, buf, stats_ref)
+            let f = &found.files[rec as usize];
+            sample_file(open_checked(handles, f)?, f, buf, stats)
         };
-        read_pool(found, handles, &recs, |_| 0, threads, stats_ref, &job, &deliver);
+        read_pool(found, handles, &recs, |_| 0, threads, stats, &job, &deliver);
     }
-    // Stage 4: members of a (size, sample) run of two or more that lack a full hash.
+    let mut sampled = recs;
+    sampled.sort_unstable();
+    sampled
+}
+
+/// The candidates stage 4 reads: members of a (size, sample) run of two or more that lack
+/// a full hash. Sorts each run's candidates by (dead, sample).
+fn need_full(cands: &mut [Cand], runs: &[std::ops::Range<usize>]) -> Vec<usize> {
     let mut todo = Vec::new();
-    for run in &runs {
+    for run in runs {
         let slice = &mut cands[run.clone()];
         slice.sort_unstable_by_key(|c| (c.dead, c.sample));
         let mut a = 0;
@@ -505,32 +538,37 @@ pub fn find(
             a = b;
         }
     }
+    todo
+}
+
+/// Stage 4: `need_full`'s candidates hashed whole. `sampled` (sorted) holds the files
+/// stage 3 read: a file whose sample came from the hash file is read here for the first
+/// time. The probe looks at the middle: stage 3 read the ends, so they are cached.
+fn full_stage(
+    reads: &Reads,
+    cands: &mut [Cand],
+    runs: &[std::ops::Range<usize>],
+    sampled: Vec<u32>,
+    errors: &mut Vec<(Vec<u8>, Errno)>,
+) {
+    let Reads { found, handles, threads, stats, stop } = *reads;
+    let todo = need_full(cands, runs);
     let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
-    // A file whose sample came from the hash file is read here for the first time.
-    sampled.sort_unstable();
-    // The middle: stage 3 read the ends, so they are cached whatever the rest is.
-    {
-        let mut put = |n: usize, r: Result<Digest, Drop_>| {
-            let first = r.is_ok() && sampled.binary_search(&cands[todo[n]].rec).is_err();
-            stats_ref.files_read.fetch_add(u64::from(first), Ordering::Relaxed);
-            let sample = cands[todo[n]].sample;
-            apply(&mut cands[todo[n]], r.map(|d| (sample, Some(d))), found, &mut errors, stats_ref);
-        };
-        let deliver: Deliver<_> = Mutex::new(&mut put);
-        let job = |buf: &mut Vec<u8>, rec: u32| {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Drop_::Error(Errno(4)));
-            }
-            let f = &files[rec as usize];
-            hash_file(open_checked(handles, f)?, f, buf, stats_ref)
-        };
-        read_pool(found, handles, &recs, |f| f.size / 2, threads, stats_ref, &job, &deliver);
-    }
-    let mut groups = group_runs(found, &mut cands, &runs);
-    if verify && verify_cached(found, handles, &mut cands, &groups, threads, stats, stop, &mut errors) {
-        groups = group_runs(found, &mut cands, &runs);
-    }
-    Outcome { groups, cands, errors }
+    let mut put = |n: usize, r: Result<Digest, Drop_>| {
+        let first = r.is_ok() && sampled.binary_search(&cands[todo[n]].rec).is_err();
+        stats.files_read.fetch_add(u64::from(first), Ordering::Relaxed);
+        let sample = cands[todo[n]].sample;
+        apply(&mut cands[todo[n]], r.map(|d| (sample, Some(d))), found, errors, stats);
+    };
+    let deliver: Deliver<_> = Mutex::new(&mut put);
+    let job = |buf: &mut Vec<u8>, rec: u32| {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Drop_::Error(Errno(4)));
+        }
+        let f = &found.files[rec as usize];
+        hash_file(open_checked(handles, f)?, f, buf, stats)
+    };
+    read_pool(found, handles, &recs, |f| f.size / 2, threads, stats, &job, &deliver);
 }
 
 /// Groups: candidates of one run with equal full hashes, members in path order.
@@ -574,17 +612,8 @@ fn group_runs(found: &Found, cands: &mut [Cand], runs: &[std::ops::Range<usize>]
 /// shared mapping that moves neither mtime nor ctime — would otherwise be reported as a
 /// duplicate. True when a hash changed (or a file could not be read), so the groups must
 /// be formed again.
-#[allow(clippy::too_many_arguments)] // the stages' shared state, as `read_pool` takes it
-fn verify_cached(
-    found: &Found,
-    handles: &Handles,
-    cands: &mut [Cand],
-    groups: &[Group],
-    threads: usize,
-    stats: &Stats,
-    stop: &AtomicBool,
-    errors: &mut Vec<(Vec<u8>, Errno)>,
-) -> bool {
+fn verify_cached(reads: &Reads, cands: &mut [Cand], groups: &[Group], errors: &mut Vec<(Vec<u8>, Errno)>) -> bool {
+    let Reads { found, handles, threads, stats, stop } = *reads;
     let in_groups: std::collections::HashSet<u32> = groups.iter().flat_map(|g| g.members.iter().copied()).collect();
     let todo: Vec<usize> = (0..cands.len()).filter(|&k| cands[k].cached && in_groups.contains(&cands[k].rec)).collect();
     let recs: Vec<u32> = todo.iter().map(|&k| cands[k].rec).collect();
