@@ -9,7 +9,13 @@ COLD     ?=
 TOOLS    ?=
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR  ?=
+# The binary `make install` copies (tests/install_kit.rs gives it the debug build).
+DFDU_BIN ?= target/release/dfdu
 MUSL_X86 := x86_64-unknown-linux-musl
 MUSL_ARM := aarch64-unknown-linux-musl
 CROSS    := aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-gnu
@@ -32,17 +38,23 @@ build: ## debug build
 release: ## optimised build: target/release/dfdu
 	$(CARGO) build --release --bin dfdu
 
-install: ## install target/release/dfdu to $(DESTDIR)$(BINDIR) (PREFIX=/usr/local, DESTDIR); builds it if missing
-	test -x target/release/dfdu || $(CARGO) build --release --bin dfdu
-	install -d "$(DESTDIR)$(BINDIR)"
-	install -m 755 target/release/dfdu "$(DESTDIR)$(BINDIR)/dfdu"
+install: ## install dfdu, its man page and bash/zsh/fish completions under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local); builds dfdu if missing
+	test -x $(DFDU_BIN) || $(CARGO) build --release --bin dfdu
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(BASHCOMPDIR)" \
+	  "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
+	install -m 755 $(DFDU_BIN) "$(DESTDIR)$(BINDIR)/dfdu"
+	install -m 644 man/dfdu.1 "$(DESTDIR)$(MANDIR)/man1/dfdu.1"
+	install -m 644 completions/dfdu.bash "$(DESTDIR)$(BASHCOMPDIR)/dfdu"
+	install -m 644 completions/_dfdu "$(DESTDIR)$(ZSHCOMPDIR)/_dfdu"
+	install -m 644 completions/dfdu.fish "$(DESTDIR)$(FISHCOMPDIR)/dfdu.fish"
 
 install-du-link: install ## also make `du` in $(BINDIR) a link to dfdu (it then *is* du)
 	ln -sf dfdu "$(DESTDIR)$(BINDIR)/du"
 
-uninstall: ## remove dfdu (and its du link, if it points at dfdu) from $(DESTDIR)$(BINDIR)
+uninstall: ## remove what install put there (and the du link, if it points at dfdu)
 	if [ "$$(readlink "$(DESTDIR)$(BINDIR)/du")" = dfdu ]; then rm -f "$(DESTDIR)$(BINDIR)/du"; fi
-	rm -f "$(DESTDIR)$(BINDIR)/dfdu"
+	rm -f "$(DESTDIR)$(BINDIR)/dfdu" "$(DESTDIR)$(MANDIR)/man1/dfdu.1" "$(DESTDIR)$(BASHCOMPDIR)/dfdu" \
+	  "$(DESTDIR)$(ZSHCOMPDIR)/_dfdu" "$(DESTDIR)$(FISHCOMPDIR)/dfdu.fish"
 
 static: ## static musl binaries for x86_64 and aarch64 (nightly, std rebuilt for size), with their sizes
 	rustup toolchain install $(NIGHTLY) --profile minimal --component rust-src
