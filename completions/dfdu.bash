@@ -17,7 +17,7 @@ _dfdu_opts_scan="-b --bytes -h --human-readable --si --apparent-size -x --one-fi
 _dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from -L --dereference
   -j --threads -f --apparent-size --si --diff --read-only --ascii --no-color --shared
   --help --version"
-_dfdu_opts_diff="-b --bytes -h --human-readable --si --apparent-size --top --min-change
+_dfdu_opts_diff="-b --bytes -h --human-readable --si --apparent-size --top --files --min-change
   -x --one-file-system --exclude -X --exclude-from -L --dereference -j --threads --json
   --help"
 _dfdu_opts_dupes="-S --size -0 --null --json --min-size --max-size -x --one-file-system
