@@ -129,6 +129,10 @@ fn the_man_page_describes_every_option_of_every_mode() {
     let page = std::fs::read_to_string(root().join("man/dfdu.1")).unwrap();
     let sections = man_sections(&page);
     let mut problems = Vec::new();
+    let version = format!("\"dfdu {}\"", env!("CARGO_PKG_VERSION"));
+    if !page.lines().any(|l| l.starts_with(".TH DFDU 1 ") && l.contains(&version)) {
+        problems.push(format!("man/dfdu.1's .TH line does not name {version}"));
+    }
     for (mode, args, title) in MODES {
         let Some((_, described)) = sections.iter().find(|s| s.0 == *title) else {
             problems.push(format!("man/dfdu.1 has no section .SH \"{title}\""));
