@@ -34,7 +34,8 @@
 //!
 //! * Reading a tree (`walk::reader::Native`): `Dir` (an open directory handle), `Lister`
 //!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
-//!   `stat_at`, `Lister::list`, `sorts_by_inode`, `lookups_serialize` (whether a cold
+//!   `stat_at` (each told whether to `Follow` a symlink, a type of this file),
+//!   `Lister::list`, `sorts_by_inode`, `lookups_serialize` (whether a cold
 //!   directory's stats had better stay on one thread) with `thread_cpu_ns`, and
 //!   `errno_text`.
 //! * The process: `local_time` (and `reload_zone`: as after a second `tzset`, which GNU
@@ -112,6 +113,26 @@ pub use common::dupes::{
 };
 pub use common::oom;
 
+/// Whether a call that names an entry acts on what a symbolic link there points to
+/// (`Yes`: `-L`, `-H`/`-D` for arguments) or on the entry itself (`No`). On Windows a
+/// name-surrogate reparse point (a symlink, a junction) is such a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    Yes,
+    No,
+}
+
+impl Follow {
+    /// `Yes` when `cond` holds: for the options that keep following as a flag.
+    pub fn when(cond: bool) -> Follow {
+        if cond {
+            Follow::Yes
+        } else {
+            Follow::No
+        }
+    }
+}
+
 /// The contract as types: every name a backend offers, with the signature the callers
 /// in `src/` rely on. `contract!(b)` does not build unless module `b` has each of them.
 macro_rules! contract {
@@ -122,10 +143,10 @@ macro_rules! contract {
             let _: fn() -> b::Lister = <b::Lister as Default>::default;
             let _: fn(&mut b::Lister, &b::Dir, &mut dyn FnMut(&CStr, u64, Option<&Meta>)) -> Result<(), Errno> =
                 b::Lister::list;
-            let _: fn(&CStr, bool) -> Result<b::Dir, Errno> = b::open_path;
-            let _: fn(&b::Dir, &CStr, bool) -> Result<b::Dir, Errno> = b::open_at;
-            let _: fn(&CStr, bool) -> Result<Meta, Errno> = b::stat_path;
-            let _: fn(&b::Dir, &CStr, bool) -> Result<Meta, Errno> = b::stat_at;
+            let _: fn(&CStr, Follow) -> Result<b::Dir, Errno> = b::open_path;
+            let _: fn(&b::Dir, &CStr, Follow) -> Result<b::Dir, Errno> = b::open_at;
+            let _: fn(&CStr, Follow) -> Result<Meta, Errno> = b::stat_path;
+            let _: fn(&b::Dir, &CStr, Follow) -> Result<Meta, Errno> = b::stat_at;
             let _: fn(&b::Dir) -> bool = b::sorts_by_inode;
             let _: fn(&b::Dir) -> bool = b::lookups_serialize;
             let _: fn() -> u64 = b::thread_cpu_ns;

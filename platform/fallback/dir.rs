@@ -4,6 +4,7 @@
 //! limited to paths the OS accepts whole (PATH_MAX).
 
 use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use crate::platform::Follow;
 use std::ffi::{CStr, CString};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -43,8 +44,8 @@ fn name_bytes(name: &std::ffi::OsStr) -> Vec<u8> {
     name.to_string_lossy().into_owned().into_bytes()
 }
 
-fn open(path: PathBuf, follow: bool) -> Result<Dir, Errno> {
-    let md = if follow { fs::metadata(&path) } else { fs::symlink_metadata(&path) };
+fn open(path: PathBuf, follow: Follow) -> Result<Dir, Errno> {
+    let md = if follow == Follow::Yes { fs::metadata(&path) } else { fs::symlink_metadata(&path) };
     let md = md.map_err(io_errno)?;
     if md.file_type().is_symlink() {
         return Err(Errno(40));
@@ -57,19 +58,19 @@ fn open(path: PathBuf, follow: bool) -> Result<Dir, Errno> {
     Ok(Dir { path })
 }
 
-pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
+pub fn open_path(path: &CStr, follow: Follow) -> Result<Dir, Errno> {
     open(path_of(path.to_bytes()), follow)
 }
 
-pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
+pub fn open_at(parent: &Dir, name: &CStr, follow: Follow) -> Result<Dir, Errno> {
     open(parent.path.join(path_of(name.to_bytes())), follow)
 }
 
-pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_path(path: &CStr, follow: Follow) -> Result<Meta, Errno> {
     stat_file(&path_of(path.to_bytes()), follow)
 }
 
-pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_at(dir: &Dir, name: &CStr, follow: Follow) -> Result<Meta, Errno> {
     stat_file(&dir.path.join(path_of(name.to_bytes())), follow)
 }
 
@@ -87,7 +88,7 @@ pub fn open_file_path(path: &CStr) -> Result<(Option<fs::File>, Meta), Errno> {
 }
 
 fn open_file(path: &Path) -> Result<(Option<fs::File>, Meta), Errno> {
-    let before = stat_file(path, false)?;
+    let before = stat_file(path, Follow::No)?;
     if before.kind != Kind::File {
         return Ok((None, before));
     }
@@ -107,8 +108,8 @@ fn open_file(path: &Path) -> Result<(Option<fs::File>, Meta), Errno> {
     Ok((Some(file), meta))
 }
 
-fn stat_file(path: &Path, follow: bool) -> Result<Meta, Errno> {
-    let md = if follow { fs::metadata(path) } else { fs::symlink_metadata(path) };
+fn stat_file(path: &Path, follow: Follow) -> Result<Meta, Errno> {
+    let md = if follow == Follow::Yes { fs::metadata(path) } else { fs::symlink_metadata(path) };
     Ok(meta_of(&md.map_err(io_errno)?))
 }
 

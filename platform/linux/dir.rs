@@ -8,6 +8,7 @@
 //! `unix/`'s, shared with macOS; local time is `time.rs` (glibc's rules in Rust).
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
+use crate::platform::Follow;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, RawDir, StatxAttributes, StatxFlags, CWD};
 use std::ffi::CStr;
@@ -36,13 +37,13 @@ impl Default for Lister {
 static NO_STATX: AtomicBool = AtomicBool::new(false);
 
 /// Stats a path relative to the working directory.
-pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_path(path: &CStr, follow: Follow) -> Result<Meta, Errno> {
     stat_impl(CWD, path, follow)
 }
 
 /// Stats the entry `name` of `dir`: one system call.
 #[inline]
-pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_at(dir: &Dir, name: &CStr, follow: Follow) -> Result<Meta, Errno> {
     stat_impl(dir.fd.as_fd(), name, follow)
 }
 
@@ -104,9 +105,9 @@ pub(super) fn unescape_octal(field: &[u8]) -> Vec<u8> {
     out
 }
 
-fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+fn stat_impl<Fd: AsFd>(dirfd: Fd, name: &CStr, follow: Follow) -> Result<Meta, Errno> {
     let mut at = AtFlags::NO_AUTOMOUNT | AtFlags::STATX_DONT_SYNC;
-    if !follow {
+    if follow == Follow::No {
         at |= AtFlags::SYMLINK_NOFOLLOW;
     }
     stat_flags(dirfd, name, at)

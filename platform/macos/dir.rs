@@ -35,6 +35,7 @@
 
 use super::attrs::{self, AttrSet};
 use crate::meta::{Errno, Kind, Meta, Timespec};
+use crate::platform::Follow;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd};
 use rustix::fs::{AtFlags, CWD};
 use std::ffi::{c_char, c_int, c_long, c_void, CStr};
@@ -114,17 +115,17 @@ pub fn mount_points() -> Option<Vec<Vec<u8>>> {
 }
 
 /// Stats a path relative to the working directory.
-pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_path(path: &CStr, follow: Follow) -> Result<Meta, Errno> {
     stat_impl(CWD, path, follow)
 }
 
 /// Stats the entry `name` of `dir`: one `fstatat`.
-pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_at(dir: &Dir, name: &CStr, follow: Follow) -> Result<Meta, Errno> {
     stat_impl(dir.fd.as_fd(), name, follow)
 }
 
-fn stat_impl(dirfd: BorrowedFd<'_>, name: &CStr, follow: bool) -> Result<Meta, Errno> {
-    let at = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
+fn stat_impl(dirfd: BorrowedFd<'_>, name: &CStr, follow: Follow) -> Result<Meta, Errno> {
+    let at = if follow == Follow::Yes { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
     Ok(meta_of(&rustix::fs::statat(dirfd, name, at).map_err(errno)?))
 }
 
@@ -151,7 +152,7 @@ fn open_file_in(
     others_may_write: bool,
 ) -> Result<(Option<std::fs::File>, Meta), Errno> {
     let before = match others_may_write {
-        true => Some(stat_impl(dirfd, name, false)?),
+        true => Some(stat_impl(dirfd, name, Follow::No)?),
         false => None,
     };
     if let Some(before) = before.filter(|b| b.kind != Kind::File) {
@@ -160,7 +161,9 @@ fn open_file_in(
     let fd = match super::unix::dir::open_file_plain(dirfd, name) {
         Ok(fd) => fd,
         // A symlink (ELOOP) or a socket (ENXIO, EOPNOTSUPP) is not a file: say what it is.
-        Err(e) if before.is_none() && matches!(e.0, 62 | 6 | 102) => return Ok((None, stat_impl(dirfd, name, false)?)),
+        Err(e) if before.is_none() && matches!(e.0, 62 | 6 | 102) => {
+            return Ok((None, stat_impl(dirfd, name, Follow::No)?))
+        }
         Err(e) => return Err(e),
     };
     let meta = meta_of(&rustix::fs::fstat(&fd).map_err(errno)?);

@@ -4,6 +4,7 @@
 //! the stat are each system's own (`linux/dir.rs`, `macos/dir.rs`).
 
 use crate::meta::Errno;
+use crate::platform::Follow;
 use rustix::fd::OwnedFd;
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use std::ffi::{c_int, CStr};
@@ -17,9 +18,9 @@ pub(in crate::platform) fn errno(e: rustix::io::Errno) -> Errno {
     Errno(e.raw_os_error())
 }
 
-fn dir_flags(follow: bool) -> OFlags {
+fn dir_flags(follow: Follow) -> OFlags {
     let base = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    if follow {
+    if follow == Follow::Yes {
         base
     } else {
         base | OFlags::NOFOLLOW
@@ -27,12 +28,12 @@ fn dir_flags(follow: bool) -> OFlags {
 }
 
 /// Opens a directory named by a path relative to the working directory.
-pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
+pub fn open_path(path: &CStr, follow: Follow) -> Result<Dir, Errno> {
     rustix::fs::openat(CWD, path, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
 }
 
 /// Opens the directory `name` inside `parent`.
-pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
+pub fn open_at(parent: &Dir, name: &CStr, follow: Follow) -> Result<Dir, Errno> {
     rustix::fs::openat(&parent.fd, name, dir_flags(follow), Mode::empty()).map(|fd| Dir { fd }).map_err(errno)
 }
 

@@ -3,6 +3,7 @@
 
 use super::ffi::*;
 use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use crate::platform::Follow;
 use std::ffi::{c_void, CStr, OsString};
 use std::os::windows::ffi::{OsStrExt, OsStringExt};
 use std::ptr::null;
@@ -283,9 +284,9 @@ pub struct Dir {
     pub(super) links: bool,
 }
 
-pub(super) fn dir_options(follow: bool) -> u32 {
+pub(super) fn dir_options(follow: Follow) -> u32 {
     let base = FILE_DIRECTORY_FILE | FILE_SYNCHRONOUS_IO_NONALERT | FILE_OPEN_FOR_BACKUP_INTENT;
-    if follow {
+    if follow == Follow::Yes {
         base
     } else {
         base | FILE_OPEN_REPARSE_POINT
@@ -295,7 +296,7 @@ pub(super) fn dir_options(follow: bool) -> u32 {
 pub(super) const DIR_ACCESS: u32 = FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE;
 
 /// Opens a directory named by a path (relative to the working directory or absolute).
-pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
+pub fn open_path(path: &CStr, follow: Follow) -> Result<Dir, Errno> {
     let nt = nt_path(path)?;
     let handle = nt_open(0, &nt, true, DIR_ACCESS, dir_options(follow))?;
     let (volume, links) = volume_of(handle.0);
@@ -303,19 +304,19 @@ pub fn open_path(path: &CStr, follow: bool) -> Result<Dir, Errno> {
 }
 
 /// Opens the directory `name` inside `parent`: one name, relative to the parent handle.
-pub fn open_at(parent: &Dir, name: &CStr, follow: bool) -> Result<Dir, Errno> {
+pub fn open_at(parent: &Dir, name: &CStr, follow: Follow) -> Result<Dir, Errno> {
     let handle = with_wide(name, |w| nt_open(parent.handle.0, w, false, DIR_ACCESS, dir_options(follow)))?;
     // Without following a reparse point a child cannot be on another volume.
-    let (volume, links) = if follow { volume_of(handle.0) } else { (parent.volume, parent.links) };
+    let (volume, links) = if follow == Follow::Yes { volume_of(handle.0) } else { (parent.volume, parent.links) };
     Ok(Dir { handle, volume, links })
 }
 
 // ---------------------------------------------------------------------------------------
 // Stat: only for arguments and followed links; listings carry their own sizes.
 
-pub(super) fn stat_options(follow: bool) -> u32 {
+pub(super) fn stat_options(follow: Follow) -> u32 {
     let base = FILE_SYNCHRONOUS_IO_NONALERT | FILE_OPEN_FOR_BACKUP_INTENT;
-    if follow {
+    if follow == Follow::Yes {
         base
     } else {
         base | FILE_OPEN_REPARSE_POINT
@@ -325,16 +326,16 @@ pub(super) fn stat_options(follow: bool) -> u32 {
 pub(super) const STAT_ACCESS: u32 = FILE_READ_ATTRIBUTES | SYNCHRONIZE;
 
 /// Stats a path relative to the working directory (or absolute).
-pub fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_path(path: &CStr, follow: Follow) -> Result<Meta, Errno> {
     let nt = nt_path(path)?;
     let handle = nt_open(0, &nt, true, STAT_ACCESS, stat_options(follow))?;
     stat_handle(handle.0, None)
 }
 
 /// Stats the entry `name` of `dir`: one open, four queries, one close.
-pub fn stat_at(dir: &Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+pub fn stat_at(dir: &Dir, name: &CStr, follow: Follow) -> Result<Meta, Errno> {
     let handle = with_wide(name, |w| nt_open(dir.handle.0, w, false, STAT_ACCESS, stat_options(follow)))?;
-    stat_handle(handle.0, (!follow).then_some(dir.volume))
+    stat_handle(handle.0, (follow == Follow::No).then_some(dir.volume))
 }
 
 /// What a file whose bytes are read is opened with: data and attributes, synchronous

@@ -5,6 +5,7 @@ use super::dir::*;
 use super::ffi::*;
 use super::term::*;
 use crate::meta::{Errno, Kind, Meta};
+use crate::platform::Follow;
 use std::ffi::CString;
 use std::ffi::OsString;
 use std::os::windows::ffi::{OsStrExt, OsStringExt};
@@ -104,7 +105,7 @@ fn listing_matches_std_fs() {
     std::fs::create_dir(root.join("sub dir")).unwrap();
     std::fs::write(root.join("日本 😀"), b"x").unwrap();
     std::fs::hard_link(root.join("f4096"), root.join("sub dir").join("link")).unwrap();
-    let dir = open_path(&path_cstring(&root), false).unwrap();
+    let dir = open_path(&path_cstring(&root), Follow::No).unwrap();
     let got = listing(&dir);
     let mut want: Vec<(Vec<u16>, u64, bool)> = std::fs::read_dir(&root)
         .unwrap()
@@ -127,16 +128,16 @@ fn listing_matches_std_fs() {
         }
     }
     // The hard link shares the file id of its other name.
-    let sub = open_at(&dir, &cstring(&wide("sub dir")), false).unwrap();
+    let sub = open_at(&dir, &cstring(&wide("sub dir")), Follow::No).unwrap();
     let inner = listing(&sub);
     let original = got.iter().find(|(n, _, _)| *n == wide("f4096")).unwrap();
     assert_eq!(inner.len(), 1);
     assert_eq!(inner[0].1, original.1);
     // stat_at agrees with the listing and knows the real link count.
-    let st = stat_at(&dir, &cstring(&wide("f4096")), false).unwrap();
+    let st = stat_at(&dir, &cstring(&wide("f4096")), Follow::No).unwrap();
     assert_eq!((st.ino, st.size, st.nlink, st.dev), (original.1, 4096, 2, dir.volume));
     assert_eq!(st.blocks, original.2.blocks);
-    let st = stat_at(&dir, &cstring(&wide("sub dir")), false).unwrap();
+    let st = stat_at(&dir, &cstring(&wide("sub dir")), Follow::No).unwrap();
     assert_eq!(st.kind, Kind::Dir);
     drop((sub, dir)); // Open handles keep directories from being removed.
     remove_tree(&root);
@@ -155,11 +156,11 @@ fn unpaired_surrogates_survive_listing_and_reopening() {
         return;
     }
     std::fs::write(root.join(&name).join("inner"), b"abc").unwrap();
-    let dir = open_path(&path_cstring(&root), false).unwrap();
+    let dir = open_path(&path_cstring(&root), Follow::No).unwrap();
     let got = listing(&dir);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].0, lone, "the name comes back unchanged");
-    let sub = open_at(&dir, &cstring(&lone), false).unwrap();
+    let sub = open_at(&dir, &cstring(&lone), Follow::No).unwrap();
     let inner = listing(&sub);
     assert_eq!((inner[0].0.clone(), inner[0].2.size), (wide("inner"), 3));
     drop((sub, dir));
@@ -196,7 +197,7 @@ fn chain(records: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn records_are_parsed_with_lossless_names_and_reparse_points_as_links() {
-    let dir = open_path(&path_cstring(&std::env::temp_dir()), false).unwrap();
+    let dir = open_path(&path_cstring(&std::env::temp_dir()), Follow::No).unwrap();
     let lone = [0x61, 0xD800, 0x62];
     let buf = chain(&[
         record(&wide("."), FILE_ATTRIBUTE_DIRECTORY, 0, 5, (0, 0)),
@@ -239,16 +240,16 @@ fn paths_longer_than_max_path() {
     std::fs::write(deep.join("leaf"), b"12345").unwrap();
     assert!(deep.as_os_str().len() > 700);
     // Relative opens, one name at a time.
-    let mut dir = open_path(&path_cstring(&root), false).unwrap();
+    let mut dir = open_path(&path_cstring(&root), Follow::No).unwrap();
     for _ in 0..12 {
-        dir = open_at(&dir, &cstring(&wide(&component)), false).unwrap();
+        dir = open_at(&dir, &cstring(&wide(&component)), Follow::No).unwrap();
     }
     let got = listing(&dir);
     assert_eq!((got[0].0.clone(), got[0].2.size), (wide("leaf"), 5));
     // The deep path as an argument, without any \\?\ prefix.
     let arg = path_cstring(&deep);
-    assert_eq!(listing(&open_path(&arg, false).unwrap()).len(), 1);
-    assert_eq!(stat_path(&arg, false).unwrap().kind, Kind::Dir);
+    assert_eq!(listing(&open_path(&arg, Follow::No).unwrap()).len(), 1);
+    assert_eq!(stat_path(&arg, Follow::No).unwrap().kind, Kind::Dir);
     drop(dir);
     remove_tree(&root);
 }
@@ -257,16 +258,16 @@ fn paths_longer_than_max_path() {
 fn errors_read_like_gnu_du() {
     let root = scratch("errors");
     std::fs::write(root.join("file"), b"x").unwrap();
-    let dir = open_path(&path_cstring(&root), false).unwrap();
-    let missing = open_at(&dir, &cstring(&wide("missing")), false).err().unwrap();
+    let dir = open_path(&path_cstring(&root), Follow::No).unwrap();
+    let missing = open_at(&dir, &cstring(&wide("missing")), Follow::No).err().unwrap();
     assert_eq!(errno_text(missing), "No such file or directory");
-    let not_dir = open_at(&dir, &cstring(&wide("file")), false).err().unwrap();
+    let not_dir = open_at(&dir, &cstring(&wide("file")), Follow::No).err().unwrap();
     assert_eq!(errno_text(not_dir), "Not a directory");
-    let escape = stat_at(&dir, c"..\\file", false).err().unwrap();
+    let escape = stat_at(&dir, c"..\\file", Follow::No).err().unwrap();
     assert_eq!(escape, Errno(ERROR_INVALID_NAME), "one name never walks elsewhere");
-    let missing = stat_path(&path_cstring(&root.join("nope").join("x")), false).err().unwrap();
+    let missing = stat_path(&path_cstring(&root.join("nope").join("x")), Follow::No).err().unwrap();
     assert_eq!(errno_text(missing), "No such file or directory");
-    assert_eq!(stat_path(c"", false).err().unwrap(), Errno(ERROR_FILE_NOT_FOUND));
+    assert_eq!(stat_path(c"", Follow::No).err().unwrap(), Errno(ERROR_FILE_NOT_FOUND));
     assert_eq!(errno_text(Errno(0xC000_0001_u32 as i32)), "NTSTATUS 0xC0000001");
     assert!(!errno_text(Errno(21)).is_empty());
     drop(dir);
@@ -278,8 +279,8 @@ fn remove_at_deletes_one_entry_and_never_a_real_directory_as_a_file() {
     let root = scratch("remove");
     std::fs::create_dir(root.join("sub")).unwrap();
     std::fs::write(root.join("file"), b"x").unwrap();
-    let dir = open_path(&path_cstring(&root), false).unwrap();
-    let sub = open_at(&dir, c"sub", false).unwrap();
+    let dir = open_path(&path_cstring(&root), Follow::No).unwrap();
+    let sub = open_at(&dir, c"sub", Follow::No).unwrap();
     let listed = listing(&dir);
     let sub_id = listed.iter().find(|e| e.0 == wide("sub")).unwrap().1;
     assert_eq!(dir_id(&sub).unwrap(), (dir.volume, sub_id), "the id the listing gave");

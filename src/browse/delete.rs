@@ -39,7 +39,7 @@
 //! (`Arena::carry_link`), as du and ncdu would count the file on the next scan.
 
 use crate::meta::Errno;
-use crate::platform::{self, Dir};
+use crate::platform::{self, Dir, Follow};
 use crate::tree::arena::{self, Arena};
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
@@ -134,7 +134,7 @@ fn enter(
     dir: u32,
     path: &Ancestors,
 ) -> Result<Opened, Why> {
-    let handle = platform::open_at(parent, name, false).map_err(Why::Os)?;
+    let handle = platform::open_at(parent, name, Follow::No).map_err(Why::Os)?;
     let id = platform::dir_id(&handle).map_err(Why::Os)?;
     if id != (a.dir_dev(dir), a.dir_ino(dir)) {
         return Err(Why::Changed);
@@ -165,7 +165,7 @@ fn open_chain(a: &Arena, dir: u32) -> Result<(Opened, Ancestors), Why> {
     }
     let Some(root) = chain.pop() else { return Err(Why::Changed) };
     // The scan followed the root when it was a symlink; so does this, once.
-    let handle = platform::open_path(&cname(a.dir_name(root)), true).map_err(Why::Os)?;
+    let handle = platform::open_path(&cname(a.dir_name(root)), Follow::Yes).map_err(Why::Os)?;
     let id = platform::dir_id(&handle).map_err(Why::Os)?;
     if id != (a.dir_dev(root), a.dir_ino(root)) {
         return Err(Why::Changed);
@@ -174,7 +174,7 @@ fn open_chain(a: &Arena, dir: u32) -> Result<(Opened, Ancestors), Why> {
     path.insert(id);
     let mut h = handle;
     while let Some(d) = chain.pop() {
-        h = platform::open_at(&h, &cname(a.dir_name(d)), false).map_err(Why::Os)?;
+        h = platform::open_at(&h, &cname(a.dir_name(d)), Follow::No).map_err(Why::Os)?;
         let id = platform::dir_id(&h).map_err(Why::Os)?;
         if id != (a.dir_dev(d), a.dir_ino(d)) {
             return Err(Why::Changed);
@@ -373,7 +373,7 @@ impl Deletion<'_> {
         for i in 0..=k {
             let parent = held.as_ref().or(self.stack[..i].last().and_then(|f| f.handle.as_ref()));
             let parent = parent.unwrap_or(&self.base.handle);
-            let h = platform::open_at(parent, &self.stack[i].name, false).map_err(Why::Os)?;
+            let h = platform::open_at(parent, &self.stack[i].name, Follow::No).map_err(Why::Os)?;
             if platform::dir_id(&h).map_err(Why::Os)? != self.stack[i].id
                 || platform::dir_mount(&h).map_err(Why::Os)?.0 != self.stack[i].mount
             {

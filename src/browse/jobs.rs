@@ -4,6 +4,7 @@
 use super::*;
 use crate::meta::Kind;
 use crate::platform;
+use crate::platform::Follow;
 use crate::term::{escape, fit, width};
 use crate::tree::arena::{self, Arena, NO_DIR};
 use crate::tree::path::{child_path, dir_path};
@@ -148,7 +149,7 @@ pub(super) fn start_rescan<'s, 'a: 's>(
     let label = escape(&path);
     let cpath = CString::new(path).map_err(|_| "invalid path".to_string())?;
     let is_root = a.dir_parent(old) == NO_DIR;
-    let meta = match (ctx.fs.stat_path)(&cpath, is_root) {
+    let meta = match (ctx.fs.stat_path)(&cpath, Follow::when(is_root)) {
         Ok(m) if m.kind == Kind::Dir => m,
         Ok(_) => return Err(format!("{label} is no longer a directory.")),
         Err(e) => return Err(format!("{label}: {}", platform::errno_text(e))),

@@ -5,6 +5,7 @@
 use super::*;
 use crate::meta::{os_bytes, Errno, Meta};
 use crate::platform;
+use crate::platform::Follow;
 use crate::term::{escape, Session};
 use crate::tree::arena::{self, Arena};
 use crate::tree::roots::{import_file, load_side, stat_root};
@@ -64,7 +65,7 @@ pub(super) fn no_color_env() -> bool {
 /// that the loop is compiled once, not once per reader.
 #[derive(Clone, Copy)]
 pub struct Fs {
-    pub stat_path: fn(&std::ffi::CStr, bool) -> Result<Meta, Errno>,
+    pub stat_path: fn(&std::ffi::CStr, Follow) -> Result<Meta, Errno>,
     pub scan: fn(&Walk, &ArenaSink, &std::ffi::CStr, &Meta, u32),
 }
 

@@ -2,6 +2,7 @@
 //! sizes, no file system), in the manner of dua-cli's `journeys_readonly.rs`.
 
 use super::*;
+use crate::platform::Follow;
 use crate::term::{width, Key, Screen};
 use crate::tree::arena::{self, Arena, NO_DIR};
 use crate::tree::arena::{name_cost, NewEntry};
@@ -543,7 +544,7 @@ fn a_full_arena_is_reported_after_the_scan() {
         let a = Arena::new();
         a.leave_ids(left);
         let path = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
-        let meta = Native::stat_path(&path, true).unwrap();
+        let meta = Native::stat_path(&path, Follow::Yes).unwrap();
         let root = {
             let sink = ArenaSink::new(&a);
             let root = sink.add_root(dir.to_str().unwrap().as_bytes(), &meta).unwrap();

@@ -15,6 +15,7 @@ use crate::du::records::{
 };
 use crate::meta::os_bytes;
 use crate::meta::{Errno, Kind, Meta, Timespec};
+use crate::platform::Follow;
 use crate::text::quote::{quoteaf, quotef};
 use crate::text::units::format_size;
 use crate::walk::reader::Reader;
@@ -271,10 +272,10 @@ impl<W: Write> Run<'_, W> {
             return;
         };
         let follow_root = o.deref != Deref::None;
-        let meta = match R::stat_path(&cpath, follow_root) {
+        let meta = match R::stat_path(&cpath, Follow::when(follow_root)) {
             Ok(m) => m,
             Err(e) => {
-                let dangling = follow_root && e == Errno::NOENT && R::stat_path(&cpath, false).is_ok();
+                let dangling = follow_root && e == Errno::NOENT && R::stat_path(&cpath, Follow::No).is_ok();
                 let msg = cannot_access(&path, if dangling { Errno(0) } else { e });
                 self.error(format_args!("{msg}"));
                 return;

@@ -22,6 +22,7 @@ mod tests;
 
 use crate::meta::{os_bytes, Kind};
 use crate::platform;
+use crate::platform::Follow;
 use crate::text::quote::{json_str, problem, quoteaf, quotef};
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
 use crate::walk::opts::{io_text, Cli, WalkOpts};
@@ -284,7 +285,7 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
             ok = false;
             continue;
         };
-        let meta = match R::stat_path(&c, false) {
+        let meta = match R::stat_path(&c, Follow::No) {
             Ok(m) => m,
             Err(e) => {
                 notes.push(problem("cannot access", &bytes, &platform::errno_text(e)));

@@ -27,7 +27,7 @@
 
 use super::sink::{FileRec, Found, ARGS_DIR, NO_DIR};
 use crate::meta::{Errno, Kind};
-use crate::platform::{self, Dir};
+use crate::platform::{self, Dir, Follow};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::CString;
 use std::fs::File;
@@ -149,7 +149,8 @@ impl<'a> Handles<'a> {
         };
         while let Some(d) = down.pop() {
             let rec = &self.found.dirs[d as usize];
-            let child = platform::open_at(&handle.dir, &cname(self.found.dir_name(d))?, false).map_err(dir_error)?;
+            let child =
+                platform::open_at(&handle.dir, &cname(self.found.dir_name(d))?, Follow::No).map_err(dir_error)?;
             handle = Arc::new(self.check(child, rec.dev, rec.ino)?);
             self.insert(d, &handle);
         }
@@ -160,7 +161,7 @@ impl<'a> Handles<'a> {
     /// followed (a root that was a symlink was never scanned).
     fn open_root(&self, root: u32) -> Result<Checked, Refused> {
         let rec = &self.found.dirs[root as usize];
-        let h = platform::open_path(&cname(self.found.dir_name(root))?, false).map_err(dir_error)?;
+        let h = platform::open_path(&cname(self.found.dir_name(root))?, Follow::No).map_err(dir_error)?;
         self.check(h, rec.dev, rec.ino)
     }
 

@@ -4,6 +4,7 @@
 //! the unit tests whose names hold those words.
 
 use super::*;
+use crate::platform::Follow;
 use crate::walk::reader::Native;
 use std::ffi::CStr;
 use std::path::PathBuf;
@@ -309,16 +310,16 @@ impl Reader for Swapped {
     type Dir = <Native as Reader>::Dir;
     type Lister = <Native as Reader>::Lister;
     type ExtentBuf = <Native as Reader>::ExtentBuf;
-    fn open_path(path: &CStr, follow: bool) -> Result<Self::Dir, crate::meta::Errno> {
+    fn open_path(path: &CStr, follow: Follow) -> Result<Self::Dir, crate::meta::Errno> {
         Native::open_path(path, follow)
     }
-    fn open_at(parent: &Self::Dir, name: &CStr, follow: bool) -> Result<Self::Dir, crate::meta::Errno> {
+    fn open_at(parent: &Self::Dir, name: &CStr, follow: Follow) -> Result<Self::Dir, crate::meta::Errno> {
         Native::open_at(parent, name, follow)
     }
-    fn stat_path(path: &CStr, _follow: bool) -> Result<crate::meta::Meta, crate::meta::Errno> {
-        Native::stat_path(path, true)
+    fn stat_path(path: &CStr, _follow: Follow) -> Result<crate::meta::Meta, crate::meta::Errno> {
+        Native::stat_path(path, Follow::Yes)
     }
-    fn stat_at(dir: &Self::Dir, name: &CStr, follow: bool) -> Result<crate::meta::Meta, crate::meta::Errno> {
+    fn stat_at(dir: &Self::Dir, name: &CStr, follow: Follow) -> Result<crate::meta::Meta, crate::meta::Errno> {
         Native::stat_at(dir, name, follow)
     }
     fn list(

@@ -3,6 +3,7 @@
 //! `run_to` on a scanned scratch tree (its exit status and what it writes).
 
 use super::*;
+use crate::platform::Follow;
 use crate::walk::reader::Native;
 use std::path::{Path, PathBuf};
 
@@ -383,7 +384,7 @@ fn problems_are_named_like_du() {
     let arena = Arena::new();
     let sink = ArenaSink::new(&arena).collecting_problems();
     let cpath = CString::new(root.clone()).unwrap();
-    let meta = Native::stat_path(&cpath, true).unwrap();
+    let meta = Native::stat_path(&cpath, Follow::Yes).unwrap();
     let r = sink.add_root(root.as_bytes(), &meta).unwrap();
     let empty = HashSet::new();
     let walk = a.walk.walk(2, 64, None, &empty);
@@ -434,7 +435,7 @@ fn loops_are_counted_and_shown() {
     let arena = Arena::new();
     let sink = ArenaSink::new(&arena);
     let cpath = CString::new(root.clone()).unwrap();
-    let meta = Native::stat_path(&cpath, true).unwrap();
+    let meta = Native::stat_path(&cpath, Follow::Yes).unwrap();
     let r = sink.add_root(root.as_bytes(), &meta).unwrap();
     let empty = HashSet::new();
     scan::scan_as::<Native, ArenaSink>(&a.walk.walk(2, 64, None, &empty), &sink, &cpath, &meta, r);

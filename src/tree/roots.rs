@@ -6,6 +6,7 @@
 
 use crate::meta::{os_bytes, Errno, Kind, Meta};
 use crate::platform;
+use crate::platform::Follow;
 use crate::text::quote::{quoteaf, quotef};
 use crate::tree::arena::Arena;
 use crate::tree::ncdu::{self, Imported};
@@ -56,7 +57,7 @@ pub struct Side {
 
 /// How a directory side is scanned: a `Reader`'s stat of the root and its scan into an
 /// `ArenaSink`, as plain function pointers (the caller picks the reader).
-pub type StatFn = fn(&CStr, bool) -> Result<Meta, Errno>;
+pub type StatFn = fn(&CStr, Follow) -> Result<Meta, Errno>;
 pub type ScanFn = fn(&Walk, &ArenaSink, &CStr, &Meta, u32);
 
 /// Loads `what` into `arena`: a directory is scanned now with `opts` and
@@ -101,8 +102,8 @@ pub fn import_file(f: &OsStr, arena: &Arena) -> Result<Imported, String> {
 
 /// Stats `path` (following a symlink, as a root is followed) with `stat` and checks that
 /// it is a directory.
-pub fn stat_root(path: &CStr, stat: impl Fn(&CStr, bool) -> Result<Meta, Errno>) -> Result<Meta, String> {
-    match stat(path, true) {
+pub fn stat_root(path: &CStr, stat: impl Fn(&CStr, Follow) -> Result<Meta, Errno>) -> Result<Meta, String> {
+    match stat(path, Follow::Yes) {
         Ok(m) if m.kind == Kind::Dir => Ok(m),
         Ok(_) => Err(format!("{} is not a directory", quoteaf(path.to_bytes()))),
         Err(e) => Err(format!("cannot access {}: {}", quoteaf(path.to_bytes()), platform::errno_text(e))),

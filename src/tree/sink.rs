@@ -394,6 +394,7 @@ impl Sink for ArenaSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::Follow;
     use crate::walk::reader::{Native, Reader};
     use crate::walk::scan::{self, Walk};
     use std::collections::HashSet;
@@ -431,7 +432,7 @@ mod tests {
 
         let arena = Arena::new();
         let path = CString::new(a_root.to_str().unwrap()).unwrap();
-        let meta = Native::stat_path(&path, true).unwrap();
+        let meta = Native::stat_path(&path, Follow::Yes).unwrap();
         let sink = ArenaSink::new(&arena);
         let r = sink.add_root(a_root.to_str().unwrap().as_bytes(), &meta).unwrap();
         let empty = HashSet::new();
@@ -465,7 +466,7 @@ mod tests {
         }
         let arena = Arena::new();
         let path = CString::new(top.to_str().unwrap()).unwrap();
-        let meta = Native::stat_path(&path, true).unwrap();
+        let meta = Native::stat_path(&path, Follow::Yes).unwrap();
         let sink = ArenaSink::new(&arena);
         let r = sink.add_root(top.to_str().unwrap().as_bytes(), &meta).unwrap();
         let empty = HashSet::new();

@@ -6,6 +6,7 @@
 //! same reader calls dfdu itself uses. `make bench` compares dfdu's CPU per entry with it.
 
 use crate::meta::Kind;
+use crate::platform::Follow;
 use crate::walk::reader::Reader;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,7 +32,7 @@ struct Stack<D> {
 
 /// Walks `root` with `threads` threads; returns (entries, bytes on disk).
 pub fn walk<R: Reader>(root: &CString, threads: usize) -> (u64, u64) {
-    let Ok(dir) = R::open_path(root, false) else { return (0, 0) };
+    let Ok(dir) = R::open_path(root, Follow::No) else { return (0, 0) };
     let threads = threads.max(1);
     let blocks = AtomicU64::new(0);
     let entries = AtomicU64::new(1);
@@ -64,7 +65,7 @@ fn worker<R: Reader>(mut start: Option<Arc<R::Dir>>, (stack, wake, blocks, entri
     let mut lister = R::Lister::default();
     let mut out: Vec<Work<R::Dir>> = Vec::new();
     let stat = |dir: &Arc<R::Dir>, name: &std::ffi::CStr, out: &mut Vec<Work<R::Dir>>| -> u64 {
-        match R::stat_at(dir, name, false) {
+        match R::stat_at(dir, name, Follow::No) {
             Ok(m) => {
                 if m.kind == Kind::Dir {
                     out.push(Work::Dir(dir.clone(), name.to_owned()));
@@ -93,7 +94,7 @@ fn worker<R: Reader>(mut start: Option<Arc<R::Dir>>, (stack, wake, blocks, entri
                 let dir = if name.is_empty() {
                     parent
                 } else {
-                    match R::open_at(&parent, &name, false) {
+                    match R::open_at(&parent, &name, Follow::No) {
                         Ok(d) => Arc::new(d),
                         Err(_) => continue,
                     }

@@ -4,6 +4,7 @@
 //! the tests to check the native reader against an independent one).
 
 use crate::meta::{Errno, Extent, Meta};
+use crate::platform::Follow;
 use std::ffi::CStr;
 
 /// `list` calls `each(name, inode, meta)` once per entry (never `.` or `..`). A reader
@@ -14,10 +15,10 @@ use std::ffi::CStr;
 pub trait Reader: 'static {
     type Dir: Send + Sync;
     type Lister: Default + Send;
-    fn open_path(path: &CStr, follow: bool) -> Result<Self::Dir, Errno>;
-    fn open_at(parent: &Self::Dir, name: &CStr, follow: bool) -> Result<Self::Dir, Errno>;
-    fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno>;
-    fn stat_at(dir: &Self::Dir, name: &CStr, follow: bool) -> Result<Meta, Errno>;
+    fn open_path(path: &CStr, follow: Follow) -> Result<Self::Dir, Errno>;
+    fn open_at(parent: &Self::Dir, name: &CStr, follow: Follow) -> Result<Self::Dir, Errno>;
+    fn stat_path(path: &CStr, follow: Follow) -> Result<Meta, Errno>;
+    fn stat_at(dir: &Self::Dir, name: &CStr, follow: Follow) -> Result<Meta, Errno>;
     fn list(
         lister: &mut Self::Lister,
         dir: &Self::Dir,
@@ -50,22 +51,22 @@ macro_rules! reader_impl {
             type Dir = <$ty as ReaderTypes>::Dir;
             type Lister = <$ty as ReaderTypes>::Lister;
             #[inline]
-            fn open_path(path: &CStr, follow: bool) -> Result<Self::Dir, Errno> {
+            fn open_path(path: &CStr, follow: Follow) -> Result<Self::Dir, Errno> {
                 use $m as m;
                 m::open_path(path, follow)
             }
             #[inline]
-            fn open_at(parent: &Self::Dir, name: &CStr, follow: bool) -> Result<Self::Dir, Errno> {
+            fn open_at(parent: &Self::Dir, name: &CStr, follow: Follow) -> Result<Self::Dir, Errno> {
                 use $m as m;
                 m::open_at(parent, name, follow)
             }
             #[inline]
-            fn stat_path(path: &CStr, follow: bool) -> Result<Meta, Errno> {
+            fn stat_path(path: &CStr, follow: Follow) -> Result<Meta, Errno> {
                 use $m as m;
                 m::stat_path(path, follow)
             }
             #[inline]
-            fn stat_at(dir: &Self::Dir, name: &CStr, follow: bool) -> Result<Meta, Errno> {
+            fn stat_at(dir: &Self::Dir, name: &CStr, follow: Follow) -> Result<Meta, Errno> {
                 use $m as m;
                 m::stat_at(dir, name, follow)
             }

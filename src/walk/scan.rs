@@ -61,6 +61,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 mod worker;
+use crate::platform::Follow;
 use worker::Worker;
 
 /// Entries of one directory stat'ed by its lister before the rest is cut into chunks. A
@@ -269,7 +270,7 @@ struct Node<D> {
     dev: u64,
     ino: u64,
     /// Whether a symlink in this node's place is followed when (re-)opening it.
-    follow: bool,
+    follow: Follow,
     /// This directory or one of its ancestors below the root is a mount point: its
     /// subdirectories are checked for loops.
     crossed: bool,
@@ -382,7 +383,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
     if walk.follow_all {
         shared.claims.lock().unwrap().insert((root_meta.dev, root_meta.ino));
     }
-    let handle = match R::open_path(root, walk.follow_root) {
+    let handle = match R::open_path(root, Follow::when(walk.follow_root)) {
         Ok(h) => h,
         Err(e) => {
             sink.unreadable(token, e);
@@ -402,7 +403,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         depth: 0,
         dev: root_meta.dev,
         ino: root_meta.ino,
-        follow: walk.follow_root,
+        follow: Follow::when(walk.follow_root),
         crossed: false,
         links: if walk.follow_all { root_links::<R>(root) } else { 0 },
         path: walk.exclude.map(|_| root.to_bytes().to_vec()),
@@ -440,7 +441,7 @@ fn root_links<R: Reader>(root: &CStr) -> u32 {
             continue;
         }
         let Ok(prefix) = CString::new(&bytes[..end]) else { continue };
-        if R::stat_path(&prefix, false).is_ok_and(|m| m.kind == Kind::Symlink) {
+        if R::stat_path(&prefix, Follow::No).is_ok_and(|m| m.kind == Kind::Symlink) {
             links += 1;
         }
     }

@@ -49,7 +49,7 @@ fn scan_tree(root: &Path) -> (Arena, u32) {
 fn scan_with(root: &Path, exclude: Option<&Exclude>, one_fs: bool) -> (Arena, u32) {
     let a = Arena::new();
     let path = CString::new(root.to_str().unwrap()).unwrap();
-    let meta = Native::stat_path(&path, true).unwrap();
+    let meta = Native::stat_path(&path, Follow::Yes).unwrap();
     let r = {
         let sink = ArenaSink::new(&a);
         let r = sink.add_root(root.to_str().unwrap().as_bytes(), &meta).unwrap();

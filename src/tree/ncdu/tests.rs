@@ -4,6 +4,7 @@
 
 use super::import::{ImportError, STAGED_BYTES};
 use super::*;
+use crate::platform::Follow;
 use crate::tree::arena::{self, Arena};
 
 /// A small but complete export: nesting, a hard link, an error, exclusions,
@@ -547,7 +548,7 @@ fn export_of_a_scan_is_what_ncdu_writes_for_the_same_tree() {
     let reference = ncdu_scan(&root, &["skipme"]);
     let arena = Arena::new();
     let path = CString::new(root.as_os_str().as_bytes()).unwrap();
-    let meta = Native::stat_path(&path, true).unwrap();
+    let meta = Native::stat_path(&path, Follow::Yes).unwrap();
     assert_eq!(meta.kind, Kind::Dir);
     let sink = ArenaSink::new(&arena);
     let r = sink.add_root(root.as_os_str().as_bytes(), &meta).unwrap();

@@ -3,6 +3,7 @@
 //! top of `scan.rs`.
 
 use super::*;
+use crate::platform::Follow;
 
 pub(super) struct Worker<'s, 'a, R: Reader, S: Sink> {
     shared: &'s Shared<'a, R, S>,
@@ -217,7 +218,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 
     fn open_and_list(&mut self, parent: Arc<Node<R::Dir>>, child: Child) {
-        let follow = self.shared.walk.follow_all;
+        let follow = Follow::when(self.shared.walk.follow_all);
         let opened = with_handle::<R, _>(&parent, |dir| R::open_at(dir, &child.name, follow));
         self.release(&parent);
         match opened {
@@ -232,7 +233,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 let crossed = parent.crossed
                     || (self.shared.any_mounts.load(Ordering::Acquire)
                         && self.shared.mounts.lock().unwrap().contains(&(child.dev, child.ino)));
-                let links = if follow {
+                let links = if follow == Follow::Yes {
                     self.shared.link_counts.lock().unwrap().get(&(child.dev, child.ino)).copied().unwrap_or(0)
                 } else {
                     0
@@ -315,7 +316,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             let h = Held { dir, node: cur.clone(), open_handles: count };
             is_node::<R>(&h.dir, cur).then_some(h)
         });
-        if let Some(up) = here.as_ref().and_then(|h| R::open_at(&h.dir, c"..", false).ok()) {
+        if let Some(up) = here.as_ref().and_then(|h| R::open_at(&h.dir, c"..", Follow::No).ok()) {
             count.fetch_add(1, Ordering::Relaxed);
             let up = Held { dir: up, node: parent.clone(), open_handles: count };
             if !is_node::<R>(&up.dir, parent) {
@@ -328,7 +329,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         // permission): its parent must still hold it under the same name. When the parent
         // itself cannot be reached any more, an ancestor moved: that one is reported when
         // its own subtree is done.
-        let found = with_handle::<R, _>(parent, |dir| Ok(R::stat_at(dir, &cur.name, false)));
+        let found = with_handle::<R, _>(parent, |dir| Ok(R::stat_at(dir, &cur.name, Follow::No)));
         if let Ok(still) = found {
             if !still.is_ok_and(|m| (m.dev, m.ino) == (cur.dev, cur.ino)) {
                 self.shared.sink.moved(cur.dir);
@@ -575,7 +576,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         // that is "Too many levels of symbolic links".
         if walk.follow_all
             && node.links >= MAX_SYMLINKS
-            && given.or(R::stat_at(dir, name, false).ok().as_ref()).is_some_and(|m| m.kind == Kind::Symlink)
+            && given.or(R::stat_at(dir, name, Follow::No).ok().as_ref()).is_some_and(|m| m.kind == Kind::Symlink)
         {
             sink.entry(&mut self.local, pos, bytes, Seen::Error(Errno::LOOP));
             return;
@@ -583,7 +584,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let stat;
         let meta = match given {
             Some(m) if !(walk.follow_all && m.kind == Kind::Symlink) => m,
-            _ => match R::stat_at(dir, name, walk.follow_all) {
+            _ => match R::stat_at(dir, name, Follow::when(walk.follow_all)) {
                 Ok(m) => {
                     stat = m;
                     &stat
@@ -591,7 +592,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 Err(e) => {
                     // A dangling symlink under -L is reported without an error text, as
                     // fts's FTS_SLNONE is: errno 0.
-                    let dangling = walk.follow_all && e == Errno::NOENT && R::stat_at(dir, name, false).is_ok();
+                    let dangling = walk.follow_all && e == Errno::NOENT && R::stat_at(dir, name, Follow::No).is_ok();
                     sink.entry(&mut self.local, pos, bytes, Seen::Error(if dangling { Errno(0) } else { e }));
                     return;
                 }
@@ -706,7 +707,7 @@ impl<'h, D> Held<'h, D> {
     fn climb_to<R: Reader<Dir = D>>(mut self, target: &Arc<Node<D>>) -> Option<Self> {
         while !Arc::ptr_eq(&self.node, target) {
             let above = self.node.parent.clone()?;
-            let dir = R::open_at(&self.dir, c"..", false).ok()?;
+            let dir = R::open_at(&self.dir, c"..", Follow::No).ok()?;
             self.open_handles.fetch_add(1, Ordering::Relaxed);
             self = Held { dir, node: above, open_handles: self.open_handles };
             if !is_node::<R>(&self.dir, &self.node) {
@@ -719,7 +720,7 @@ impl<'h, D> Held<'h, D> {
 
 /// Whether the handle `dir` is on `node`'s directory (same device and inode).
 fn is_node<R: Reader>(dir: &R::Dir, node: &Node<R::Dir>) -> bool {
-    R::stat_at(dir, c".", false).is_ok_and(|m| (m.dev, m.ino) == (node.dev, node.ino))
+    R::stat_at(dir, c".", Follow::No).is_ok_and(|m| (m.dev, m.ino) == (node.dev, node.ino))
 }
 
 /// Runs `f` with `node`'s directory handle, re-opening it from the nearest open
