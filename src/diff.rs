@@ -5,13 +5,14 @@
 //! and with `--files` the files that grew and shrank most.
 
 use crate::meta::os_bytes;
+use crate::out;
 use crate::text::quote::{json_str, quoteaf};
-use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
+use crate::text::units::{parse_with_suffix, THRESHOLD_SUFFIXES};
 use crate::tree::arena::{self, Arena};
 use crate::tree::diff::{self, Event, Measure};
 use crate::tree::roots::{load_side, ScanFn, Side};
 use crate::tree::sink::{problem_lines, ArenaSink};
-use crate::walk::opts::{io_text, Cli, WalkOpts};
+use crate::walk::opts::{Cli, SizeOpts, SizeSet, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan;
 use std::cmp::Reverse;
@@ -25,12 +26,9 @@ pub const DIFF_VERSION: u32 = 1;
 /// `dfdu diff` options.
 pub struct DiffArgs {
     pub prog: String,
-    pub bytes: bool,
-    pub si: bool,
-    pub apparent: bool,
+    /// `-b`, `-h`, `--si`, `-k`, `-m`, `-B`, `--apparent-size`, `--json`, `--top`.
+    pub sizes: SizeOpts,
     pub walk: WalkOpts,
-    pub json: bool,
-    pub top: usize,
     pub min_change: u64,
     /// `--files`: also list the files that grew and shrank most.
     pub files: bool,
@@ -57,6 +55,8 @@ nothing, also inside a directory added or removed as a whole.
   -b, --bytes           print exact byte counts instead of 1K/1M/1G units
   -h, --human-readable  units of 1024 (the default)
       --si              units of 1000
+  -k, -m                sizes in units of 1024 or 1024*1024 bytes, rounded up
+  -B, --block-size=SIZE sizes in units of SIZE, as du reads it ('-BM': 2M)
       --apparent-size   compare apparent sizes instead of disk usage
       --top=N           list at most N directories that grew, N that shrank,
                         N entries added and N removed (default 10)
@@ -72,6 +72,7 @@ nothing, also inside a directory added or removed as a whole.
   -j, --threads=N       scan with N threads
       --json            print the report as JSON (format version 1)
       --help            show this help
+      --version         show the version
 
 Exit status: 0 when both sides could be read completely, 1 when a side could
 not be imported or something in a scanned tree could not be read, 2 for bad
@@ -83,28 +84,18 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
     use lexopt::Arg::*;
     let mut a = DiffArgs {
         prog: prog.to_string(),
-        bytes: false,
-        si: false,
-        apparent: false,
+        sizes: SizeOpts::default(),
         walk: WalkOpts::default(),
-        json: false,
-        top: 10,
         min_change: 1,
         files: false,
         old: OsString::new(),
         new: OsString::new(),
     };
     let mut sides = Vec::new();
-    let mut cli = Cli::new(prog, "diff", args);
+    let mut cli = Cli::new(prog, "diff", HELP, args);
     while let Some(opt) = cli.next()? {
         match opt.arg() {
-            Short('b') | Long("bytes") => a.bytes = true,
-            Short('h') | Long("human-readable") => a.si = false,
-            Long("si") => a.si = true,
-            Long("apparent-size") => a.apparent = true,
-            Long("json") => a.json = true,
             Long("files") => a.files = true,
-            Long("top") => a.top = cli.top_value()?,
             Long("min-change") => {
                 let v = cli.value()?;
                 match parse_with_suffix(&os_bytes(&v), THRESHOLD_SUFFIXES) {
@@ -112,11 +103,8 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
                     Err(_) => return Err(cli.bad(format!("invalid --min-change value {}", quoteaf(&os_bytes(&v))))),
                 }
             }
-            Long("help") => {
-                print!("{HELP}");
-                return Err(0);
-            }
             Value(v) => sides.push(v),
+            _ if a.sizes.take(&opt, &mut cli, SizeSet::Report)? => {}
             _ if opt.is('f', "file") => return Err(cli.bad("-f: give the exports as OLD and NEW")),
             _ => a.walk.take(&opt, &mut cli)?,
         }
@@ -210,10 +198,11 @@ struct Report {
 }
 
 fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
-    let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
-    let (mut grown, mut shrunk) = (Top::new(args.top), Top::new(args.top));
-    let (mut added, mut removed) = (Top::new(args.top), Top::new(args.top));
-    let n_files = if args.files { args.top } else { 0 };
+    let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
+    let top = args.sizes.top;
+    let (mut grown, mut shrunk) = (Top::new(top), Top::new(top));
+    let (mut added, mut removed) = (Top::new(top), Top::new(top));
+    let n_files = if args.files { top } else { 0 };
     let (mut files_grown, mut files_shrunk) = (Top::new(n_files), Top::new(n_files));
     let min = args.min_change;
     let mut file = |old: Option<(u32, u32)>, new: Option<(u32, u32)>, old_size: u64, new_size: u64| {
@@ -267,11 +256,7 @@ fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
 }
 
 fn size_text(n: u64, args: &DiffArgs) -> String {
-    if args.bytes {
-        n.to_string()
-    } else {
-        format_size(n, Scale::human(!args.si))
-    }
+    args.sizes.size_text(n)
 }
 
 fn signed_text(old: u64, new: u64, args: &DiffArgs) -> String {
@@ -296,8 +281,8 @@ fn shown(b: &[u8]) -> String {
 }
 
 fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> io::Result<()> {
-    let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
-    let what = if args.apparent { "apparent size" } else { "disk usage" };
+    let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
+    let what = if args.sizes.apparent { "apparent size" } else { "disk usage" };
     let (o, n) = (diff::dir_size(a, sides[0].root, m), diff::dir_size(a, sides[1].root, m));
     writeln!(out, "old  {:>12}  {} ({})", size_text(o, args), shown(&a.dir_name(sides[0].root)), sides[0].source)?;
     writeln!(out, "new  {:>12}  {} ({})", size_text(n, args), shown(&a.dir_name(sides[1].root)), sides[1].source)?;
@@ -360,10 +345,10 @@ fn print_files(out: &mut dyn Write, a: &Arena, r: &Report, args: &DiffArgs) -> i
 }
 
 fn json_report(a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> String {
-    let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
+    let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
     let mut o = format!(
         "{{\"format\":\"dfdu-diff-report\",\"version\":{DIFF_VERSION},\"measure\":\"{}\",\"min_change_bytes\":{}",
-        if args.apparent { "apparent" } else { "disk" },
+        if args.sizes.apparent { "apparent" } else { "disk" },
         args.min_change
     );
     let mut sizes = [0u64; 2];
@@ -459,14 +444,13 @@ pub fn run<R: Reader>(args: &DiffArgs, threads: usize, fd_budget: usize) -> i32 
     let r = compare(&arena, old.root, new.root, args);
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let written = if args.json {
+    let written = if args.sizes.json {
         out.write_all(json_report(&arena, [old, new], &r, args).as_bytes())
     } else {
         print_text(&mut out, &arena, [old, new], &r, args)
     };
-    if let Err(e) = written.and_then(|_| out.flush()) {
-        eprintln!("{cmd}: write error: {}", io_text(&e));
-        return 1;
+    if let Err(code) = out::finish(&cmd, written.and_then(|_| out.flush())) {
+        return code;
     }
     let errors = errors_below(&arena, old.root) + errors_below(&arena, new.root);
     if errors > 0 {

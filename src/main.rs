@@ -28,13 +28,17 @@
 //!   every OS but Linux), `common/` (`dupes.rs` the `dupes` types and the hash file's
 //!   handle, `oom.rs` the global allocator, wrapped to put the terminal back when memory
 //!   runs out).
+//! * `out.rs` — standard output as every command ends it: help and version texts
+//!   (`print_stdout`, `version_line`), a failed write reported once (`finish`: "PROG CMD:
+//!   write error: REASON", exit status 1; a broken pipe quiet), `io_text`.
 //! * `walk/` — `scan.rs`: the pool and its protocol (documented at the top of the file),
 //!   `Walk` settings, handing entries to a `Sink`, with `scan/worker.rs` (one worker: its
 //!   job loop, listing, stat'ing chunks, committing, re-opening closed handles); `reader.rs`: the `Reader` seam (`Native`,
 //!   `Portable`); `extents.rs`: one file's extent figures (`--shared`); `floor.rs`: the
 //!   benchmark's minimal walker; `opts.rs`: the command line of every walking subcommand
-//!   (`Cli`, the parse loop's frame and usage errors; `WalkOpts`: `-x`, `--exclude`, `-X`,
-//!   `-L`, `-j`); `threads.rs`: starting threads that may not start (`on_threads`,
+//!   (`Cli`, the parse loop's frame, usage errors, `--help` and `--version`; `WalkOpts`:
+//!   `-x`, `--exclude`, `-X`, `-L`, `-j`; `SizeOpts`: `-b -h --si -k -m -B
+//!   --apparent-size --json --top`; `thread_count`, the one reading of `-j`); `threads.rs`: starting threads that may not start (`on_threads`,
 //!   `spawn_or_run`).
 //! * `term/` — the terminal without a TUI crate: `mod.rs` (`Screen` and its diffing
 //!   painter, the key `Decoder`, `escape`, `fit`, the raw-mode `Session`), `width.rs`
@@ -67,12 +71,14 @@
 //!   scan's thread), `ui.rs` (the loop: signals, keys, frames; its steps at its top),
 //!   `jobs.rs` (rescans and deletes beside it, their status lines), `delete.rs` (removal that stays inside the selection; its unit
 //!   tests in `delete/tests.rs`).
-//! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise).
+//! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise), and
+//!   the one launch frame every command goes through (`launch`: parse, threads and
+//!   handle budget, a bad `DFDU_THREADS`, the reader; each command a `Command`).
 //!
 //! # Layering rule
 //!
-//! `meta` < `text` < `platform` < `walk`, `term` < `du`, `tree`, `dupes` < `report`,
-//! `diff`, `browse` < `main`. A file may use `crate::X` only for an X of a lower layer or
+//! `meta` < `text` < `platform` < `out` < `walk`, `term` < `du`, `tree`, `dupes` <
+//! `report`, `diff`, `browse` < `main`. A file may use `crate::X` only for an X of a lower layer or
 //! of its own folder; layers of the same rank (`walk`/`term`, `du`/`tree`/`dupes`,
 //! `report`/`diff`/`browse`) do not import each other, and nothing imports upward. Unit
 //! tests may use a higher layer as an oracle.
@@ -102,6 +108,7 @@ mod diff;
 mod du;
 mod dupes;
 mod meta;
+mod out;
 mod report;
 mod term;
 mod text;
@@ -117,7 +124,8 @@ mod platform;
 
 use du::cli;
 use std::ffi::OsString;
-use walk::{floor, reader};
+use walk::floor;
+use walk::reader::{self, Reader};
 
 /// Default worker count, the platform's choice: on Linux four per CPU this process may use
 /// (affinity and cgroup quotas honoured), at least 4 and at most 32; on macOS the
@@ -148,36 +156,114 @@ fn main() {
     let prog = argv0.to_string_lossy().into_owned();
     let base = std::path::Path::new(&argv0).file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
     let as_du = base == "du" || base.starts_with("du.") || base == "du.exe";
-    if !as_du {
-        if let Some(first) = args.first().and_then(|a| a.to_str()) {
-            match first {
-                "help" => std::process::exit(print_overview(&prog)),
-                "scan" => {
-                    args.remove(0);
-                    std::process::exit(run_scan(&prog, args));
-                }
-                "floor" => {
-                    args.remove(0);
-                    std::process::exit(run_floor(&prog, args));
-                }
-                "diff" => {
-                    args.remove(0);
-                    std::process::exit(run_diff(&prog, args));
-                }
-                "browse" => {
-                    args.remove(0);
-                    std::process::exit(run_browse(&prog, args));
-                }
-                "dupes" | "dedupe" => {
-                    let mode = if first == "dupes" { dupes::Mode::Dupes } else { dupes::Mode::Dedupe };
-                    args.remove(0);
-                    std::process::exit(run_dupes(&prog, mode, args));
-                }
-                _ => {}
-            }
-        }
+    let sub = args.first().and_then(|a| a.to_str()).filter(|_| !as_du).map(str::to_string);
+    let status = match sub.as_deref() {
+        Some("help") => print_overview(&prog),
+        Some("floor") => run_floor(&prog, args.split_off(1)),
+        Some("scan") => launch(&prog, "scan", report::parse(&prog, args.split_off(1))),
+        Some("diff") => launch(&prog, "diff", diff::parse(&prog, args.split_off(1))),
+        Some("browse") => launch(&prog, "browse", browse::parse(&prog, args.split_off(1))),
+        Some("dupes") => launch(&prog, "dupes", dupes::parse(&prog, dupes::Mode::Dupes, args.split_off(1))),
+        Some("dedupe") => launch(&prog, "dedupe", dupes::parse(&prog, dupes::Mode::Dedupe, args.split_off(1))),
+        // The subcommand's name is no option of du: any other first argument is du's.
+        _ => launch(&prog, "", cli::parse(&prog, args, &env_bytes)),
+    };
+    std::process::exit(status);
+}
+
+/// What every command that walks a tree runs with, resolved once by `launch`.
+#[derive(Clone, Copy)]
+struct Launch {
+    threads: usize,
+    /// Directory handles the scan may keep open beyond each worker's own.
+    fd_budget: usize,
+}
+
+/// A command, parsed: how many threads it was asked for, and its run with a reader.
+trait Command {
+    /// `-j` as given (`None`: `DFDU_THREADS`, else the platform's default).
+    fn threads(&self) -> Option<usize>;
+    /// Runs it with reader `R` and returns the exit status.
+    fn run<R: Reader>(&self, launch: Launch) -> i32;
+}
+
+impl Command for report::ScanArgs {
+    fn threads(&self) -> Option<usize> {
+        self.walk.threads
     }
-    std::process::exit(run_du(&prog, args));
+    fn run<R: Reader>(&self, l: Launch) -> i32 {
+        report::run::<R>(self, l.threads, l.fd_budget)
+    }
+}
+
+impl Command for diff::DiffArgs {
+    fn threads(&self) -> Option<usize> {
+        self.walk.threads
+    }
+    fn run<R: Reader>(&self, l: Launch) -> i32 {
+        diff::run::<R>(self, l.threads, l.fd_budget)
+    }
+}
+
+impl Command for browse::BrowseArgs {
+    fn threads(&self) -> Option<usize> {
+        self.walk.threads
+    }
+    fn run<R: Reader>(&self, l: Launch) -> i32 {
+        browse::run(self, browse::Fs::of::<R>(), l.threads, l.fd_budget)
+    }
+}
+
+impl Command for dupes::Args {
+    fn threads(&self) -> Option<usize> {
+        self.walk.threads
+    }
+    fn run<R: Reader>(&self, l: Launch) -> i32 {
+        dupes::run::<R>(self, l.threads, l.fd_budget)
+    }
+}
+
+impl Command for Box<cli::DuOptions> {
+    fn threads(&self) -> Option<usize> {
+        self.threads
+    }
+    fn run<R: Reader>(&self, l: Launch) -> i32 {
+        du::run::<R>(self, l.threads, l.fd_budget)
+    }
+}
+
+/// The launch frame every command goes through: `parsed` is its parse (`Err`: exit
+/// with that status now); then the threads and handle budget (`resources`), a bad
+/// `DFDU_THREADS` refused as that command refuses a bad `-j`, and the run with the
+/// reader asked for (`DFDU_READER=portable`: the std::fs oracle) or the native one.
+/// `cmd` is the subcommand, empty for du.
+fn launch<C: Command>(prog: &str, cmd: &str, parsed: Result<C, i32>) -> i32 {
+    let c = match parsed {
+        Ok(c) => c,
+        Err(status) => return status,
+    };
+    let launch = match resources(c.threads()) {
+        Ok((threads, fd_budget)) => Launch { threads, fd_budget },
+        Err(typed) => return bad_env_threads(prog, cmd, &typed),
+    };
+    if reader::portable_requested() {
+        c.run::<reader::Portable>(launch)
+    } else {
+        c.run::<reader::Native>(launch)
+    }
+}
+
+/// Says that `DFDU_THREADS` holds no thread count (`typed`) in the words `-j` gets,
+/// and gives the exit status `-j` gets: du's (status 1, GNU's usage errors) or a
+/// subcommand's (status 2).
+fn bad_env_threads(prog: &str, cmd: &str, typed: &[u8]) -> i32 {
+    if cmd.is_empty() {
+        eprintln!("{prog}: invalid number of threads {} in DFDU_THREADS", text::quote::quote(typed));
+        eprintln!("Try '{prog} --help' for more information.");
+        return 1;
+    }
+    eprintln!("{prog} {cmd}: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(typed));
+    2
 }
 
 /// Threads from `-j`, else `DFDU_THREADS`, else the platform default, as many as the
@@ -229,32 +315,15 @@ fn fd_plan(threads: usize, fd_limit: u64, in_use: u64) -> (usize, usize) {
     (threads as usize, budget as usize)
 }
 
-/// `DFDU_THREADS`, when set and not empty: 1 to 1024, as for `-j`.
+/// `DFDU_THREADS`, when set and not empty: read as `-j` reads its value.
 fn env_threads() -> Result<Option<usize>, Vec<u8>> {
     match env_bytes("DFDU_THREADS") {
         None => Ok(None),
         Some(v) if v.is_empty() => Ok(None),
-        Some(v) => match std::str::from_utf8(&v).ok().and_then(|s| s.parse::<usize>().ok()) {
-            Some(n) if (1..=1024).contains(&n) => Ok(Some(n)),
-            _ => Err(v),
+        Some(v) => match std::str::from_utf8(&v).ok().and_then(walk::opts::thread_count) {
+            Some(n) => Ok(Some(n)),
+            None => Err(v),
         },
-    }
-}
-
-fn run_scan(prog: &str, args: Vec<OsString>) -> i32 {
-    let a = match report::parse(prog, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
-        eprintln!("{prog} scan: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
-    }) else {
-        return 2;
-    };
-    if reader::portable_requested() {
-        report::run::<reader::Portable>(&a, threads, fd_budget)
-    } else {
-        report::run::<reader::Native>(&a, threads, fd_budget)
     }
 }
 
@@ -265,7 +334,9 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
     let mut p = lexopt::Parser::from_args(args);
     while let Ok(Some(arg)) = p.next() {
         match arg {
-            lexopt::Arg::Short('j') => threads = p.value().ok().and_then(|v| v.to_str().and_then(|s| s.parse().ok())),
+            lexopt::Arg::Short('j') => {
+                threads = p.value().ok().and_then(|v| v.to_str().and_then(walk::opts::thread_count))
+            }
             lexopt::Arg::Value(v) => dir = Some(v),
             _ => {
                 eprintln!("usage: {prog} floor [-j N] DIR");
@@ -273,89 +344,19 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
             }
         }
     }
-    let Ok((threads, _)) = resources(threads) else {
-        eprintln!("{prog} floor: invalid number of threads in DFDU_THREADS");
-        return 2;
+    let threads = match resources(threads) {
+        Ok((threads, _)) => threads,
+        Err(typed) => return bad_env_threads(prog, "floor", &typed),
     };
     let Some(dir) = dir.and_then(|d| std::ffi::CString::new(d.into_encoded_bytes()).ok()) else {
         eprintln!("usage: {prog} floor [-j N] DIR");
         return 2;
     };
+    // Always the native reader: the floor is what its system calls cost, the benchmark's
+    // lower bound for every walker.
     let (entries, bytes) = floor::walk::<reader::Native>(&dir, threads);
     println!("{bytes}\t{entries} entries");
     0
-}
-
-fn run_diff(prog: &str, args: Vec<OsString>) -> i32 {
-    let a = match diff::parse(prog, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
-        eprintln!("{prog} diff: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
-    }) else {
-        return 2;
-    };
-    if reader::portable_requested() {
-        diff::run::<reader::Portable>(&a, threads, fd_budget)
-    } else {
-        diff::run::<reader::Native>(&a, threads, fd_budget)
-    }
-}
-
-fn run_browse(prog: &str, args: Vec<OsString>) -> i32 {
-    let a = match browse::parse(prog, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
-        eprintln!("{prog} browse: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
-    }) else {
-        return 2;
-    };
-    let fs = if reader::portable_requested() {
-        browse::Fs::of::<reader::Portable>()
-    } else {
-        browse::Fs::of::<reader::Native>()
-    };
-    browse::run(&a, fs, threads, fd_budget)
-}
-
-fn run_dupes(prog: &str, mode: dupes::Mode, args: Vec<OsString>) -> i32 {
-    let a = match dupes::parse(prog, mode, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    let name = if mode == dupes::Mode::Dedupe { "dedupe" } else { "dupes" };
-    let Ok((threads, fd_budget)) = resources(a.walk.threads).map_err(|v| {
-        eprintln!("{prog} {name}: invalid number of threads {} in DFDU_THREADS", text::quote::quoteaf(&v));
-    }) else {
-        return 2;
-    };
-    if reader::portable_requested() {
-        dupes::run::<reader::Portable>(&a, threads, fd_budget)
-    } else {
-        dupes::run::<reader::Native>(&a, threads, fd_budget)
-    }
-}
-
-fn run_du(prog: &str, args: Vec<OsString>) -> i32 {
-    let opts = match cli::parse(prog, args, &env_bytes) {
-        cli::Parsed::Run(o) => o,
-        cli::Parsed::Exit(code) => return code,
-    };
-    // Worded and answered as du answers a bad `-j` (exit status 1, like GNU's usage errors).
-    let Ok((threads, fd_budget)) = resources(opts.threads).map_err(|v| {
-        eprintln!("{prog}: invalid number of threads {} in DFDU_THREADS", text::quote::quote(&v));
-        eprintln!("Try '{prog} --help' for more information.");
-    }) else {
-        return 1;
-    };
-    if reader::portable_requested() {
-        du::run::<reader::Portable>(&opts, threads, fd_budget)
-    } else {
-        du::run::<reader::Native>(&opts, threads, fd_budget)
-    }
 }
 
 fn print_overview(prog: &str) -> i32 {
@@ -381,7 +382,7 @@ Under the name 'du' (installed or symlinked), dfdu is du and nothing else.
 ",
         env!("DFDU_VERSION")
     );
-    cli::print_stdout(prog, &text)
+    out::print_stdout(prog, &text)
 }
 
 #[cfg(test)]

@@ -215,14 +215,15 @@ const LAYERS: &[(&str, u32)] = &[
     ("meta", 0),
     ("text", 1),
     ("platform", 2),
-    ("walk", 3),
-    ("term", 3),
-    ("du", 4),
-    ("tree", 4),
-    ("dupes", 4),
-    ("report", 5),
-    ("browse", 5),
-    ("diff", 5),
+    ("out", 3),
+    ("walk", 4),
+    ("term", 4),
+    ("du", 5),
+    ("tree", 5),
+    ("dupes", 5),
+    ("report", 6),
+    ("browse", 6),
+    ("diff", 6),
 ];
 
 /// The layer a source file belongs to, from its path relative to the package root;

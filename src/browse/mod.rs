@@ -41,7 +41,7 @@ use ui::*;
 use view::*;
 
 use crate::tree::roots::WalkArgs;
-use crate::walk::opts::Cli;
+use crate::walk::opts::{Cli, SizeOpts, SizeSet};
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -58,8 +58,8 @@ const ESC_WAIT_MS: u32 = 30;
 /// `dfdu browse` options.
 pub struct BrowseArgs {
     pub prog: String,
-    pub apparent: bool,
-    pub si: bool,
+    /// `--apparent-size` and `--si`.
+    pub sizes: SizeOpts,
     pub walk: WalkArgs,
     pub read_only: bool,
     pub ascii: bool,
@@ -111,8 +111,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
     use lexopt::Arg::*;
     let mut a = BrowseArgs {
         prog: prog.to_string(),
-        apparent: false,
-        si: false,
+        sizes: SizeOpts::default(),
         walk: WalkArgs::default(),
         read_only: false,
         ascii: false,
@@ -122,22 +121,17 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         dir: OsString::new(),
     };
     let mut dirs = Vec::new();
-    let mut cli = Cli::new(prog, "browse", args);
+    let mut cli = Cli::new(prog, "browse", HELP, args);
     while let Some(opt) = cli.next()? {
         match opt.arg() {
-            Long("apparent-size") => a.apparent = true,
-            Long("si") => a.si = true,
             Long("read-only") => a.read_only = true,
             Long("ascii") => a.ascii = true,
             Long("no-color") | Long("no-colour") => a.no_color = true,
             Long("shared") => a.shared = true,
             Long("no-shared") => a.shared = false,
             Long("diff") => a.diff = Some(cli.value()?),
-            Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), HELP)),
-            Long("version") => {
-                return Err(crate::du::cli::print_stdout(&format!("{prog} browse"), &crate::du::cli::version_line()))
-            }
             Value(v) => dirs.push(v),
+            _ if a.sizes.take(&opt, &mut cli, SizeSet::Browse)? => {}
             _ => a.walk.take(&opt, &mut cli)?,
         }
     }

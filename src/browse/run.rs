@@ -150,7 +150,8 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
             (root, Some((cpath, meta)), String::new())
         }
     };
-    let look = Look { ascii: args.ascii || !utf8_locale(), color: !args.no_color && !no_color_env(), si: args.si };
+    let look =
+        Look { ascii: args.ascii || !utf8_locale(), color: !args.no_color && !no_color_env(), si: args.sizes.si() };
     let limits = Limits { read_only: args.read_only, imported: args.walk.input.is_some() };
     let session = match Session::start(look.color) {
         Ok(s) => s,
@@ -162,7 +163,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let ctx = Ctx { fs, arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev: None };
     let ctx = Ctx { one_fs_dev: scan_from.as_ref().filter(|_| args.walk.one_fs).map(|(_, m)| m.dev), ..ctx };
     let mut browser = Browser::new(&arena, root, look, limits);
-    browser.set_apparent(args.apparent);
+    browser.set_apparent(args.sizes.apparent);
     if let Some(old) = old_root {
         browser.set_compare(old);
     }

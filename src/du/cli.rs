@@ -3,9 +3,11 @@
 //! messages), then the derived settings `du` runs with. The help text lives here too.
 
 use crate::meta::os_bytes;
+use crate::out::{self, io_text};
 use crate::text::exclude::Exclude;
 use crate::text::quote::{quote, quotef};
 use crate::text::units::{self, NumError, Scale};
+use crate::walk::opts::{thread_count, Opt};
 use crate::walk::scan::TimeKind;
 use std::ffi::OsString;
 
@@ -41,12 +43,6 @@ pub struct DuOptions {
     pub one_fs: bool,
     pub threads: Option<usize>,
     pub operands: Vec<OsString>,
-}
-
-/// The outcome of parsing: run, or exit now with this status (messages already written).
-pub enum Parsed {
-    Run(Box<DuOptions>),
-    Exit(i32),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -226,9 +222,36 @@ fn read_all(name: &std::ffi::OsStr) -> std::io::Result<Vec<u8>> {
     std::fs::read(name)
 }
 
-/// Parses du's arguments (without argv[0]). `env` reads environment variables.
-pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Parsed {
-    use lexopt::Arg;
+/// One option as getopt_long hands it over: its id (the short letter, or the letter
+/// `LONG` gives a long option), its long name when it was typed long, and its argument.
+struct Typed {
+    id: char,
+    long: Option<&'static str>,
+    value: Option<OsString>,
+}
+
+/// What the parser read next.
+enum Item {
+    Option(Typed),
+    Operand(OsString),
+    /// A malformed option, already reported (getopt goes on, and du fails at the end).
+    Bad,
+}
+
+/// What the options leave for `finish`: the checks GNU du makes once all are read.
+#[derive(Default)]
+struct Pending {
+    /// A deferred error was reported: exit 1 after the loop, as getopt's do.
+    failed: bool,
+    summarize: bool,
+    depth: Option<u64>,
+    time_style: Option<String>,
+}
+
+/// Parses du's arguments (without argv[0]); `Err` holds the exit status when du must
+/// stop now (messages written, or help and version printed). `env` reads environment
+/// variables.
+pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<Box<DuOptions>, i32> {
     let posixly_correct = env("POSIXLY_CORRECT").is_some();
     let mut o = DuOptions {
         prog: prog.to_string(),
@@ -252,212 +275,217 @@ pub fn parse(prog: &str, args: Vec<OsString>, env: &dyn Fn(&str) -> Option<Vec<u
         threads: None,
         operands: Vec::new(),
     };
-    let mut ok = true;
-    let mut summarize = false;
-    let mut depth_given: Option<u64> = None;
-    let mut time_style: Option<String> = None;
+    let mut pending = Pending::default();
     let mut parser = lexopt::Parser::from_args(args);
     loop {
-        let arg = match parser.next() {
-            Ok(Some(a)) => a,
+        let item = match parser.next() {
+            Ok(Some(arg)) => {
+                let arg = Opt::owned(arg);
+                next_item(&mut parser, prog, arg)
+            }
             Ok(None) => break,
             Err(e) => {
                 eprintln!("{prog}: {e}");
-                ok = false;
-                continue;
+                Item::Bad
             }
         };
-        let (id, long_name): (char, Option<&'static str>) = match arg {
-            Arg::Value(v) => {
+        match item {
+            Item::Option(t) => apply(&mut o, &mut pending, t, env)?,
+            Item::Operand(v) => {
                 o.operands.push(v);
+                // POSIX: the first operand ends the options.
                 if posixly_correct {
                     o.operands.extend(parser.raw_args().map(|r| r.collect::<Vec<_>>()).unwrap_or_default());
                     break;
                 }
-                continue;
             }
-            Arg::Short(c) => match short_has_arg(c) {
-                Some(_) => (c, None),
-                None => {
-                    eprintln!("{prog}: invalid option -- '{c}'");
-                    ok = false;
-                    continue;
-                }
-            },
-            Arg::Long(name) => {
-                let name = name.to_string();
-                match resolve_long(&name) {
-                    Ok((full, has, id)) => {
-                        if has == HasArg::No && parser.optional_value().is_some() {
-                            eprintln!("{prog}: option '--{full}' doesn't allow an argument");
-                            ok = false;
-                            continue;
-                        }
-                        (id, Some(full))
-                    }
-                    Err(choices) if choices.is_empty() => {
-                        let typed = match parser.optional_value() {
-                            Some(v) => format!("{name}={}", v.to_string_lossy()),
-                            None => name,
-                        };
-                        eprintln!("{prog}: unrecognized option '--{typed}'");
-                        ok = false;
-                        continue;
-                    }
-                    Err(choices) => {
-                        let typed = match parser.optional_value() {
-                            Some(v) => format!("{name}={}", v.to_string_lossy()),
-                            None => name,
-                        };
-                        let list: String = choices.iter().map(|c| format!(" '--{c}'")).collect();
-                        eprintln!("{prog}: option '--{typed}' is ambiguous; possibilities:{list}");
-                        ok = false;
-                        continue;
-                    }
-                }
-            }
-        };
-        // Fetch the argument of options that take one.
-        let takes = match long_name {
-            Some(n) => resolve_long(n).map(|r| r.1).unwrap_or(HasArg::No),
-            None => {
-                if short_has_arg(id) == Some(true) {
-                    HasArg::Required
-                } else {
-                    HasArg::No
-                }
-            }
-        };
-        let value: Option<OsString> = match takes {
-            HasArg::No => None,
-            HasArg::Optional => parser.optional_value(),
-            HasArg::Required => match parser.value() {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    match long_name {
-                        Some(n) => eprintln!("{prog}: option '--{n}' requires an argument"),
-                        None => eprintln!("{prog}: option requires an argument -- '{id}'"),
-                    }
-                    ok = false;
-                    continue;
-                }
-            },
-        };
-        let vbytes = value.as_deref().map(os_bytes).unwrap_or_default();
-        let vstr = String::from_utf8_lossy(&vbytes).into_owned();
-        match id {
-            '0' => o.null = true,
-            'a' => o.all = true,
-            'A' => o.apparent = true,
-            'b' => {
-                o.apparent = true;
-                o.scale = Scale::plain(1);
-            }
-            'c' => o.total = true,
-            'h' => o.scale = Scale::human(true),
-            'i' => o.scale = Scale::human(false),
-            'k' => o.scale = Scale::plain(1024),
-            'm' => o.scale = Scale::plain(1024 * 1024),
-            'd' => match parse_depth(&vbytes) {
-                Some(d) => depth_given = Some(d),
-                None => {
-                    eprintln!("{prog}: invalid maximum depth {}", quote(&vbytes));
-                    ok = false;
-                }
-            },
-            'l' => o.count_links = true,
-            's' => summarize = true,
-            't' => match parse_threshold(&vbytes) {
-                Ok(0) if vbytes.first() == Some(&b'-') => {
-                    eprintln!("{prog}: invalid --threshold argument '-0'");
-                    return Parsed::Exit(1);
-                }
-                Ok(v) => o.threshold = v,
-                Err(e) => return Parsed::Exit(num_fatal(prog, e, long_name, 't', &vstr)),
-            },
-            'x' => o.one_fs = true,
-            'B' => match units::parse_block_spec(Some(&vbytes), env) {
-                Ok(s) => o.scale = s,
-                Err(e) => return Parsed::Exit(num_fatal(prog, e, long_name, 'B', &vstr)),
-            },
-            'H' | 'D' => o.deref = Deref::Args,
-            'L' => o.deref = Deref::All,
-            'P' => o.deref = Deref::None,
-            'S' => o.separate_dirs = true,
-            'X' => match read_all(value.as_deref().unwrap_or_default()) {
-                Ok(text) => o.exclude.add_lines(&text),
-                Err(e) => {
-                    let errno = crate::meta::Errno(e.raw_os_error().unwrap_or(5));
-                    eprintln!("{prog}: {}: {}", quotef(&vbytes), crate::platform::errno_text(errno));
-                    ok = false;
-                }
-            },
-            'F' => o.files0_from = value,
-            'E' => o.exclude.add(&vbytes),
-            'I' => o.inodes = true,
-            'T' => {
-                o.time = Some(match value {
-                    None => TimeKind::Mtime,
-                    Some(_) => match argmatch(&vstr, TIME_WORDS) {
-                        Ok(k) => k,
-                        Err(amb) => {
-                            argmatch_fail(prog, &vstr, "--time", TIME_WORDS, amb);
-                            return Parsed::Exit(1);
-                        }
-                    },
-                })
-            }
-            'y' => time_style = Some(vstr),
-            'j' => match vstr.trim().parse::<usize>() {
-                Ok(n) if (1..=1024).contains(&n) => o.threads = Some(n),
-                _ => {
-                    eprintln!("{prog}: invalid number of threads {}", quote(&vbytes));
-                    ok = false;
-                }
-            },
-            '?' => return Parsed::Exit(print_stdout(prog, &help_text(prog))),
-            'V' => {
-                let version = format!("dfdu {} (du-compatible; see dfdu --help)\n", env!("DFDU_VERSION"));
-                return Parsed::Exit(print_stdout(prog, &version));
-            }
-            _ => unreachable!("every option id is handled"),
+            Item::Bad => pending.failed = true,
         }
     }
-    if !ok {
+    if pending.failed {
         try_help(prog);
-        return Parsed::Exit(1);
+        return Err(1);
     }
-    finish(o, summarize, depth_given, time_style, env)
+    finish(o, pending, env).map(Box::new)
+}
+
+/// Turns lexopt's `arg` into what getopt_long would have seen: a known short option, a
+/// long one resolved from its abbreviation, each with its argument read; malformed ones
+/// reported in getopt's words.
+fn next_item(parser: &mut lexopt::Parser, prog: &str, arg: Opt) -> Item {
+    let (id, long) = match arg {
+        Opt::Value(v) => return Item::Operand(v),
+        Opt::Short(c) if short_has_arg(c).is_some() => (c, None),
+        Opt::Short(c) => {
+            eprintln!("{prog}: invalid option -- '{c}'");
+            return Item::Bad;
+        }
+        Opt::Long(name) => match long_option(parser, prog, name) {
+            Some(found) => found,
+            None => return Item::Bad,
+        },
+    };
+    let takes = match long {
+        Some(n) => resolve_long(n).map(|r| r.1).unwrap_or(HasArg::No),
+        None if short_has_arg(id) == Some(true) => HasArg::Required,
+        None => HasArg::No,
+    };
+    let value = match takes {
+        HasArg::No => None,
+        HasArg::Optional => parser.optional_value(),
+        HasArg::Required => match parser.value() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                match long {
+                    Some(n) => eprintln!("{prog}: option '--{n}' requires an argument"),
+                    None => eprintln!("{prog}: option requires an argument -- '{id}'"),
+                }
+                return Item::Bad;
+            }
+        },
+    };
+    Item::Option(Typed { id, long, value })
+}
+
+/// (id, full name) of the long option typed as `name` (perhaps abbreviated); `None`
+/// once getopt_long's complaint is written (unknown, ambiguous, or an argument given to
+/// an option that takes none).
+fn long_option(parser: &mut lexopt::Parser, prog: &str, name: String) -> Option<(char, Option<&'static str>)> {
+    let choices = match resolve_long(&name) {
+        Ok((full, has, id)) => {
+            if has == HasArg::No && parser.optional_value().is_some() {
+                eprintln!("{prog}: option '--{full}' doesn't allow an argument");
+                return None;
+            }
+            return Some((id, Some(full)));
+        }
+        Err(choices) => choices,
+    };
+    // getopt repeats what was typed, an argument after '=' included.
+    let typed = match parser.optional_value() {
+        Some(v) => format!("{name}={}", v.to_string_lossy()),
+        None => name,
+    };
+    if choices.is_empty() {
+        eprintln!("{prog}: unrecognized option '--{typed}'");
+    } else {
+        let list: String = choices.iter().map(|c| format!(" '--{c}'")).collect();
+        eprintln!("{prog}: option '--{typed}' is ambiguous; possibilities:{list}");
+    }
+    None
+}
+
+/// Applies one option to `o` (and to `p`, what `finish` checks). `Err` holds the exit
+/// status when du stops at this option, as GNU's du does for a bad `-t`, `-B` or
+/// `--time` word and for `--help` and `--version`; other bad arguments are reported and
+/// fail the run once every option was read. One flat arm per option, in GNU's order of
+/// letters where it has one.
+fn apply(o: &mut DuOptions, p: &mut Pending, t: Typed, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<(), i32> {
+    let prog = o.prog.as_str();
+    let vbytes = t.value.as_deref().map(os_bytes).unwrap_or_default();
+    let vstr = String::from_utf8_lossy(&vbytes).into_owned();
+    match t.id {
+        '0' => o.null = true,
+        'a' => o.all = true,
+        'A' => o.apparent = true,
+        'b' => {
+            o.apparent = true;
+            o.scale = Scale::plain(1);
+        }
+        'c' => o.total = true,
+        'h' => o.scale = Scale::human(true),
+        'i' => o.scale = Scale::human(false),
+        'k' => o.scale = Scale::plain(1024),
+        'm' => o.scale = Scale::plain(1024 * 1024),
+        'd' => match parse_depth(&vbytes) {
+            Some(d) => p.depth = Some(d),
+            None => {
+                eprintln!("{prog}: invalid maximum depth {}", quote(&vbytes));
+                p.failed = true;
+            }
+        },
+        'l' => o.count_links = true,
+        's' => p.summarize = true,
+        't' => match parse_threshold(&vbytes) {
+            Ok(0) if vbytes.first() == Some(&b'-') => {
+                eprintln!("{prog}: invalid --threshold argument '-0'");
+                return Err(1);
+            }
+            Ok(v) => o.threshold = v,
+            Err(e) => return Err(num_fatal(prog, e, t.long, 't', &vstr)),
+        },
+        'x' => o.one_fs = true,
+        'B' => match units::parse_block_spec(Some(&vbytes), env) {
+            Ok(s) => o.scale = s,
+            Err(e) => return Err(num_fatal(prog, e, t.long, 'B', &vstr)),
+        },
+        'H' | 'D' => o.deref = Deref::Args,
+        'L' => o.deref = Deref::All,
+        'P' => o.deref = Deref::None,
+        'S' => o.separate_dirs = true,
+        'X' => match read_all(t.value.as_deref().unwrap_or_default()) {
+            Ok(text) => o.exclude.add_lines(&text),
+            Err(e) => {
+                eprintln!("{prog}: {}: {}", quotef(&vbytes), io_text(&e));
+                p.failed = true;
+            }
+        },
+        'F' => o.files0_from = t.value,
+        'E' => o.exclude.add(&vbytes),
+        'I' => o.inodes = true,
+        'T' => o.time = Some(time_kind(prog, t.value.is_some(), &vstr)?),
+        'y' => p.time_style = Some(vstr),
+        'j' => match thread_count(vstr.trim()) {
+            Some(n) => o.threads = Some(n),
+            None => {
+                eprintln!("{prog}: invalid number of threads {}", quote(&vbytes));
+                p.failed = true;
+            }
+        },
+        '?' => return Err(out::print_stdout(prog, &help_text(prog))),
+        'V' => {
+            let version = format!("dfdu {} (du-compatible; see dfdu --help)\n", env!("DFDU_VERSION"));
+            return Err(out::print_stdout(prog, &version));
+        }
+        _ => unreachable!("every option id is handled"),
+    }
+    Ok(())
+}
+
+/// `--time` (modification time) or `--time=WORD`; `Err` (exit status 1) after
+/// argmatch's report of a bad WORD.
+fn time_kind(prog: &str, given: bool, word: &str) -> Result<TimeKind, i32> {
+    if !given {
+        return Ok(TimeKind::Mtime);
+    }
+    argmatch(word, TIME_WORDS).map_err(|ambiguous| {
+        argmatch_fail(prog, word, "--time", TIME_WORDS, ambiguous);
+        1
+    })
 }
 
 /// The checks GNU du makes after option parsing, and the derived settings.
-fn finish(
-    mut o: DuOptions,
-    summarize: bool,
-    depth_given: Option<u64>,
-    time_style: Option<String>,
-    env: &dyn Fn(&str) -> Option<Vec<u8>>,
-) -> Parsed {
+fn finish(mut o: DuOptions, p: Pending, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<DuOptions, i32> {
     let prog = o.prog.clone();
-    if o.all && summarize {
+    if o.all && p.summarize {
         eprintln!("{prog}: cannot both summarize and show all entries");
         try_help(&prog);
-        return Parsed::Exit(1);
+        return Err(1);
     }
-    if summarize && depth_given == Some(0) {
+    if p.summarize && p.depth == Some(0) {
         eprintln!("{prog}: warning: summarizing is the same as using --max-depth=0");
     }
-    if let (true, Some(d)) = (summarize, depth_given) {
+    if let (true, Some(d)) = (p.summarize, p.depth) {
         if d != 0 {
             eprintln!("{prog}: warning: summarizing conflicts with --max-depth={d}");
             try_help(&prog);
-            return Parsed::Exit(1);
+            return Err(1);
         }
     }
-    if let Some(d) = depth_given {
+    if let Some(d) = p.depth {
         o.max_depth = d;
     }
-    if summarize {
+    if p.summarize {
         o.max_depth = 0;
     }
     if o.inodes {
@@ -467,62 +495,45 @@ fn finish(
         o.scale.block_bytes = 1;
     }
     if o.time.is_some() {
-        let style = match time_style {
-            Some(s) => s,
-            None => {
-                let env_style = env("TIME_STYLE").map(|v| String::from_utf8_lossy(&v).into_owned());
-                match env_style {
-                    None => "long-iso".to_string(),
-                    Some(s) if s == "locale" => "long-iso".to_string(),
-                    Some(s) if s.starts_with('+') => s.split('\n').next().unwrap_or("").to_string(),
-                    Some(mut s) => {
-                        while let Some(rest) = s.strip_prefix("posix-") {
-                            s = rest.to_string();
-                        }
-                        s
-                    }
-                }
-            }
-        };
-        if let Some(fmt) = style.strip_prefix('+') {
-            o.time_format = fmt.to_string();
-        } else {
-            match argmatch(&style, TIME_STYLES) {
-                Ok(TimeStyle::Full) => o.time_format = "%Y-%m-%d %H:%M:%S.%N %z".into(),
-                Ok(TimeStyle::Long) => o.time_format = "%Y-%m-%d %H:%M".into(),
-                Ok(TimeStyle::Iso) => o.time_format = "%Y-%m-%d".into(),
-                Err(amb) => {
-                    argmatch_fail(&prog, &style, "time style", TIME_STYLES, amb);
-                    return Parsed::Exit(1);
-                }
-            }
-        }
+        o.time_format = time_format(&prog, p.time_style, env)?;
     }
     if o.files0_from.is_some() && !o.operands.is_empty() {
         eprintln!("{prog}: extra operand {}", quote(&os_bytes(&o.operands[0])));
         eprintln!("file operands cannot be combined with --files0-from");
         try_help(&prog);
-        return Parsed::Exit(1);
+        return Err(1);
     }
-    Parsed::Run(Box::new(o))
+    Ok(o)
 }
 
-/// What `dfdu scan --version` and `dfdu browse --version` print.
-pub fn version_line() -> String {
-    format!("dfdu {}\n", env!("DFDU_VERSION"))
-}
-
-/// Writes `text` (help, version) to standard output; a failure is reported as GNU's
-/// `close_stdout` reports it ("PROG: write error: REASON") and gives exit status 1.
-pub fn print_stdout(prog: &str, text: &str) -> i32 {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => 0,
-        Err(e) => {
-            let errno = crate::meta::Errno(e.raw_os_error().unwrap_or(5));
-            eprintln!("{prog}: write error: {}", crate::platform::errno_text(errno));
-            1
+/// The strftime-like format of `--time`'s column: `--time-style`, else `TIME_STYLE`
+/// (as du reads it: `locale` is long-iso, `+FORMAT` up to its first newline, `posix-`
+/// prefixes dropped), else long-iso. `Err` (exit status 1) after argmatch's report.
+fn time_format(prog: &str, typed: Option<String>, env: &dyn Fn(&str) -> Option<Vec<u8>>) -> Result<String, i32> {
+    let style = match typed {
+        Some(s) => s,
+        None => match env("TIME_STYLE").map(|v| String::from_utf8_lossy(&v).into_owned()) {
+            None => "long-iso".to_string(),
+            Some(s) if s == "locale" => "long-iso".to_string(),
+            Some(s) if s.starts_with('+') => s.split('\n').next().unwrap_or("").to_string(),
+            Some(mut s) => {
+                while let Some(rest) = s.strip_prefix("posix-") {
+                    s = rest.to_string();
+                }
+                s
+            }
+        },
+    };
+    if let Some(fmt) = style.strip_prefix('+') {
+        return Ok(fmt.to_string());
+    }
+    match argmatch(&style, TIME_STYLES) {
+        Ok(TimeStyle::Full) => Ok("%Y-%m-%d %H:%M:%S.%N %z".into()),
+        Ok(TimeStyle::Long) => Ok("%Y-%m-%d %H:%M".into()),
+        Ok(TimeStyle::Iso) => Ok("%Y-%m-%d".into()),
+        Err(amb) => {
+            argmatch_fail(prog, &style, "time style", TIME_STYLES, amb);
+            Err(1)
         }
     }
 }

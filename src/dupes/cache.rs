@@ -44,8 +44,8 @@
 
 use super::find::{Digest, DIGEST_BYTES};
 use crate::meta::Kind;
+use crate::out::io_text;
 use crate::platform;
-use crate::walk::opts::io_text;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;

@@ -21,11 +21,12 @@ mod sink;
 mod tests;
 
 use crate::meta::{os_bytes, Kind};
+use crate::out;
 use crate::platform;
 use crate::platform::Follow;
 use crate::text::quote::{json_str, problem, quoteaf, quotef};
 use crate::text::units::{format_size, parse_with_suffix, Scale, THRESHOLD_SUFFIXES};
-use crate::walk::opts::{io_text, Cli, WalkOpts};
+use crate::walk::opts::{Cli, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
 use crate::walk::threads;
@@ -123,6 +124,7 @@ files cannot be made to look alike), on a fixed pool of threads.
                         before the file was hashed moves neither mtime nor ctime)
   -q, --quiet           no progress line and no summary on standard error
       --help            show this help
+      --version         show the version
 
 Files whose extents are all shared already (reflinks, an earlier dedupe) are
 reported with the others but not counted as reclaimable ('[shared]' in the
@@ -158,6 +160,8 @@ extents already are the kept one's.
       --allow-readonly  change files on read-only btrfs snapshots too (their
                         generation moves, which incremental 'btrfs send -p'
                         relies on not happening)
+      --help            show this help
+      --version         show the version
   plus every option of 'dfdu dupes' (see 'dfdu dupes --help'); the groups are
   printed only with --json, -S or -0, or without -q
 
@@ -197,7 +201,8 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
         allow_readonly: false,
         verify: false,
     };
-    let mut cli = Cli::new(prog, cmd, args);
+    let help = if mode == Mode::Dupes { DUPES_HELP } else { DEDUPE_HELP };
+    let mut cli = Cli::new(prog, cmd, help, args);
     while let Some(opt) = cli.next()? {
         match opt.arg() {
             Short('S') | Long("size") => a.sizes = true,
@@ -220,10 +225,6 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
                 }
             }
             Long("hashfile") => a.hashfile = Some(cli.value()?),
-            Long("help") => {
-                print!("{}", if mode == Mode::Dupes { DUPES_HELP } else { DEDUPE_HELP });
-                return Err(0);
-            }
             Value(v) => a.paths.push(v),
             // Duplicates are files: symbolic links are never followed, so no -L.
             _ => a.walk.take_no_follow(&opt, &mut cli)?,
@@ -412,12 +413,8 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         }
     }
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
-        if let Err(e) = print_groups(a, &o.groups, &stats, start, report.as_ref()) {
-            if e.kind() != io::ErrorKind::BrokenPipe {
-                eprintln!("{cmd}: write error: {}", io_text(&e));
-                return 1;
-            }
-            return status;
+        if let Err(code) = out::finish(&cmd, print_groups(a, &o.groups, &stats, start, report.as_ref())) {
+            return code;
         }
     }
     if !a.quiet && !a.json {

@@ -3,6 +3,7 @@
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
 use crate::meta::os_bytes;
+use crate::out::io_text;
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
@@ -11,7 +12,7 @@ use crate::tree::path::{child_path, dir_path};
 use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::shared::Share;
 use crate::tree::sink::{problem_lines, ArenaSink};
-use crate::walk::opts::{io_text, Cli};
+use crate::walk::opts::{Cli, SizeOpts, SizeSet};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
 use std::cmp::Reverse;
@@ -27,14 +28,11 @@ pub const REPORT_VERSION: u32 = 1;
 /// `dfdu scan` options.
 pub struct ScanArgs {
     pub prog: String,
-    pub bytes: bool,
-    pub si: bool,
-    pub apparent: bool,
+    /// `-b`, `-h`, `--si`, `-k`, `-m`, `-B`, `--apparent-size`, `--json`, `--top`.
+    pub sizes: SizeOpts,
     pub walk: WalkArgs,
-    pub json: bool,
     pub output: Option<OsString>,
     pub treemap: Option<OsString>,
-    pub top: usize,
     /// Read extent maps where the file system can share extents (`--shared`, default).
     pub shared: bool,
     /// Rank the largest directories by exclusive bytes.
@@ -52,6 +50,8 @@ apparent size, counts of entries, and its largest directories and files.
   -b, --bytes           print exact byte counts instead of 1K/1M/1G units
   -h, --human-readable  units of 1024 (the default)
       --si              units of 1000
+  -k, -m                sizes in units of 1024 or 1024*1024 bytes, rounded up
+  -B, --block-size=SIZE sizes in units of SIZE, as du reads it ('-BM': 2M)
       --apparent-size   rank and total by apparent size instead of disk usage
   -x, --one-file-system do not enter other file systems
       --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
@@ -97,14 +97,10 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
     use lexopt::Arg::*;
     let mut a = ScanArgs {
         prog: prog.to_string(),
-        bytes: false,
-        si: false,
-        apparent: false,
+        sizes: SizeOpts::default(),
         walk: WalkArgs::default(),
-        json: false,
         output: None,
         treemap: None,
-        top: 10,
         // Off by default: on btrfs and XFS the extent maps cost 2.5-4x the plain scan's
         // CPU time (docs/shared-extents.md), above the 1.5x the issue allows for "on".
         shared: false,
@@ -112,15 +108,9 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         quiet: false,
         dirs: Vec::new(),
     };
-    let mut cli = Cli::new(prog, "scan", args);
+    let mut cli = Cli::new(prog, "scan", HELP, args);
     while let Some(opt) = cli.next()? {
         match opt.arg() {
-            Short('b') | Long("bytes") => a.bytes = true,
-            Short('h') | Long("human-readable") => a.si = false,
-            Long("si") => a.si = true,
-            Long("apparent-size") => a.apparent = true,
-            Long("top") => a.top = cli.top_value()?,
-            Long("json") => a.json = true,
             Long("shared") => a.shared = true,
             Long("no-shared") => a.shared = false,
             Long("by-exclusive") => {
@@ -130,18 +120,15 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
             Short('o') | Long("output") => a.output = Some(cli.value()?),
             Long("treemap") => a.treemap = Some(cli.value()?),
             Short('q') | Long("quiet") => a.quiet = true,
-            Long("help") => return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), HELP)),
-            Long("version") => {
-                return Err(crate::du::cli::print_stdout(&format!("{prog} scan"), &crate::du::cli::version_line()))
-            }
             Value(v) => a.dirs.push(v),
+            _ if a.sizes.take(&opt, &mut cli, SizeSet::Report)? => {}
             _ => a.walk.take(&opt, &mut cli)?,
         }
     }
     if a.walk.input.is_some() && !a.dirs.is_empty() {
         return Err(cli.bad("-f reads an export; it takes no directories"));
     }
-    if a.json && a.output.as_deref().is_some_and(|o| o == "-") {
+    if a.sizes.json && a.output.as_deref().is_some_and(|o| o == "-") {
         return Err(cli.bad("--json and -o - both write to standard output; give -o a file name"));
     }
     if a.treemap.is_some() && a.dirs.len() > 1 {
@@ -271,10 +258,8 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
 fn size_text(n: u64, args: &ScanArgs) -> String {
     if n == u64::MAX {
         "Infinity".to_string()
-    } else if args.bytes {
-        n.to_string()
     } else {
-        format_size(n, Scale::human(!args.si))
+        args.sizes.size_text(n)
     }
 }
 
@@ -326,7 +311,7 @@ fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> i
             s.loops
         )?;
     }
-    let what = if args.apparent { "apparent size" } else { "disk usage" };
+    let what = if args.sizes.apparent { "apparent size" } else { "disk usage" };
     for (title, list) in [("directories", &s.top_dirs), ("files", &s.top_files)] {
         if list.is_empty() {
             continue;
@@ -346,7 +331,7 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
     o.push_str(&format!(
         ",\"elapsed_seconds\":{:.3},\"measure\":\"{}\",\"roots\":[",
         elapsed.as_secs_f64(),
-        if args.apparent { "apparent" } else { "disk" }
+        if args.sizes.apparent { "apparent" } else { "disk" }
     ));
     for (i, s) in sums.iter().enumerate() {
         if i > 0 {
@@ -503,7 +488,7 @@ fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: 
         failed += 1;
     }
     let sums: Vec<Summary> =
-        roots.iter().map(|&r| summarize(&arena, r, args.top, args.apparent, args.by_exclusive)).collect();
+        roots.iter().map(|&r| summarize(&arena, r, args.sizes.top, args.sizes.apparent, args.by_exclusive)).collect();
     let to_stdout = args.output.as_deref().is_some_and(|o| o == "-");
     if let Some(out) = &args.output {
         if let Some(&root) = roots.first() {
@@ -525,7 +510,7 @@ fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: 
         }
     }
     if let (Some(file), Some(&root)) = (&args.treemap, roots.first()) {
-        let m = if args.apparent { Measure::Apparent } else { Measure::Disk };
+        let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
         let written = std::fs::File::create(file)
             .and_then(|f| crate::tree::treemap::write_svg(&arena, root, m, &mut io::BufWriter::new(f)));
         if let Err(e) = written {
@@ -536,7 +521,7 @@ fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: 
     // Nothing was scanned (every root was missing): the messages said it all.
     if !to_stdout && !roots.is_empty() {
         let out = stdout;
-        let written = if args.json {
+        let written = if args.sizes.json {
             out.write_all(json_report(&arena, &sums, elapsed, &source, args).as_bytes())
         } else {
             let mut r = Ok(());

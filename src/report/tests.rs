@@ -59,27 +59,36 @@ fn ranked(a: &Arena, list: &[(u64, u32, u32)]) -> Vec<(u64, String)> {
 fn parse_checks_what_goes_together() {
     let a = parse_ok(&[]);
     assert_eq!(a.dirs, [OsString::from(".")], "the current directory by default");
+    assert_eq!(a.sizes, SizeOpts::default());
     assert_eq!(
-        (a.top, a.bytes, a.si, a.json, a.shared, a.by_exclusive, a.quiet),
-        (10, false, false, false, false, false, false)
+        (a.sizes.top, a.sizes.scale, a.shared, a.by_exclusive, a.quiet),
+        (10, Scale::human(true), false, false, false)
     );
-    let a = parse_ok(&["-b", "--si", "--json", "--top=3", "-q", "--by-exclusive", "d1", "d2"]);
+    let a = parse_ok(&["--si", "--json", "--top=3", "-q", "--by-exclusive", "--apparent-size", "d1", "d2"]);
     assert_eq!(
-        (a.top, a.bytes, a.si, a.json, a.shared, a.by_exclusive, a.quiet),
+        (a.sizes.top, a.sizes.si(), a.sizes.json, a.sizes.apparent, a.shared, a.by_exclusive, a.quiet),
         (3, true, true, true, true, true, true)
     );
     assert_eq!(a.dirs.len(), 2);
-    assert!(!parse_ok(&["--si", "-h"]).si);
-    assert_eq!(parse_ok(&["--top", "100000"]).top, 100_000);
+    // The last unit given counts, as in du.
+    assert!(!parse_ok(&["--si", "-h"]).sizes.si());
+    assert_eq!(parse_ok(&["--si", "-b"]).sizes.scale, Scale::plain(1));
+    assert_eq!(parse_ok(&["-b", "-k"]).sizes.scale, Scale::plain(1024));
+    assert_eq!(parse_ok(&["-m"]).sizes.scale, Scale::plain(1 << 20));
+    assert_eq!(parse_ok(&["-B", "4K"]).sizes.scale, Scale::plain(4096));
+    assert_eq!(parse_ok(&["--block-size=M"]).sizes.size_text(3 << 20 | 1), "4M");
+    assert!(refused(&["-B", "0"]));
+    assert!(refused(&["--block-size", "x"]));
+    assert_eq!(parse_ok(&["--top", "100000"]).sizes.top, 100_000);
     assert!(refused(&["--top", "100001"]));
     assert!(refused(&["--top", "x"]));
     // -f reads an export instead of scanning: no directories with it, and none added.
     assert!(parse_ok(&["-f", "export.json"]).dirs.is_empty());
     assert!(refused(&["-f", "export.json", "d"]));
     // Standard output holds one document.
-    assert!(parse_ok(&["--json"]).json);
+    assert!(parse_ok(&["--json"]).sizes.json);
     assert!(parse_ok(&["-o", "-"]).output.is_some());
-    assert!(parse_ok(&["--json", "-o", "out.json"]).json);
+    assert!(parse_ok(&["--json", "-o", "out.json"]).sizes.json);
     assert!(refused(&["--json", "-o", "-"]));
     // A treemap and an export hold one directory.
     for opt in ["--treemap", "-o"] {

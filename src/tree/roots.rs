@@ -5,13 +5,14 @@
 //! caller prints them and picks the exit status.
 
 use crate::meta::{os_bytes, Errno, Kind, Meta};
+use crate::out::io_text;
 use crate::platform;
 use crate::platform::Follow;
 use crate::text::quote::{quoteaf, quotef};
 use crate::tree::arena::Arena;
 use crate::tree::ncdu::{self, Imported};
 use crate::tree::sink::{ArenaSink, Problem};
-use crate::walk::opts::{io_text, Cli, Opt, WalkOpts};
+use crate::walk::opts::{Cli, Opt, WalkOpts};
 use crate::walk::scan::Walk;
 use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr, OsString};

@@ -4,23 +4,38 @@
 //! * `Cli`: the frame around lexopt. It hands out each option owned (`Opt`), so a
 //!   command can match it and still read its value from the same `Cli`, and it words
 //!   every usage error the same way (`PROG CMD: MESSAGE` and a `--help` hint, exit 2).
+//!   It answers `--help` (the command's text, given to `Cli::new`) and `--version`
+//!   itself, through `out::print_stdout`, so every command answers them alike.
 //! * `WalkOpts`: the options that say what to walk and how (`-x`, `--exclude`, `-X`,
 //!   `-L`, `-j`) and the scanner settings they describe (`WalkOpts::walk`).
 //!   `tree::roots::WalkArgs` adds `-f` (read an export instead) for the commands that
 //!   can import one; `dupes` uses `WalkOpts` as it is, without `-L`.
+//! * `SizeOpts`: how sizes are shown and what a report holds (`-b`, `-h`, `--si`, `-k`,
+//!   `-m`, `-B`, `--apparent-size`, `--json`, `--top`), for `scan` and `diff`; `browse`
+//!   takes its `--apparent-size` and `--si`.
+//! * `thread_count`: the one reading of a thread count (`-j` everywhere, du's `-j` and
+//!   `DFDU_THREADS` too), 1 to `MAX_THREADS`.
 //!
 //! A command's loop: `while let Some(opt) = cli.next()? { match opt.arg() { ...its own
 //! options..., _ => walk.take(&opt, &mut cli)? } }`; whatever no one takes is refused
 //! with lexopt's own wording ("invalid option '--foo'").
 
-use crate::meta::{os_bytes, Errno};
-use crate::platform;
+use crate::meta::os_bytes;
+use crate::out::{self, io_text};
 use crate::text::exclude::Exclude;
 use crate::text::quote::quoteaf;
+use crate::text::units::{self, Scale};
 use crate::walk::scan::Walk;
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io;
+
+/// The most threads `-j` (and `DFDU_THREADS`) may ask for.
+pub const MAX_THREADS: usize = 1024;
+
+/// A thread count as typed: a whole number from 1 to `MAX_THREADS`.
+pub fn thread_count(typed: &str) -> Option<usize> {
+    typed.parse().ok().filter(|n| (1..=MAX_THREADS).contains(n))
+}
 
 /// One command-line item, owned: an option's name or an operand.
 pub enum Opt {
@@ -30,6 +45,15 @@ pub enum Opt {
 }
 
 impl Opt {
+    /// lexopt's item, owned (so that the parser is free again).
+    pub fn owned(arg: lexopt::Arg) -> Opt {
+        match arg {
+            lexopt::Arg::Short(c) => Opt::Short(c),
+            lexopt::Arg::Long(l) => Opt::Long(l.to_string()),
+            lexopt::Arg::Value(v) => Opt::Value(v),
+        }
+    }
+
     /// The item as lexopt spells it, for a `match` with lexopt's patterns (borrows only
     /// this item, so the `Cli` stays free to read a value).
     pub fn arg(&self) -> lexopt::Arg<'_> {
@@ -54,13 +78,15 @@ impl Opt {
 pub struct Cli {
     /// `PROG CMD`, the prefix of every message.
     name: String,
+    /// What `--help` prints.
+    help: &'static str,
     p: lexopt::Parser,
 }
 
 impl Cli {
-    /// `prog` as invoked, `cmd` the subcommand (`scan`, `diff`, ...).
-    pub fn new(prog: &str, cmd: &str, args: Vec<OsString>) -> Cli {
-        Cli { name: format!("{prog} {cmd}"), p: lexopt::Parser::from_args(args) }
+    /// `prog` as invoked, `cmd` the subcommand (`scan`, `diff`, ...), `help` its text.
+    pub fn new(prog: &str, cmd: &str, help: &'static str, args: Vec<OsString>) -> Cli {
+        Cli { name: format!("{prog} {cmd}"), help, p: lexopt::Parser::from_args(args) }
     }
 
     /// Says `msg` as a usage error and gives the exit status for it.
@@ -69,13 +95,14 @@ impl Cli {
         2
     }
 
-    /// The next item, `None` at the end; a malformed one is a usage error.
+    /// The next item, `None` at the end; a malformed one is a usage error. `--help` and
+    /// `--version` are answered here: `Err` holds the exit status once they are printed.
     pub fn next(&mut self) -> Result<Option<Opt>, i32> {
         match self.p.next() {
             Ok(None) => Ok(None),
-            Ok(Some(lexopt::Arg::Short(c))) => Ok(Some(Opt::Short(c))),
-            Ok(Some(lexopt::Arg::Long(l))) => Ok(Some(Opt::Long(l.to_string()))),
-            Ok(Some(lexopt::Arg::Value(v))) => Ok(Some(Opt::Value(v))),
+            Ok(Some(lexopt::Arg::Long("help"))) => Err(out::print_stdout(&self.name, self.help)),
+            Ok(Some(lexopt::Arg::Long("version"))) => Err(out::print_stdout(&self.name, &out::version_line())),
+            Ok(Some(arg)) => Ok(Some(Opt::owned(arg))),
             Err(e) => Err(self.bad(e)),
         }
     }
@@ -85,15 +112,6 @@ impl Cli {
         match self.p.value() {
             Ok(v) => Ok(v),
             Err(e) => Err(self.bad(e)),
-        }
-    }
-
-    /// The value of `--top` (rows in a report, 0 to 100,000), for `scan` and `diff`.
-    pub fn top_value(&mut self) -> Result<usize, i32> {
-        let v = self.value()?;
-        match v.to_str().and_then(|s| s.parse().ok()) {
-            Some(n) if n <= 100_000 => Ok(n),
-            _ => Err(self.bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
         }
     }
 
@@ -139,9 +157,9 @@ impl WalkOpts {
             Short('L') | Long("dereference") if follow_ok => self.follow = true,
             Short('j') | Long("threads") => {
                 let v = cli.value()?;
-                match v.to_str().and_then(|s| s.parse().ok()) {
-                    Some(n) if (1..=1024).contains(&n) => self.threads = Some(n),
-                    _ => return Err(cli.bad(format!("invalid number of threads {}", quoteaf(&os_bytes(&v))))),
+                match v.to_str().and_then(thread_count) {
+                    Some(n) => self.threads = Some(n),
+                    None => return Err(cli.bad(format!("invalid number of threads {}", quoteaf(&os_bytes(&v))))),
                 }
             }
             _ => return Err(cli.unexpected(opt)),
@@ -173,10 +191,77 @@ impl WalkOpts {
     }
 }
 
-/// The text of an I/O error without Rust's "(os error N)" suffix.
-pub fn io_text(e: &io::Error) -> String {
-    match e.raw_os_error() {
-        Some(n) => platform::errno_text(Errno(n)),
-        None => e.to_string(),
+/// Which of the size options a command takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SizeSet {
+    /// `scan` and `diff`: every one.
+    Report,
+    /// `browse`: `--apparent-size` and `--si` (it picks its units per row).
+    Browse,
+}
+
+/// How sizes are shown and what a report holds; see the module doc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeOpts {
+    /// How a size is printed: exact bytes (`-b`), units of 1024 (`-h`, the default) or
+    /// 1000 (`--si`) picked per number, or fixed units (`-k`, `-m`, `-B SIZE`, as du).
+    pub scale: Scale,
+    /// Totals and ranks by apparent size instead of disk usage.
+    pub apparent: bool,
+    pub json: bool,
+    /// Rows per list of a report (0 to `MAX_TOP`).
+    pub top: usize,
+}
+
+/// The most rows `--top` may ask for.
+pub const MAX_TOP: usize = 100_000;
+
+impl Default for SizeOpts {
+    fn default() -> SizeOpts {
+        SizeOpts { scale: Scale::human(true), apparent: false, json: false, top: 10 }
+    }
+}
+
+impl SizeOpts {
+    /// Takes `opt` if it is a size option of `set` (reading its value from `cli`):
+    /// `Ok(false)` leaves it to the caller.
+    pub fn take(&mut self, opt: &Opt, cli: &mut Cli, set: SizeSet) -> Result<bool, i32> {
+        use lexopt::Arg::*;
+        match (opt.arg(), set) {
+            (Long("apparent-size"), _) => self.apparent = true,
+            (Long("si"), _) => self.scale = Scale::human(false),
+            (Short('h') | Long("human-readable"), SizeSet::Report) => self.scale = Scale::human(true),
+            (Short('b') | Long("bytes"), SizeSet::Report) => self.scale = Scale::plain(1),
+            (Short('k'), SizeSet::Report) => self.scale = Scale::plain(1024),
+            (Short('m'), SizeSet::Report) => self.scale = Scale::plain(1024 * 1024),
+            (Short('B') | Long("block-size"), SizeSet::Report) => {
+                let v = cli.value()?;
+                // Only the spec typed counts: du's BLOCK_SIZE variables are du's.
+                match units::parse_block_spec(Some(&os_bytes(&v)), &|_| None) {
+                    Ok(scale) => self.scale = scale,
+                    Err(_) => return Err(cli.bad(format!("invalid --block-size value {}", quoteaf(&os_bytes(&v))))),
+                }
+            }
+            (Long("json"), SizeSet::Report) => self.json = true,
+            (Long("top"), SizeSet::Report) => {
+                let v = cli.value()?;
+                match v.to_str().and_then(|s| s.parse().ok()) {
+                    Some(n) if n <= MAX_TOP => self.top = n,
+                    _ => return Err(cli.bad(format!("invalid --top value {}", quoteaf(&os_bytes(&v))))),
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Whether sizes are in units of 1000 picked per number (`--si`).
+    pub fn si(&self) -> bool {
+        self.scale.style.autoscale && !self.scale.style.base_1024
+    }
+
+    /// `n` bytes as these options show it.
+    pub fn size_text(&self, n: u64) -> String {
+        units::format_size(n, self.scale)
     }
 }

@@ -3,9 +3,9 @@
 //! written under contiguous ids and added up; hard links are counted once by (dev, inode).
 
 use super::{MAX_DEPTH, MAX_NAME, MAX_SIZE, SHARED_KEYS};
+use crate::out::io_text;
 use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
 use crate::tree::shared::{Figures, Share};
-use crate::walk::opts::io_text;
 use std::collections::HashMap;
 use std::io::BufRead;
 

@@ -1,0 +1,148 @@
+//! The command-line frame every subcommand shares (issue 26): `--help` and `--version`
+//! answered on standard output by each of them, a write error on either reported as
+//! `dfdu scan` reports it (GNU's `close_stdout`: "PROG CMD: write error: REASON", exit
+//! status 1), and the size options of `scan` and `diff` (`-k`, `-m`, `-B`) printing what
+//! GNU du prints for the same tree. (The reports' own write errors: tests/diff.rs,
+//! tests/dupes.rs, tests/scan_output.rs.)
+
+mod common;
+
+use common::{build, dfdu_path, Scratch};
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// A command as the user types it: the subcommand's words (none for du mode, which is
+/// dfdu run under the name `du`).
+#[derive(Clone, Copy)]
+struct Sub {
+    words: &'static [&'static str],
+    /// The message prefix after PROG: " scan", or "" for du mode.
+    prefix: &'static str,
+}
+
+const SUBS: &[Sub] = &[
+    Sub { words: &["scan"], prefix: " scan" },
+    Sub { words: &["browse"], prefix: " browse" },
+    Sub { words: &["diff"], prefix: " diff" },
+    Sub { words: &["dupes"], prefix: " dupes" },
+    Sub { words: &["dedupe"], prefix: " dedupe" },
+    Sub { words: &[], prefix: "" },
+];
+
+/// Runs `sub` with `args`, standard output into `stdout` (a pipe when `None`); du mode
+/// runs with argv[0] "du", so its messages start "du:".
+fn run(sub: Sub, args: &[&str], stdout: Option<Stdio>, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(dfdu_path());
+    if sub.words.is_empty() {
+        cmd.arg0("du");
+    }
+    cmd.args(sub.words).args(args).envs(env.iter().copied()).env("LC_ALL", "C");
+    cmd.stdin(Stdio::null()).stderr(Stdio::piped()).stdout(stdout.unwrap_or_else(Stdio::piped));
+    cmd.output().unwrap_or_else(|e| panic!("dfdu {:?} {args:?}: {e}", sub.words))
+}
+
+fn prog(sub: Sub) -> String {
+    if sub.words.is_empty() {
+        "du".to_string()
+    } else {
+        dfdu_path().display().to_string()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn dev_full() -> Stdio {
+    Stdio::from(fs::OpenOptions::new().write(true).open("/dev/full").expect("open /dev/full"))
+}
+
+/// Every subcommand answers `--help` (its usage first) and `--version` (dfdu's) on
+/// standard output with status 0 and nothing on standard error, also after other options.
+/// Before the one frame, `diff`, `dupes` and `dedupe` had no `--version` (refused with
+/// status 2).
+#[test]
+fn every_subcommand_answers_help_and_version_on_stdout() {
+    for &sub in SUBS {
+        for args in [&["--help"][..], &["-x", "--help"], &["--version"], &["-x", "--version"]] {
+            let out = run(sub, args, None, &[]);
+            let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+            let what = format!("dfdu {:?} {args:?}", sub.words);
+            assert_eq!((out.status.code(), stderr.as_str()), (Some(0), ""), "{what}");
+            if args.contains(&"--help") {
+                let usage = format!(
+                    "Usage: {} ",
+                    if sub.words.is_empty() { "du".into() } else { format!("dfdu {}", sub.words[0]) }
+                );
+                assert!(stdout.starts_with(&usage), "{what}:\n{stdout}");
+                assert!(stdout.contains("--version"), "{what}: the help names --version:\n{stdout}");
+            } else {
+                assert!(stdout.starts_with("dfdu ") && stdout.ends_with('\n'), "{what}: {stdout}");
+                assert_eq!(stdout.lines().count(), 1, "{what}: {stdout}");
+            }
+        }
+    }
+}
+
+/// `--help` and `--version` into a full device: "PROG CMD: write error: No space left on
+/// device" and status 1, for every subcommand (du mode says it as GNU du does). `diff`,
+/// `dupes` and `dedupe` printed their help with `print!`, which panicked (status 101).
+#[test]
+fn every_subcommand_reports_a_help_or_version_write_error() {
+    for &sub in SUBS {
+        for flag in ["--help", "--version"] {
+            let out = run(sub, &[flag], Some(dev_full()), &[]);
+            let want = format!("{}{}: write error: No space left on device\n", prog(sub), sub.prefix);
+            assert_eq!(
+                (out.status.code(), text(&out.stderr)),
+                (Some(1), want),
+                "dfdu {:?} {flag} >/dev/full",
+                sub.words
+            );
+        }
+    }
+}
+
+/// The figure after `label` in `dfdu scan`'s report ("  disk usage     12K").
+fn scan_figure(report: &str, label: &str) -> String {
+    let line =
+        report.lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("{label}:\n{report}"));
+    line.trim_start()[label.len()..].split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// GNU du's total for `root` with `unit_args`.
+fn du_total(root: &Path, unit_args: &[&str]) -> String {
+    let out = Command::new("du").args(["-s"]).args(unit_args).arg(root).env("LC_ALL", "C").output().expect("run du");
+    assert!(out.status.success(), "du {unit_args:?}: {}", text(&out.stderr));
+    text(&out.stdout).split('\t').next().unwrap_or("").to_string()
+}
+
+/// `-k`, `-m` and `-B SIZE` in `scan` and `diff` print the tree's disk usage as GNU du
+/// prints it with the same option (units rounded up, the letter shown when SIZE has
+/// none of digits), and the last unit option given wins, as in du.
+#[test]
+fn scan_and_diff_size_units_print_what_du_prints() {
+    let scratch = Scratch::new("cli-units");
+    let root = scratch.subdir("tree");
+    build(&root, &["f a 100", "f b 70000", "f c/d 3000000", "f c/e 5"]);
+    let cases: &[&[&str]] =
+        &[&["-k"], &["-m"], &["-B", "4K"], &["-BM"], &["--block-size=KB"], &["--si", "-k"], &["-m", "-B", "1"]];
+    for unit in cases {
+        let want = du_total(&root, unit);
+        let scan = run(SUBS[0], &[&["-q"][..], unit, &[root.to_str().unwrap()]].concat(), None, &[]);
+        assert!(scan.status.success(), "scan {unit:?}: {}", text(&scan.stderr));
+        assert_eq!(scan_figure(&text(&scan.stdout), "disk usage"), want, "scan {unit:?} against du");
+        let empty = scratch.subdir(&format!("empty{}", unit.join("")));
+        let sides = [empty.to_str().unwrap(), root.to_str().unwrap()];
+        let diff = run(SUBS[2], &[unit, &sides[..]].concat(), None, &[]);
+        assert!(diff.status.success(), "diff {unit:?}: {}", text(&diff.stderr));
+        let report = text(&diff.stdout);
+        assert_eq!(scan_figure(&report, "new"), want, "diff {unit:?} against du:\n{report}");
+    }
+    let bad = run(SUBS[0], &["-B", "0", root.to_str().unwrap()], None, &[]);
+    let want = format!("{} scan: invalid --block-size value '0'\n", prog(SUBS[0]));
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).starts_with(&want), "{}", text(&bad.stderr));
+}
