@@ -11,17 +11,17 @@ _dfdu_opts_du="-0 --null -a --all --apparent-size -B --block-size -b --bytes -c 
   -j --threads -k -L --dereference -l --count-links -m -P --no-dereference
   -S --separate-dirs --si -s --summarize -t --threshold --time --time-style
   -X --exclude-from --exclude -x --one-file-system --help --version"
-_dfdu_opts_scan="-b --bytes -h --human-readable --si --apparent-size -x --one-file-system
+_dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size -x --one-file-system
   --exclude -X --exclude-from -L --dereference -j --threads --top --by-exclusive --json
   --shared --no-shared -o --treemap -f -q --quiet --help --version"
 _dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from -L --dereference
   -j --threads -f --apparent-size --si --diff --read-only --ascii --no-color --shared
   --help --version"
-_dfdu_opts_diff="-b --bytes -h --human-readable --si --apparent-size --top --files --min-change
-  -x --one-file-system --exclude -X --exclude-from -L --dereference -j --threads --json
-  --help"
+_dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size --top
+  --files --min-change -x --one-file-system --exclude -X --exclude-from -L --dereference
+  -j --threads --json --help --version"
 _dfdu_opts_dupes="-S --size -0 --null --json --min-size --max-size -x --one-file-system
-  --exclude -X --exclude-from -j --threads --hashfile --verify -q --quiet --help"
+  --exclude -X --exclude-from -j --threads --hashfile --verify -q --quiet --help --version"
 # dedupe takes every option of dupes besides its own.
 _dfdu_opts_dedupe="--dry-run --allow-readonly $_dfdu_opts_dupes"
 
