@@ -703,3 +703,67 @@ fn silent_keys_are_answered_and_the_help_fits_60_columns() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.1: three marks across two directories, one confirmation, and exactly those
+/// are gone; what stays has the `du -sB1` it had, and the footer is `du`'s figure.
+#[test]
+fn marks_across_two_directories_are_deleted_and_nothing_else() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("marks");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let kept = ["alpha/deep", "gamma", "日本語の名前.txt"];
+    let du_sb1 = |p: &Path| {
+        let out = Command::new("du").arg("-sB1").arg(p).output().expect("du runs");
+        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_string()
+    };
+    let du_before: Vec<String> = kept.iter().map(|k| du_sb1(&tree.join(k))).collect();
+    let before = listing(&tree);
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    term.select("/beta");
+    term.keys(&["Space"]);
+    term.wait_for("Marked: 1 ");
+    term.select("delta.txt");
+    term.keys(&["Space"]);
+    term.wait_for("Marked: 2 ");
+    term.select("/alpha");
+    term.keys(&["Enter"]);
+    term.wait_for(&format!("{}/alpha ", tree.display()));
+    term.select("one.bin");
+    term.keys(&["Space"]);
+    let s = term.wait_for("Marked: 3 ");
+    assert!(s.contains("+ one.bin"), "the marked row says so:\n{s}");
+    term.keys(&["d"]);
+    let s = term.wait_for("Delete 3 marked entries");
+    for p in ["beta", "delta.txt", "alpha/one.bin"] {
+        assert!(s.contains(&format!("{}/{p}", tree.display())), "{p} is listed:\n{s}");
+    }
+    term.keys(&["Enter"]);
+    term.wait("No, the default", |s| !s.contains("Confirm delete"));
+    assert_eq!(listing(&tree), before, "No deletes nothing");
+    term.keys(&["d"]);
+    term.wait_for("Delete 3 marked entries");
+    term.keys(&["y"]);
+    let s = term.wait_for("Deleted 3 marked entries");
+    assert!(!s.contains("could not") && !s.contains("Marked:"), "{s}");
+    let gone: BTreeSet<String> = ["beta/", "beta/a", "beta/b/", "beta/b/c", "delta.txt", "alpha/one.bin"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(listing(&tree), before.difference(&gone).cloned().collect(), "exactly the marks are gone");
+    let du_after: Vec<String> = kept.iter().map(|k| du_sb1(&tree.join(k))).collect();
+    assert_eq!(du_after, du_before, "what was not marked is unchanged");
+    term.keys(&["Left"]);
+    let (disk, _, items) = du_figures(&tree);
+    let want = format!("Total disk usage: {}  Apparent size", human(disk));
+    let s = term.wait_for(&want);
+    assert!(s.contains(&format!("Items: {}", grouped(items))), "the footer is du's:\n{s}");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

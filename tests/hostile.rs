@@ -249,3 +249,54 @@ fn out_of_memory_in_the_browser_restores_the_terminal() {
     let s = term.wait_for("MODE=");
     assert!(s.contains("MODE=icanon"), "the terminal is back in canonical mode:\n{s}");
 }
+
+/// Issue 29.1: the rules of a single delete hold for each mark of a marked delete. Four
+/// marks: a directory swapped for a symlink to a directory outside after the scan, a
+/// directory holding a tmpfs mount, a bind mount of its own parent (a loop), and a plain
+/// file. Only the file and what is beside the tmpfs go; the link, the mounts and
+/// everything outside stay, and the confirmation and the result count the mounts.
+#[test]
+fn marked_deletes_keep_the_rules_of_a_single_delete() {
+    if !have_tmux() || !can_mount("marked_deletes_keep_the_rules_of_a_single_delete") {
+        return;
+    }
+    let mut t = Scratch::new("marks");
+    let tree = t.dir.join("tree");
+    write(&tree.join("m1/inner/f"), 1000);
+    write(&tree.join("m2/a"), 2000);
+    std::fs::create_dir_all(tree.join("m2/tmp")).unwrap();
+    write(&tree.join("bl/file"), 3000);
+    std::fs::create_dir_all(tree.join("bl/sub")).unwrap();
+    write(&tree.join("plain.txt"), 4000);
+    write(&tree.join("keep/k"), 100);
+    write(&t.dir.join("outside/precious"), 5000);
+    t.mount_tmpfs(&tree.join("m2/tmp")).unwrap();
+    write(&tree.join("m2/tmp/f"), 6000);
+    t.mount_bind(&tree.join("bl"), &tree.join("bl/sub")).unwrap();
+    let term = browse(&t.dir, "", &format!("'{}'", tree.display()));
+    term.wait_for("Scan finished");
+    for name in ["/m1", "/m2", "plain.txt"] {
+        term.select(name);
+        term.keys(&["Space"]);
+    }
+    term.select("/bl");
+    term.keys(&["Enter"]);
+    term.wait_for("/sub");
+    term.select("/sub");
+    term.keys(&["Space"]);
+    term.wait_for("Marked: 4 ");
+    // After the scan: m1 becomes a link to a directory outside the tree.
+    std::fs::remove_dir_all(tree.join("m1")).unwrap();
+    std::os::unix::fs::symlink(t.dir.join("outside"), tree.join("m1")).unwrap();
+    let before = listing_with_sizes(&t.dir);
+    term.keys(&["d"]);
+    let ask = term.wait_for("Delete 4 marked entries");
+    assert!(ask.contains("It holds 2 mount points"), "the confirmation counts the mounts first:\n{ask}");
+    let done = term.confirm();
+    assert!(done.contains("Deleted 4 marked entries") && done.contains("2 mount points left alone"), "{done}");
+    let gone = ["tree/m2/a 2000", "tree/plain.txt 4000"];
+    let expected: BTreeSet<String> = before.iter().filter(|p| !gone.contains(&p.as_str())).cloned().collect();
+    assert_eq!(listing_with_sizes(&t.dir), expected, "only the file and what is beside the tmpfs went");
+    assert!(tree.join("m1").is_symlink() && t.dir.join("outside/precious").exists(), "the link was not followed");
+    assert!(is_mounted(&tree.join("m2/tmp")) && is_mounted(&tree.join("bl/sub")), "the mounts are still there");
+}

@@ -277,6 +277,18 @@ pub fn delete(a: &Arena, dir: u32, id: u32, p: &Progress) {
     p.done.store(true, Ordering::Release);
 }
 
+/// Removes each (directory, entry) of `targets` (the marks) as `delete` removes one:
+/// each from its own chain of checked handles from the scan root, none entered through
+/// another. An entry already removed (inside one deleted before it) is skipped.
+pub fn delete_all(a: &Arena, targets: &[(u32, u32)], p: &Progress) {
+    for &(dir, id) in targets {
+        if !a.removed(id) && a.dir_live(dir) {
+            run(a, dir, id, p);
+        }
+    }
+    p.done.store(true, Ordering::Release);
+}
+
 /// The deletion in progress: the selection's parent and the stack below it.
 struct Deletion<'a> {
     a: &'a Arena,

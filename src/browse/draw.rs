@@ -75,7 +75,9 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("g", "percentage, graph, both, none"),
     ("i", "information about the selected entry"),
     ("r", "rescan the selected directory"),
-    ("d", "delete the selected entry (asks first)"),
+    ("Space", "mark / unmark the selected entry, then move down"),
+    ("*  u", "mark everything here (again: unmark) / clear all marks"),
+    ("d", "delete the selected entry, or every marked one (asks first)"),
     ("?", "this help;  q  quit"),
 ];
 
@@ -166,7 +168,11 @@ impl Browser<'_> {
                 let bh = lines.len() + 2;
                 self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, " Quit during a deletion? ", &lines, Some(0));
             }
-            Modal::Confirm { dir, id, yes, mounts } => self.draw_confirm(scr, *dir, *id, *yes, *mounts),
+            Modal::Confirm { targets, marked: false, yes, mounts } if targets.len() == 1 => {
+                let (dir, id) = targets[0];
+                self.draw_confirm(scr, dir, id, *yes, *mounts)
+            }
+            Modal::Confirm { targets, yes, mounts, .. } => self.draw_confirm_marks(scr, targets, *yes, *mounts),
             Modal::Message { title, lines } => {
                 let bw = (lines.iter().map(|l| width(l)).max().unwrap_or(0) + 4).clamp(30, (w - 4).min(76));
                 let mut lines: Vec<String> = lines.iter().flat_map(|l| wrap(l, bw - 4)).collect();
@@ -399,11 +405,20 @@ impl Browser<'_> {
             let t = self.mtime_for(id).map_or_else(|| "-".to_string(), time_text);
             x = scr.put(row, x, &format!("{t:>16} "), base);
         }
+        // While anything is marked, a column before the name shows which rows are.
+        if !self.marks.is_empty() {
+            let marked = self.is_marked(id);
+            let style = if marked { self.tint(Style::BOLD, Color::Yellow) } else { base };
+            x = scr.put(row, x, if marked { "+" } else { " " }, paint(style));
+        }
         let name = format!("{}{}", if is_dir { '/' } else { ' ' }, escape(self.names.get(id)));
         let style = if is_dir { self.tint(Style::BOLD, Color::Blue) } else { Style::PLAIN };
         scr.put(row, x, &fit(&name, w.saturating_sub(x)), paint(style));
     }
 
+    /// The footer: the shown directory's totals and items, the sharing-aware figure,
+    /// the errors, and first the marks while any are set. Parts that do not fit the
+    /// width are left out, the second size first.
     pub(super) fn draw_footer(&self, scr: &mut Screen, st: &Status) {
         let w = scr.width;
         let (disk, apparent, items) = self.a.dir_totals(self.cwd);
@@ -413,25 +428,40 @@ impl Browser<'_> {
         let size = |n: u64| size_text(n, self.look.si).trim().to_string();
         // Inside a removed directory the figures are the compared tree's: say so first.
         let was = if self.trail.is_some() { " Removed:" } else { "" };
-        let mut s = format!(
-            "{was} {}: {}  {}: {}  Items: {}",
-            first.0,
-            size(first.1),
-            second.0,
-            size(second.1),
-            grouped(items)
-        );
-        if let Some(sh) = self.a.shared_figures().and_then(|f| f.get(self.cwd)) {
-            s.push_str(&format!("  Sharing counted once: {}", size(sh.disk_once)));
-        }
+        let marks = if self.marks.is_empty() { String::new() } else { self.marks_footer() };
+        let head = format!("{marks}{was} {}: {}", first.0, size(first.1));
+        let second = format!("  {}: {}", second.0, size(second.1));
+        let items = format!("  Items: {}", grouped(items));
+        let once = match self.a.shared_figures().and_then(|f| f.get(self.cwd)) {
+            Some(sh) => format!("  Sharing counted once: {}", size(sh.disk_once)),
+            None => String::new(),
+        };
         let root_flags = self.a.dir_flags(self.root);
-        match st.errors {
-            Some(0) => {}
-            Some(n) => s.push_str(&format!("  Errors: {}", grouped(n))),
-            None if root_flags & (arena::D_READ_ERROR | arena::D_ERROR_BELOW) != 0 => s.push_str("  Errors: some"),
-            None => {}
-        }
+        let errors = match st.errors {
+            Some(0) => String::new(),
+            Some(n) => format!("  Errors: {}", grouped(n)),
+            None if root_flags & (arena::D_READ_ERROR | arena::D_ERROR_BELOW) != 0 => "  Errors: some".into(),
+            None => String::new(),
+        };
+        let full = format!("{head}{second}{items}{once}{errors}");
+        let s = if marks.is_empty() || width(&full) <= w {
+            full
+        } else if width(&format!("{head}{items}{once}{errors}")) <= w {
+            format!("{head}{items}{once}{errors}")
+        } else {
+            format!("{head}{items}{errors}")
+        };
         scr.put(scr.height - 1, 0, &fit(&s, w), Style::REVERSE);
+    }
+
+    /// The footer's start while marks are set: how many, their size as the listing
+    /// counts it, and the marked directories' exclusive bytes where sharing is known.
+    fn marks_footer(&self) -> String {
+        let t = self.mark_totals();
+        let size = |n: u64| size_text(n, self.look.si).trim().to_string();
+        let shown = if self.apparent { t.apparent_bytes } else { t.disk_bytes };
+        let exclusive = t.exclusive_bytes.map_or(String::new(), |x| format!(", exclusive {}", size(x)));
+        format!(" Marked: {} ({}{exclusive}) |", grouped(t.n as u64), size(shown))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -493,7 +523,6 @@ impl Browser<'_> {
     }
 
     pub(super) fn draw_confirm(&self, scr: &mut Screen, dir: u32, id: u32, yes: bool, mounts: Option<u64>) {
-        let (w, h) = (scr.width, scr.height);
         let a = self.a;
         let is_dir = is_dir_entry(a, id);
         let (disk, apparent, items) = if is_dir {
@@ -509,20 +538,49 @@ impl Browser<'_> {
             format!("Delete {what}?"),
             escape(&child_path(a, dir, id)),
             format!("{} on disk, {} apparent{count}", size(disk), size(apparent)),
-            match mounts {
-                Some(0) | None => String::new(),
-                Some(1) => "It holds 1 mount point: left alone, with what is in it.".into(),
-                Some(n) => format!("It holds {} mount points: left alone, with what is in them.", grouped(n)),
-            },
-            String::new(),
-            String::new(),
-            "y: delete    n or Esc: cancel".into(),
+            mounts_line(mounts),
         ];
+        self.confirm_box(scr, " Confirm delete ", lines, yes);
+    }
+
+    /// The confirmation of a delete of the marks: how many, a few of their paths, their
+    /// total and the mount points left alone.
+    pub(super) fn draw_confirm_marks(&self, scr: &mut Screen, targets: &[(u32, u32)], yes: bool, mounts: Option<u64>) {
+        const PATHS_SHOWN: usize = 4;
+        let t = self.mark_totals();
+        let size = |n: u64| size_text(n, self.look.si).trim().to_string();
+        let noun = if t.n == 1 { "entry" } else { "entries" };
+        let mut lines = vec![format!("Delete {} marked {noun} and everything in them?", grouped(t.n as u64))];
+        for &(dir, id) in targets.iter().take(PATHS_SHOWN) {
+            lines.push(escape(&child_path(self.a, dir, id)));
+        }
+        if targets.len() > PATHS_SHOWN {
+            lines.push(format!("... and {} more", grouped((targets.len() - PATHS_SHOWN) as u64)));
+        }
+        lines.push(format!(
+            "{} on disk, {} apparent, {} items",
+            size(t.disk_bytes),
+            size(t.apparent_bytes),
+            grouped(t.items)
+        ));
+        lines.push(mounts_line(mounts));
+        self.confirm_box(scr, " Confirm delete of the marks ", lines, yes);
+    }
+
+    /// A confirmation box: `lines` (the first in bold), then the buttons, No first and
+    /// chosen unless `yes`, then the keys.
+    fn confirm_box(&self, scr: &mut Screen, title: &str, mut lines: Vec<String>, yes: bool) {
+        let (w, h) = (scr.width, scr.height);
+        let buttons = lines.len();
+        lines.extend([String::new(), String::new(), "y: delete    n or Esc: cancel".into()]);
         let bw = 64.min(w - 2);
-        let bh = lines.len() + 2;
+        let bh = (lines.len() + 2).min(h);
         let (top, left) = ((h - bh) / 2, (w - bw) / 2);
-        self.draw_box(scr, top, left, bh, bw, " Confirm delete ", &lines, Some(0));
-        let row = top + 5;
+        self.draw_box(scr, top, left, bh, bw, title, &lines, Some(0));
+        let row = top + 1 + buttons;
+        if row + 1 >= top + bh {
+            return;
+        }
         let x = left + bw / 2 - 9;
         let no_style = if yes { Style::PLAIN } else { Style::REVERSE };
         let yes_style = if yes { Style::REVERSE } else { Style::PLAIN };
@@ -647,6 +705,15 @@ pub(super) fn wrap(text: &str, cols: usize) -> Vec<String> {
     }
     lines.push(line);
     lines
+}
+
+/// What a confirmation says about the mount points inside what it deletes.
+fn mounts_line(mounts: Option<u64>) -> String {
+    match mounts {
+        Some(0) | None => String::new(),
+        Some(1) => "It holds 1 mount point: left alone, with what is in it.".into(),
+        Some(n) => format!("It holds {} mount points: left alone, with what is in them.", grouped(n)),
+    }
 }
 
 /// An item count in at most 7 columns.

@@ -116,6 +116,7 @@ pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, 
     }
 }
 
+/// Starts deleting entry `id` of `dir` (confirmed).
 pub(super) fn start_delete<'s, 'a: 's>(
     s: &'s std::thread::Scope<'s, 'a>,
     a: &'a Arena,
@@ -123,14 +124,40 @@ pub(super) fn start_delete<'s, 'a: 's>(
     dir: u32,
     id: u32,
 ) -> Job<'a> {
-    let total = if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
+    let label = escape(&child_path(a, dir, id));
+    start_deleting(s, a, status, vec![(dir, id)], label)
+}
+
+/// Starts deleting the confirmed marks, each as a single delete.
+pub(super) fn start_delete_marks<'s, 'a: 's>(
+    s: &'s std::thread::Scope<'s, 'a>,
+    a: &'a Arena,
+    status: &mut Status,
+    targets: Vec<(u32, u32)>,
+) -> Job<'a> {
+    let noun = if targets.len() == 1 { "entry" } else { "entries" };
+    let label = format!("{} marked {noun}", grouped(targets.len() as u64));
+    start_deleting(s, a, status, targets, label)
+}
+
+fn start_deleting<'s, 'a: 's>(
+    s: &'s std::thread::Scope<'s, 'a>,
+    a: &'a Arena,
+    status: &mut Status,
+    targets: Vec<(u32, u32)>,
+    label: String,
+) -> Job<'a> {
+    let items = |id: u32| if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
+    let total = targets.iter().map(|&(_, id)| items(id)).sum();
     let progress = Arc::new(delete::Progress::default());
     let done = Arc::new(Done::default());
-    let label = escape(&child_path(a, dir, id));
     status.line = format!("Deleting {label}...");
     let (p, d, start) = (progress.clone(), done.clone(), Instant::now());
     spawn_or_run(s, move || {
-        delete::delete(a, dir, id, &p);
+        match targets.as_slice() {
+            &[(dir, id)] => delete::delete(a, dir, id, &p),
+            _ => delete::delete_all(a, &targets, &p),
+        }
         // The sharing-aware figures without what was deleted (see `Arena::refresh_shared`).
         a.refresh_shared();
         d.set(start);

@@ -28,6 +28,7 @@ pub mod delete;
 
 mod draw;
 mod jobs;
+mod marks;
 mod run;
 #[cfg(test)]
 mod tests;

@@ -729,3 +729,108 @@ fn the_path_line_shows_the_absolute_path() {
     j.keys(&[Key::Enter]);
     assert!(j.screen.row_text(1).starts_with("--- /home/u/work/sub ---"), "{}", j.text());
 }
+
+/// The row of the listing whose name ends with `name`.
+fn row_of(j: &Journey, name: &str) -> String {
+    let rows = (2..j.screen.height - 2).map(|r| j.screen.row_text(r).trim_end().to_string());
+    rows.into_iter().find(|l| l.ends_with(name)).unwrap_or_default()
+}
+
+/// Issue 29.1: Space marks and moves down, marked rows are drawn so, the footer counts
+/// them; `*` marks everything here (again: unmarks), `u` clears.
+#[test]
+fn space_marks_and_the_footer_counts_the_marks() {
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.type_str(" ");
+    assert_eq!(j.selected_row(), "/mid", "Space moves down");
+    assert!(row_of(&j, "/big").ends_with("+/big"), "{}", j.text());
+    assert!(row_of(&j, "/mid").ends_with(" /mid"), "{}", j.text());
+    let footer = j.screen.row_text(23);
+    assert!(footer.starts_with(" Marked: 1 (1.5 MiB) | Total disk usage"), "{footer}");
+    j.type_str("  ");
+    assert!(j.screen.row_text(23).starts_with(" Marked: 3 (1.7 MiB)"), "{}", j.screen.row_text(23));
+    j.keys(&[Key::Up]);
+    j.type_str(" ");
+    assert!(j.screen.row_text(23).starts_with(" Marked: 2 (1.7 MiB)"), "Space again unmarks");
+    j.type_str("*");
+    assert!(j.screen.row_text(23).starts_with(" Marked: 5 "), "{}", j.text());
+    assert!(j.text().contains("Marked the 5 entries here"));
+    j.type_str("*");
+    assert!(!j.screen.row_text(23).contains("Marked"), "* again unmarks them: {}", j.text());
+    j.type_str("  u");
+    assert!(!j.screen.row_text(23).contains("Marked") && j.text().contains("2 marks cleared"), "{}", j.text());
+    assert!(row_of(&j, "/big").ends_with("    /big") || row_of(&j, "/big").ends_with("] /big"), "no mark column");
+    j.type_str("u");
+    assert!(j.text().contains("No marks to clear"));
+}
+
+/// Issue 29.1: marks in two directories, one confirmation with their count, total and
+/// paths, defaulting to No; Yes deletes exactly them. A mark inside a marked directory
+/// is counted and deleted once, with it.
+#[test]
+fn marks_across_directories_are_deleted_after_one_confirmation() {
+    use Key::*;
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    let (big, mid) = (j.b.selected().unwrap(), {
+        j.keys(&[Down]);
+        j.b.selected().unwrap()
+    });
+    j.type_str(" ");
+    j.keys(&[Up, Up, Enter]);
+    let a_bin = j.b.selected().unwrap();
+    j.type_str("  ");
+    assert!(j.screen.row_text(23).starts_with(" Marked: 3 (1.7 MiB)"), "{}", j.screen.row_text(23));
+    j.type_str("d");
+    let t = j.text();
+    assert!(t.contains("Delete 3 marked entries and everything in them?"), "{t}");
+    assert!(t.contains("/r/mid") && t.contains("/r/big/a.bin") && t.contains("/r/big/b.bin"), "{t}");
+    assert!(t.contains("1.7 MiB on disk") && t.contains(", 4 items"), "{t}");
+    assert!(j.keys(&[Enter]).is_empty(), "Enter takes the default: No");
+    assert!(j.type_str("dn").is_empty() && !j.text().contains("Confirm"));
+    let bin = a_bin + 1;
+    let want = vec![(r, mid), (a.dir_of(big), a_bin), (a.dir_of(big), bin)];
+    assert_eq!(j.type_str("dy"), [Action::DeleteMarks(want.clone())]);
+    assert_eq!(j.keys(&[Char('d'), Tab, Enter]), [Action::DeleteMarks(want)]);
+    // The whole of big marked too: its marks are part of it.
+    j.keys(&[Left]);
+    j.type_str("k ");
+    assert!(j.screen.row_text(23).starts_with(" Marked: 2 (1.7 MiB)"), "{}", j.text());
+    assert_eq!(j.type_str("dy"), [Action::DeleteMarks(vec![(r, big), (r, mid)])]);
+    // Deleted entries lose their marks.
+    assert!(a.remove(r, mid));
+    j.b.mark_stale();
+    j.draw();
+    assert!(j.screen.row_text(23).starts_with(" Marked: 1 (1.5 MiB)"), "{}", j.text());
+}
+
+/// Issue 29.1: a delete of marks is refused where a single one is, for each mark; a
+/// removed row cannot be marked; a rescan drops the marks inside what it replaces.
+#[test]
+fn marks_keep_the_rules_of_a_single_delete() {
+    let (a, r) = sample();
+    for (limits, why) in [
+        (Limits { read_only: true, imported: false }, "--read-only"),
+        (Limits { read_only: false, imported: true }, "an imported export"),
+    ] {
+        let mut j = Journey::with(&a, r, limits);
+        assert!(j.type_str(" d").is_empty());
+        assert!(j.text().contains(why) && !j.text().contains("Confirm"), "{}", j.text());
+    }
+    let mut j = Journey::new(&a, r);
+    j.b.set_busy(true);
+    assert!(j.type_str(" d").is_empty() && j.text().contains("Wait until"));
+    let (a, r) = tree(&[(b"scanning/x", 1), (b"done/y", 1)], &[b"scanning"]);
+    let mut j = Journey::new(&a, r);
+    j.type_str("n  d");
+    assert!(j.text().contains("/r/scanning is still being scanned"), "{}", j.text());
+    // A rescan of the root replaces everything: no marks are left.
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.type_str("  ");
+    let new = a.begin_rescan(r, 4096, 4096).unwrap();
+    j.b.replace_dir(r, new);
+    j.draw();
+    assert!(j.b.marks.is_empty());
+}

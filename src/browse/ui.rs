@@ -239,6 +239,9 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
                     Action::Delete { dir, id } => {
                         self.job = Some(start_delete(self.s, self.a, &mut self.status, dir, id))
                     }
+                    Action::DeleteMarks(targets) => {
+                        self.job = Some(start_delete_marks(self.s, self.a, &mut self.status, targets))
+                    }
                     Action::Rescan { dir } => match start_rescan(self.s, self.ctx, &mut self.browser, dir) {
                         Ok(j) => self.job = Some(j),
                         Err(msg) => self.browser.message("Cannot rescan", vec![msg]),

@@ -6,7 +6,7 @@ use crate::term::Key;
 use crate::tree::arena::{self, Arena, NO_DIR};
 use crate::tree::path::child_path;
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SortKey {
@@ -55,7 +55,7 @@ pub struct Status {
 }
 
 /// Work a key asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     None,
     Quit,
@@ -64,6 +64,8 @@ pub enum Action {
         dir: u32,
         id: u32,
     },
+    /// Delete each (directory, entry), every one as `Delete` would (confirmed marks).
+    DeleteMarks(Vec<(u32, u32)>),
     /// Rescan directory index `dir`.
     Rescan {
         dir: u32,
@@ -80,10 +82,11 @@ pub(super) enum Modal {
     /// `q` while a deletion runs: quit anyway?
     QuitDeleting,
     Info,
-    /// `mounts`: mount points at or below the selection, where the platform can tell.
+    /// What to delete, as (directory, entry): the selection, or the marks (`marked`).
+    /// `mounts`: mount points at or below them, where the platform can tell.
     Confirm {
-        dir: u32,
-        id: u32,
+        targets: Vec<(u32, u32)>,
+        marked: bool,
         yes: bool,
         mounts: Option<u64>,
     },
@@ -239,6 +242,8 @@ pub struct Browser<'a> {
     pub(super) note: Option<String>,
     /// The root as an absolute path, for the path line (the scan keeps the name given).
     pub(super) root_title: Option<Vec<u8>>,
+    /// Marked entries: id → its directory (see `marks.rs`).
+    pub(super) marks: BTreeMap<u32, u32>,
     pub(super) compare: Option<Compare>,
     /// Set while the shown directory is a removed one (see `Trail`).
     pub(super) trail: Option<Trail>,
@@ -278,6 +283,7 @@ impl<'a> Browser<'a> {
             deleting: false,
             note: None,
             root_title: None,
+            marks: BTreeMap::new(),
             compare: None,
             trail: None,
         }
@@ -454,6 +460,7 @@ impl<'a> Browser<'a> {
         if self.names.dir == old {
             self.names = Names::empty();
         }
+        self.drop_marks_below(old);
         self.stale = true;
     }
 
@@ -512,6 +519,7 @@ impl<'a> Browser<'a> {
             return;
         }
         self.stale = false;
+        self.prune_marks();
         // Leave directories that were deleted under us.
         while self.cwd != self.root && self.a.removed(self.a.dir_entry(self.cwd)) {
             self.sel_id = Some(self.a.dir_entry(self.cwd));
@@ -661,16 +669,17 @@ impl<'a> Browser<'a> {
                 self.say("Not quitting: the deletion goes on.");
                 return Action::None;
             }
-            Modal::Confirm { dir, id, yes, .. } => {
-                let (dir, id) = (*dir, *id);
+            Modal::Confirm { yes, .. } => {
+                let go = matches!(k, Key::Char('y') | Key::Char('Y')) || (k == Key::Enter && *yes);
                 match k {
-                    Key::Char('y') | Key::Char('Y') => {
-                        self.modal = Modal::None;
-                        return Action::Delete { dir, id };
-                    }
-                    Key::Enter if *yes => {
-                        self.modal = Modal::None;
-                        return Action::Delete { dir, id };
+                    _ if go => {
+                        if let Modal::Confirm { targets, marked, .. } = std::mem::replace(&mut self.modal, Modal::None)
+                        {
+                            return match (marked, targets.as_slice()) {
+                                (false, &[(dir, id)]) => Action::Delete { dir, id },
+                                _ => Action::DeleteMarks(targets),
+                            };
+                        }
                     }
                     Key::Left | Key::Right | Key::Tab | Key::Char('h') | Key::Char('l') => *yes = !*yes,
                     Key::Char('n') | Key::Char('N') | Key::Esc | Key::Char('q') | Key::Enter => {
@@ -733,6 +742,10 @@ impl<'a> Browser<'a> {
             Key::Char('i') if self.sel_id.is_some() => self.modal = Modal::Info,
             Key::Char('i') => self.say("Nothing to show: this directory is empty."),
             Key::Char('?') => self.modal = Modal::Help { page: 0, top: 0 },
+            Key::Char(' ') => self.toggle_mark(),
+            Key::Char('*') => self.mark_all_here(),
+            Key::Char('u') => self.clear_marks(),
+            Key::Char('d') if !self.marks.is_empty() => self.ask_delete_marks(),
             Key::Char('d') => self.ask_delete(),
             Key::Char('r') => return self.ask_rescan(),
             Key::Char('q') if self.deleting => self.modal = Modal::QuitDeleting,
@@ -800,7 +813,7 @@ impl<'a> Browser<'a> {
             Some(f) if is_dir_entry(self.a, id) => f(&child_path(self.a, self.cwd, id)),
             _ => None,
         };
-        self.modal = Modal::Confirm { dir: self.cwd, id, yes: false, mounts };
+        self.modal = Modal::Confirm { targets: vec![(self.cwd, id)], marked: false, yes: false, mounts };
     }
 
     pub(super) fn ask_rescan(&mut self) -> Action {

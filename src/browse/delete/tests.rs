@@ -495,3 +495,47 @@ fn a_failure_two_levels_down_is_reported_once() {
     }
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.1: the marks of several directories go in one run, each as a single delete
+/// would go, and nothing else; one that was swapped for a symlink since the scan fails
+/// alone, and a mark inside one already deleted is skipped.
+#[test]
+fn delete_all_removes_each_mark_and_nothing_else() {
+    let t = scratch("marks");
+    write(&t.join("a/one"), 1000);
+    write(&t.join("a/keep"), 2000);
+    write(&t.join("b/sub/two"), 3000);
+    write(&t.join("b/keep"), 4000);
+    write(&t.join("c/three"), 5000);
+    write(&t.join("swapped/inner"), 6000);
+    write(&t.join("outside/precious"), 7000);
+    let (a, r) = scan_tree(&t);
+    let before = a.dir_totals(r);
+    let marks: Vec<(u32, u32)> =
+        ["a/one", "b/sub", "b/sub/two", "c", "swapped"].iter().map(|p| find(&a, r, p)).collect();
+    let gone_disk: u64 = [marks[0], marks[1], marks[3]]
+        .iter()
+        .map(|&(_, id)| if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).0 } else { a.own_sizes(id).0 })
+        .sum();
+    std::fs::remove_dir_all(t.join("swapped")).unwrap();
+    std::os::unix::fs::symlink(t.join("outside"), t.join("swapped")).unwrap();
+    // b/sub goes before b/sub/two: the second is inside the first and is skipped.
+    let p = Progress::default();
+    delete_all(&a, &marks, &p);
+    assert!(p.done.load(Ordering::Relaxed));
+    for gone in ["a/one", "b/sub", "c"] {
+        assert!(!t.join(gone).exists(), "{gone} is deleted");
+    }
+    for kept in ["a/keep", "b/keep", "outside/precious"] {
+        assert!(t.join(kept).exists(), "{kept} is not marked and stays");
+    }
+    assert!(t.join("swapped").is_symlink(), "the swapped mark is left alone");
+    let failures = p.failures.lock().unwrap();
+    assert_eq!(failures.len(), 1, "only the swapped mark fails: {failures:?}");
+    assert!(failures[0].0.ends_with(b"swapped"), "{failures:?}");
+    // one, sub, two, c, three.
+    assert_eq!(p.removed.load(Ordering::Relaxed), 5);
+    let after = a.dir_totals(r);
+    assert_eq!(after.0, before.0 - gone_disk, "the totals lose exactly what was deleted");
+    std::fs::remove_dir_all(&t).unwrap();
+}
