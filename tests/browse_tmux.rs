@@ -767,3 +767,36 @@ fn marks_across_two_directories_are_deleted_and_nothing_else() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.3 in a real terminal: `/` filters as keys are typed, Esc clears it; `f`
+/// finds across the tree, largest first, and Enter goes there.
+#[test]
+fn filter_and_find() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("find");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    term.keys(&["/", "t", "a"]);
+    term.wait_for("(filter ta: 2 of 5)");
+    assert_eq!(term.names(), ["/beta", "delta.txt"]);
+    term.keys(&["Escape"]);
+    term.wait("the filter cleared", |s| !s.contains("(filter"));
+    assert_eq!(term.names().len(), 5);
+    term.keys(&["f", "*", "o", "*", "Enter"]);
+    let s = term.wait_for("Find *o*: 2 found, largest first");
+    let one = s.find("/alpha/one.bin").unwrap_or_else(|| panic!("{s}"));
+    let two = s.find("/alpha/deep/er/two.bin").unwrap_or_else(|| panic!("{s}"));
+    assert!(one < two, "largest first:\n{s}");
+    term.keys(&["Down", "Enter"]);
+    term.wait_for(&format!("{}/alpha/deep/er ", tree.display()));
+    assert_eq!(term.names(), ["two.bin"]);
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

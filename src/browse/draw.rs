@@ -75,6 +75,9 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("g", "percentage, graph, both, none"),
     ("i", "information about the selected entry"),
     ("r", "rescan the selected directory"),
+    ("/", "filter this directory as you type (Esc clears)"),
+    ("f", "find by name in the whole tree, largest first"),
+    ("", "(a substring; a glob with * ? [)"),
     ("Space", "mark / unmark the selected entry, then move down"),
     ("*  u", "mark everything here (again: unmark) / clear all marks"),
     ("d", "delete the selected entry, or every marked one (asks first)"),
@@ -143,9 +146,10 @@ impl Browser<'_> {
         self.draw_header(scr);
         self.draw_path(scr);
         self.draw_list(scr, list_top, list_end);
-        match &self.note {
-            Some(note) => scr.put(h - 2, 0, &fit(note, w), self.tint(Style::BOLD, Color::Yellow)),
-            None => scr.put(h - 2, 0, &fit(&st.line, w), Style::PLAIN),
+        match (&self.note, self.input_line()) {
+            (_, Some(line)) => scr.put(h - 2, 0, &fit(&line, w), Style::BOLD),
+            (Some(note), None) => scr.put(h - 2, 0, &fit(note, w), self.tint(Style::BOLD, Color::Yellow)),
+            (None, None) => scr.put(h - 2, 0, &fit(&st.line, w), Style::PLAIN),
         };
         self.draw_footer(scr, st);
         match &self.modal {
@@ -157,6 +161,7 @@ impl Browser<'_> {
                 }
             }
             Modal::Help { page, top } => self.draw_help(scr, *page, *top),
+            Modal::Find => self.draw_found(scr),
             Modal::QuitDeleting => {
                 let lines = vec![
                     "A deletion is running; the status line counts what it removed.".to_string(),
@@ -245,8 +250,16 @@ impl Browser<'_> {
                 note.push_str(&format!(" (removed here: {n}, {minus}{})", size_text(size, self.look.si)));
             }
         }
+        if let Some(f) = &self.filter {
+            let shown = self.items.len();
+            note.push_str(&format!(
+                " (filter {}: {shown} of {})",
+                escape(f.text.as_bytes()),
+                shown + self.filtered_out
+            ));
+        }
         let path = escape(&self.shown_path(self.cwd));
-        let room = w - 6 - note.len();
+        let room = (w - 6).saturating_sub(width(&note));
         let path = if width(&path) > room { fit(&path, room) } else { path };
         let mut x = scr.put(1, 0, &format!("{hc}{hc}{hc} "), Style::PLAIN);
         x = scr.put(1, x, &path, Style::BOLD);
@@ -262,6 +275,8 @@ impl Browser<'_> {
                 "(not listed yet: scanning)"
             } else if flags & arena::D_READ_ERROR != 0 {
                 "(could not be read)"
+            } else if self.filter.is_some() {
+                "(nothing here matches the filter; Esc clears it)"
             } else {
                 "(empty directory)"
             };

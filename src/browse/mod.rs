@@ -30,6 +30,7 @@ mod draw;
 mod jobs;
 mod marks;
 mod run;
+mod search;
 #[cfg(test)]
 mod tests;
 mod ui;

@@ -834,3 +834,69 @@ fn marks_keep_the_rules_of_a_single_delete() {
     j.draw();
     assert!(j.b.marks.is_empty());
 }
+
+/// Issue 29.3: `/` filters the listing as the user types (a substring, any case; a glob
+/// with `*?[`), arrows move in it, Enter keeps it, Esc clears it; another directory
+/// drops it.
+#[test]
+fn slash_filters_the_listing_as_you_type() {
+    use Key::*;
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.type_str("/");
+    assert!(j.screen.row_text(22).starts_with("Filter: _"), "{}", j.text());
+    j.type_str("m");
+    assert_eq!(j.names(), ["/mid", "/empty", "small.txt"], "m: in mid, empty and small.txt");
+    j.type_str("i");
+    assert_eq!(j.names(), ["/mid"]);
+    assert!(j.screen.row_text(1).contains("(filter mi: 1 of 5)"), "{}", j.screen.row_text(1));
+    j.keys(&[Backspace, Backspace]);
+    j.type_str("*.TXT");
+    assert!(j.text().contains("(nothing here matches the filter"), "a capital letter: exact case\n{}", j.text());
+    for _ in 0..3 {
+        j.keys(&[Backspace]);
+    }
+    j.type_str("txt");
+    assert_eq!(j.names(), ["small.txt"], "a glob, any case");
+    j.keys(&[Enter]);
+    assert!(!j.screen.row_text(22).starts_with("Filter:"), "Enter keeps it and ends typing");
+    assert_eq!(j.names(), ["small.txt"]);
+    assert!(j.type_str("q") == [Action::Quit], "keys act again");
+    j.keys(&[Esc]);
+    assert_eq!(j.names(), ["/big", "/mid", "/empty", "small.txt", "zero"], "Esc clears it");
+    j.type_str("/b");
+    j.keys(&[Down, Enter, Enter]);
+    assert_eq!(j.names(), ["a.bin", "b.bin", "/sub"], "another directory, no filter");
+    j.type_str("/zz");
+    j.keys(&[Esc]);
+    assert_eq!(j.names(), ["a.bin", "b.bin", "/sub"], "Esc while typing clears it too");
+}
+
+/// Issue 29.3: `f` finds by name across the whole tree, largest first, and Enter jumps
+/// there; Space marks in the results.
+#[test]
+fn find_lists_matches_of_the_whole_tree_largest_first_and_jumps() {
+    use Key::*;
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    j.type_str("f");
+    assert!(j.screen.row_text(22).starts_with("Find in the tree: _"), "{}", j.text());
+    j.type_str("*.bin");
+    j.keys(&[Enter]);
+    let t = j.text();
+    assert!(t.contains("Find *.bin: 3 found, largest first"), "{t}");
+    let at = |s: &str| t.find(s).unwrap_or_else(|| panic!("{s} in\n{t}"));
+    assert!(at("/r/big/a.bin") < at("/r/big/b.bin") && at("/r/big/b.bin") < at("/r/big/sub/c.bin"), "{t}");
+    j.keys(&[Down, Char(' ')]);
+    assert!(j.text().contains("+512.0 KiB /r/big/b.bin"), "{}", j.text());
+    j.keys(&[Enter]);
+    assert!(j.screen.row_text(1).starts_with("--- /r/big/sub ---"), "{}", j.text());
+    assert_eq!(j.selected_row(), "c.bin", "the jump selects the entry");
+    assert!(j.screen.row_text(23).starts_with(" Marked: 1 (512.0 KiB)"), "{}", j.screen.row_text(23));
+    j.type_str("fnothing-like-it");
+    j.keys(&[Enter]);
+    assert!(j.text().contains("Nothing in the tree matches nothing-like-it"), "{}", j.text());
+    j.type_str("fsub");
+    j.keys(&[Enter, Esc]);
+    assert!(!j.text().contains("Find sub"), "Esc closes the results");
+}

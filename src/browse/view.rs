@@ -2,6 +2,7 @@
 //! does. It reads the arena and does no I/O; keys that need work done come back as an
 //! `Action`.
 
+use super::search::{Found, Input, Pattern};
 use crate::term::Key;
 use crate::tree::arena::{self, Arena, NO_DIR};
 use crate::tree::path::child_path;
@@ -81,6 +82,8 @@ pub(super) enum Modal {
     },
     /// `q` while a deletion runs: quit anyway?
     QuitDeleting,
+    /// The results of a find (`Browser::found`).
+    Find,
     Info,
     /// What to delete, as (directory, entry): the selection, or the marks (`marked`).
     /// `mounts`: mount points at or below them, where the platform can tell.
@@ -244,6 +247,13 @@ pub struct Browser<'a> {
     pub(super) root_title: Option<Vec<u8>>,
     /// Marked entries: id → its directory (see `marks.rs`).
     pub(super) marks: BTreeMap<u32, u32>,
+    /// A filter or find being typed, the filter of the shown directory, and the results
+    /// of a find (see `search.rs`).
+    pub(super) input: Option<Input>,
+    pub(super) filter: Option<Pattern>,
+    pub(super) found: Option<Found>,
+    /// Entries of the shown directory the filter hides.
+    pub(super) filtered_out: usize,
     pub(super) compare: Option<Compare>,
     /// Set while the shown directory is a removed one (see `Trail`).
     pub(super) trail: Option<Trail>,
@@ -284,6 +294,10 @@ impl<'a> Browser<'a> {
             note: None,
             root_title: None,
             marks: BTreeMap::new(),
+            input: None,
+            filter: None,
+            found: None,
+            filtered_out: 0,
             compare: None,
             trail: None,
         }
@@ -564,6 +578,12 @@ impl<'a> Browser<'a> {
         for id in gone {
             items.push(self.removed_item(id));
         }
+        let before = items.len();
+        if let Some(f) = &self.filter {
+            let names = &self.names;
+            items.retain(|it| f.matches(names.get(it.id)));
+        }
+        self.filtered_out = before - items.len();
         self.sort_items(&mut items);
         self.items = items;
         // Follow the chosen entry to its new row; if it is gone, stay on the row.
@@ -625,6 +645,9 @@ impl<'a> Browser<'a> {
     }
 
     pub(super) fn open(&mut self, dir: u32, select: Option<u32>) {
+        // A filter is the shown directory's.
+        self.filter = None;
+        self.input = None;
         self.cwd = dir;
         self.sel = 0;
         self.sel_id = select;
@@ -647,6 +670,9 @@ impl<'a> Browser<'a> {
     pub fn key(&mut self, k: Key) -> Action {
         self.refresh();
         let had_note = self.note.take().is_some();
+        if self.input.is_some() {
+            return self.input_key(k);
+        }
         match &mut self.modal {
             Modal::Help { page, top } => {
                 match k {
@@ -693,6 +719,7 @@ impl<'a> Browser<'a> {
                 self.modal = Modal::None;
                 return Action::None;
             }
+            Modal::Find => return self.found_key(k),
             Modal::Info if matches!(k, Key::Char('i') | Key::Esc) => {
                 self.modal = Modal::None;
                 return Action::None;
@@ -703,7 +730,7 @@ impl<'a> Browser<'a> {
     }
 
     /// A key of the listing (no box open but the info panel).
-    fn main_key(&mut self, k: Key, had_note: bool) -> Action {
+    pub(super) fn main_key(&mut self, k: Key, had_note: bool) -> Action {
         let page = self.rows.max(1);
         match k {
             Key::Up | Key::Char('k') => self.select(self.sel.saturating_sub(1)),
@@ -750,8 +777,11 @@ impl<'a> Browser<'a> {
             Key::Char('r') => return self.ask_rescan(),
             Key::Char('q') if self.deleting => self.modal = Modal::QuitDeleting,
             Key::Char('q') => return Action::Quit,
-            // Esc dismissed the answer that was shown.
+            Key::Char('/') => self.start_filter(),
+            Key::Char('f') => self.start_find(),
+            // Esc dismissed the answer that was shown, or clears the filter.
             Key::Esc if had_note => {}
+            Key::Esc if self.filter.is_some() => self.set_filter(None),
             Key::Esc => self.say("Nothing to close."),
             k => self.say(format!("{} does nothing here; ? lists the keys.", key_name(k))),
         }
