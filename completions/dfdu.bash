@@ -13,7 +13,7 @@ _dfdu_opts_du="-0 --null -a --all --apparent-size -B --block-size -b --bytes -c 
   -X --exclude-from --exclude -x --one-file-system --help --version"
 _dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size -x --one-file-system
   --exclude -X --exclude-from -L --dereference -j --threads --top --by-exclusive --json
-  --shared --no-shared -o --treemap -f -q --quiet --help --version"
+  --shared --no-shared -o -O --treemap -f -q --quiet --help --version"
 _dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from -L --dereference
   -j --threads -f --apparent-size --si --diff --read-only --ascii --no-color --shared
   --help --version"
@@ -27,7 +27,7 @@ _dfdu_opts_dedupe="--dry-run --allow-readonly $_dfdu_opts_dupes"
 
 # Options whose value is a file name (or a directory: --diff's OLD may be either), or
 # something else (nothing to complete); the rest take no value.
-_dfdu_file_value="-X --exclude-from --files0-from -o --treemap -f --hashfile --diff"
+_dfdu_file_value="-X --exclude-from --files0-from -o -O --treemap -f --hashfile --diff"
 _dfdu_other_value="-B --block-size -d --max-depth -t --threshold -j --threads --top
   --min-change --min-size --max-size --exclude"
 

@@ -49,8 +49,9 @@
 //! * `tree/` — the whole tree in memory: `arena/` (`Arena`: every entry in 8 bytes plus
 //!   its name; `mod.rs` the layout and the scan's side, `change.rs` deletes, rescans and
 //!   reuse, `chunked.rs` its storage, `shared.rs` the sharing-aware figures kept and
-//!   computed again after deletes and rescans, `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's JSON format: `export.rs`
-//!   the writer, `import.rs` the reader, `tests.rs` their unit tests),
+//!   computed again after deletes and rescans, `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's formats: `export.rs`
+//!   the JSON writer, `import.rs` the JSON reader, `bin_export.rs` and `bin_import.rs` the
+//!   binary format's, `zstd.rs` compressed input, `tests.rs` their unit tests),
 //!   `roots.rs` (`WalkArgs`: `WalkOpts` plus `-f`; importing or stat'ing the roots; one
 //!   side of a comparison, imported or scanned), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
 //!   total, exclusive, set shared and disk once per directory, folded bottom-up), `diff.rs` (two trees in one arena

@@ -264,3 +264,152 @@ fn gdu_export_with_hard_links_equals_du_less_directory_blocks() {
     assert_eq!(field(&imported, "disk_bytes"), du_bytes(&["-sB1"], &t) - dir_blocks * 512, "gdu import vs du -sB1");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The fields a report of the same tree must agree on, whichever way it was read.
+const SAME: [&str; 9] = [
+    "disk_bytes",
+    "apparent_bytes",
+    "entries",
+    "dirs",
+    "files",
+    "nonregular",
+    "hardlinked_files",
+    "errors",
+    "excluded",
+];
+
+fn same_report(a: &str, b: &str, what: &str) {
+    for key in SAME {
+        assert_eq!(field(a, key), field(b, key), "{key}: {what}");
+    }
+}
+
+/// `dfdu scan -O X` read back by `dfdu scan -f X` is the scan: the same report, and the
+/// same JSON export entry for entry (so names, kinds, sizes, devices, hard links and
+/// exclusions all came through), also through standard input and output.
+#[test]
+fn binary_export_read_back_equals_the_scan() {
+    let scratch = Scratch::new("binary-back");
+    let dir = scratch.dir.clone();
+    let t = tree(&dir);
+    let (bin, from_scan, from_bin) = (dir.join("t.ncdu"), dir.join("scan.json"), dir.join("bin.json"));
+    let scanned = report(&["-q", "--exclude", "*.log", "-O", &bin.to_string_lossy(), &t.to_string_lossy()]);
+    run(Command::new(dfdu()).args(["scan", "-q", "--exclude", "*.log", "-o"]).arg(&from_scan).arg(&t));
+    let data = std::fs::read(&bin).unwrap();
+    assert!(data.starts_with(b"\xbfncduEX1") && data.len() > 100_000, "a binary export of some size");
+    let back = report(&["-f", &bin.to_string_lossy()]);
+    assert!(field(&scanned, "excluded") > 0 && field(&scanned, "hardlinked_files") > 0, "{scanned}");
+    same_report(&scanned, &back, "scan vs its binary export read back");
+    run(Command::new(dfdu()).args(["scan", "-f"]).arg(&bin).arg("-o").arg(&from_bin));
+    assert!(body(&from_scan) == body(&from_bin), "the binary export read back exports other JSON than the scan");
+    let piped = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{0}' scan -q --exclude '*.log' -O - '{1}' | '{0}' scan --json -f -", dfdu(), t.display()))
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    same_report(&scanned, &String::from_utf8_lossy(&piped.stdout), "through a pipe");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The venv's python with PyPI's ncdu-reader (`tests/ncdu-reader/setup` makes it, once,
+/// under cargo's target/tmp), or `None` after a visible SKIP.
+fn ncdu_reader(test: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ncdu-reader");
+    let setup = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ncdu-reader/setup");
+    let out = Command::new("bash").arg(setup).arg(&dir).output();
+    match out {
+        Ok(o) if o.status.success() => Some(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())),
+        Ok(o) => {
+            common::dupes::skip(&format!(
+                "{test}: PyPI's ncdu-reader could not be set up: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+            None
+        }
+        Err(e) => {
+            common::dupes::skip(&format!("{test}: bash: {e}"));
+            None
+        }
+    }
+}
+
+/// An independent reader (PyPI's ncdu-reader, written from ncdu's format description)
+/// parses `dfdu scan -O` and finds every entry of the JSON export of the same scan, with
+/// its kind, sizes, inode and link count; the root's cumulative sizes and item count are
+/// the report's totals.
+#[test]
+fn the_independent_reader_parses_our_binary_export() {
+    let Some(python) = ncdu_reader("the_independent_reader_parses_our_binary_export") else { return };
+    let scratch = Scratch::new("binary-reader");
+    let dir = scratch.dir.clone();
+    let t = tree(&dir);
+    let (bin, json) = (dir.join("t.ncdu"), dir.join("t.json"));
+    let scanned = report(&["-q", "--exclude", "*.log", "-O", &bin.to_string_lossy(), &t.to_string_lossy()]);
+    run(Command::new(dfdu()).args(["scan", "-q", "-f"]).arg(&bin).arg("-o").arg(&json));
+    let compare = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ncdu-reader/compare.py");
+    let venv = python.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let out =
+        Command::new(&python).arg(compare).arg(&bin).arg(&json).env("PYTHONPATH", venv.join("shim")).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ncdu-reader and the JSON export differ:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root: Vec<u64> = text.lines().next().unwrap().split(' ').skip(1).map(|v| v.parse().unwrap()).collect();
+    assert_eq!(root[0], field(&scanned, "disk_bytes"), "the root's cumulative disk usage");
+    assert_eq!(root[1], field(&scanned, "apparent_bytes"), "the root's cumulative apparent size");
+    assert_eq!(root[2] + 1, field(&scanned, "entries"), "the root's item count");
+    assert_eq!(root[3] + 1, field(&scanned, "entries"), "the entries ncdu-reader found");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// ncdu 2.7 writes zstd-compressed JSON with `-c`: Debian's `zstd` compresses our export
+/// (at a level that uses Huffman and FSE coding, in one frame and in two), and the import
+/// of each gives the report of the plain export, from a file and from standard input.
+#[test]
+fn zstd_compressed_json_reads_as_the_plain_export() {
+    if !common::dupes::have_or_skip("zstd", "zstd_compressed_json_reads_as_the_plain_export") {
+        return;
+    }
+    let scratch = Scratch::new("zstd-json");
+    let dir = scratch.dir.clone();
+    let t = tree(&dir);
+    let json = dir.join("t.json");
+    run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&json).arg(&t));
+    let plain = report(&["-f", &json.to_string_lossy()]);
+    let zst = dir.join("t.json.zst");
+    run(Command::new("zstd").args(["-q", "-19", "-f", "-o"]).arg(&zst).arg(&json));
+    // Two frames: the export cut in two, each half compressed on its own.
+    let data = std::fs::read(&json).unwrap();
+    let (a, b) = data.split_at(data.len() / 2);
+    let two = dir.join("two.json.zst");
+    let mut frames = Vec::new();
+    for (k, half) in [a, b].iter().enumerate() {
+        let part = dir.join(format!("half{k}"));
+        std::fs::write(&part, half).unwrap();
+        run(Command::new("zstd").args(["-q", "-3", "-f"]).arg(&part));
+        frames.extend(std::fs::read(dir.join(format!("half{k}.zst"))).unwrap());
+    }
+    std::fs::write(&two, frames).unwrap();
+    assert!(std::fs::metadata(&zst).unwrap().len() * 4 < data.len() as u64, "compressed for real");
+    for f in [&zst, &two] {
+        same_report(&plain, &report(&["-f", &f.to_string_lossy()]), &f.display().to_string());
+    }
+    let piped = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' scan --json -f - < '{}'", dfdu(), zst.display()))
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    same_report(&plain, &String::from_utf8_lossy(&piped.stdout), "standard input");
+    // A damaged frame is refused with status 1 and a message, not read as JSON.
+    let mut bad = std::fs::read(&zst).unwrap();
+    let mid = bad.len() / 2;
+    bad.truncate(mid);
+    std::fs::write(&zst, &bad).unwrap();
+    let out = Command::new(dfdu()).args(["scan", "-f"]).arg(&zst).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,8 +2,8 @@
 //! report — totals, counts, the largest directories and files — as text or as a
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
-use crate::meta::{os_bytes, Meta};
-use crate::out::{self, io_text};
+use crate::meta::os_bytes;
+use crate::out::io_text;
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
@@ -32,6 +32,8 @@ pub struct ScanArgs {
     pub sizes: SizeOpts,
     pub walk: WalkArgs,
     pub output: Option<OsString>,
+    /// `-O`: the export is ncdu's binary format, not JSON.
+    pub binary: bool,
     pub treemap: Option<OsString>,
     /// Read extent maps where the file system can share extents (`--shared`, default).
     pub shared: bool,
@@ -72,10 +74,13 @@ apparent size, counts of entries, and its largest directories and files.
       --no-shared       do not read extent maps (the default)
   -o FILE               also write an ncdu-compatible JSON export (- for stdout,
                         instead of the report; not with --json)
+  -O FILE               the same in ncdu 2.6's binary format (stored zstd
+                        frames: no compression; ncdu -O writes compressed ones)
       --treemap=FILE    also draw the tree as an SVG treemap in FILE (sized by
                         disk usage, or by apparent size with --apparent-size;
                         coloured by top-level directory; hover shows path and size)
-  -f FILE               report on an export (ncdu 1.x/2.x, gdu, dfdu) instead of
+  -f FILE               report on an export (ncdu 1.x/2.x, gdu, dfdu; JSON, JSON
+                        compressed with zstd, ncdu 2's binary format) instead of
                         scanning; - reads standard input
   -q, --quiet           no progress line on a terminal
       --help            show this help
@@ -100,6 +105,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         sizes: SizeOpts::default(),
         walk: WalkArgs::default(),
         output: None,
+        binary: false,
         treemap: None,
         // Off by default: on btrfs and XFS the extent maps cost 2.5-4x the plain scan's
         // CPU time (docs/shared-extents.md), above the 1.5x the issue allows for "on".
@@ -117,7 +123,13 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
                 a.by_exclusive = true;
                 a.shared = true;
             }
-            Short('o') | Long("output") => a.output = Some(cli.value()?),
+            Short('o') | Short('O') | Long("output") => {
+                let binary = opt.is('O', "");
+                if a.output.is_some() && a.binary != binary {
+                    return Err(cli.bad("give one export: -o (JSON) or -O (binary)"));
+                }
+                (a.output, a.binary) = (Some(cli.value()?), binary);
+            }
             Long("treemap") => a.treemap = Some(cli.value()?),
             Short('q') | Long("quiet") => a.quiet = true,
             Value(v) => a.dirs.push(v),
@@ -423,69 +435,26 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     run_to::<R>(args, threads, fd_budget, &mut io::stdout().lock())
 }
 
-/// What was loaded into the arena: the roots to report on, what they came from
-/// ("scan", "import of a gdu export"), and how many roots could not be loaded.
-struct Loaded {
-    roots: Vec<u32>,
-    source: String,
-    failed: u64,
-}
-
-/// `run` with standard output given: the report, or the export with `-o -`, goes to
-/// `stdout`. Its steps: load (import or scan each root), summarize, write the files
-/// asked for (`-o`, `--treemap`), write the report, and count what could not be read.
+/// `run` with standard output given: the report, or the export with `-o -`, goes to `stdout`.
 fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: &mut dyn Write) -> i32 {
-    let cmd = format!("{} scan", args.prog);
     let arena = Arena::new();
     let start = Instant::now();
-    let Ok(mut loaded) = load::<R>(args, &arena, (threads, fd_budget), start) else {
-        return 1;
-    };
-    let elapsed = start.elapsed();
-    if let Some(full) = arena.full() {
-        eprintln!("{cmd}: the tree is too large for one scan ({full:?}); the report is incomplete");
-        loaded.failed += 1;
-    }
-    let (top, apparent) = (args.sizes.top, args.sizes.apparent);
-    let sums: Vec<Summary> =
-        loaded.roots.iter().map(|&r| summarize(&arena, r, top, apparent, args.by_exclusive)).collect();
-    if let Err(status) = write_files(args, &arena, &loaded.roots, stdout) {
-        return status;
-    }
-    // Nothing was scanned (every root was missing): the messages said it all.
-    let to_stdout = args.output.as_deref().is_some_and(|o| o == "-");
-    if !to_stdout && !loaded.roots.is_empty() {
-        let written = write_report(stdout, &arena, &sums, elapsed, &loaded.source, args);
-        if let Err(status) = out::finish(&cmd, written.and_then(|()| stdout.flush())) {
-            return status;
-        }
-    }
-    let errors: u64 = sums.iter().map(|s| s.errors).sum::<u64>() + loaded.failed;
-    if errors > 0 {
-        eprintln!("{cmd}: {} could not be read", counted(errors, "entry", "entries"));
-        return 1;
-    }
-    0
-}
-
-/// Imports `-f`'s export, or scans each DIR into `arena` with (threads, handle budget)
-/// `pool`, naming on standard error what could not be read. `Err` when the export could
-/// not be imported (said already): there is nothing to report.
-fn load<R: Reader>(args: &ScanArgs, arena: &Arena, pool: (usize, usize), start: Instant) -> Result<Loaded, ()> {
-    let mut loaded = Loaded { roots: Vec::new(), source: "scan".to_string(), failed: 0 };
+    let mut roots = Vec::new();
+    let mut failed = 0u64;
+    let mut source = if args.walk.input.is_some() { "import".to_string() } else { "scan".to_string() };
     if let Some(f) = &args.walk.input {
-        match import_file(f, arena) {
+        match import_file(f, &arena) {
             Ok(imported) => {
-                loaded.roots.push(imported.root);
-                loaded.source = format!("import of a {} export", imported.progname);
+                roots.push(imported.root);
+                source = format!("import of a {} export", imported.progname);
             }
             Err(e) => {
                 eprintln!("{} scan: {e}", args.prog);
-                return Err(());
+                return 1;
             }
         }
     }
-    let sink = ArenaSink::new(arena).collecting_problems();
+    let sink = ArenaSink::new(&arena).collecting_problems();
     for dir in &args.dirs {
         let path = os_bytes(dir);
         let Ok(cpath) = CString::new(path.clone()) else { continue };
@@ -493,103 +462,112 @@ fn load<R: Reader>(args: &ScanArgs, arena: &Arena, pool: (usize, usize), start: 
             Ok(m) => m,
             Err(e) => {
                 eprintln!("{} scan: {e}", args.prog);
-                loaded.failed += 1;
+                failed += 1;
                 continue;
             }
         };
-        let Ok(root) = sink.add_root(&path, &meta) else { break };
-        scan_root::<R>(args, arena, &sink, pool, (&cpath, &meta, root), start);
+        let root = match sink.add_root(&path, &meta) {
+            Ok(r) => r,
+            Err(_) => break,
+        };
+        let empty = HashSet::new();
+        let walk = Walk {
+            shared: args.shared,
+            ..args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty)
+        };
+        let stop = AtomicBool::new(false);
+        let show = !args.quiet && io::stderr().is_terminal();
+        std::thread::scope(|s| {
+            if show {
+                // Without a thread for it (a low RLIMIT_AS), the scan runs without progress.
+                let _ = std::thread::Builder::new().spawn_scoped(s, || progress(&arena, &sink, root, start, &stop));
+            }
+            scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
+            stop.store(true, Ordering::Relaxed);
+        });
         let mut err = io::stderr().lock();
-        for line in problem_lines(arena, &format!("{} scan", args.prog), sink.take_problems()) {
+        for line in problem_lines(&arena, &format!("{} scan", args.prog), sink.take_problems()) {
             let _ = writeln!(err, "{line}");
         }
-        loaded.roots.push(root);
+        roots.push(root);
     }
     if args.shared {
         sink.finish_shared();
     }
-    Ok(loaded)
-}
-
-/// Scans one root (its path, stat and arena id) into `sink`, with the progress line on
-/// a terminal unless `-q`.
-fn scan_root<R: Reader>(
-    args: &ScanArgs,
-    arena: &Arena,
-    sink: &ArenaSink,
-    (threads, fd_budget): (usize, usize),
-    (cpath, meta, root): (&CString, &Meta, u32),
-    start: Instant,
-) {
-    let empty = HashSet::new();
-    let walk = Walk {
-        shared: args.shared,
-        ..args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty)
-    };
-    let stop = AtomicBool::new(false);
-    let show = !args.quiet && io::stderr().is_terminal();
-    std::thread::scope(|s| {
-        if show {
-            // Without a thread for it (a low RLIMIT_AS), the scan runs without progress.
-            let _ = std::thread::Builder::new().spawn_scoped(s, || progress(arena, sink, root, start, &stop));
-        }
-        scan::scan_as::<R, ArenaSink>(&walk, sink, cpath, meta, root);
-        stop.store(true, Ordering::Relaxed);
-    });
-}
-
-/// Writes the export (`-o`; to `stdout` for `-o -`) and the treemap (`--treemap`) of the
-/// first root; `Err` holds the exit status once a failure was said.
-fn write_files(args: &ScanArgs, arena: &Arena, roots: &[u32], stdout: &mut dyn Write) -> Result<(), i32> {
-    let Some(&root) = roots.first() else { return Ok(()) };
-    let cmd = format!("{} scan", args.prog);
-    let cannot_write = |file: &OsString, e: io::Error| {
-        eprintln!("{cmd}: cannot write {}: {}", quoteaf(&os_bytes(file)), io_text(&e));
-        1
-    };
-    if let Some(file) = &args.output {
-        let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        if file == "-" {
-            out::finish(&cmd, crate::tree::ncdu::export(arena, root, ts, stdout).and_then(|()| stdout.flush()))?;
-        } else {
-            std::fs::File::create(file)
-                .and_then(|f| crate::tree::ncdu::export(arena, root, ts, &mut io::BufWriter::new(f)))
-                .map_err(|e| cannot_write(file, e))?;
+    let elapsed = start.elapsed();
+    if let Some(full) = arena.full() {
+        eprintln!("{} scan: the tree is too large for one scan ({full:?}); the report is incomplete", args.prog);
+        failed += 1;
+    }
+    let sums: Vec<Summary> =
+        roots.iter().map(|&r| summarize(&arena, r, args.sizes.top, args.sizes.apparent, args.by_exclusive)).collect();
+    let to_stdout = args.output.as_deref().is_some_and(|o| o == "-");
+    if let Some(out) = &args.output {
+        if let Some(&root) = roots.first() {
+            let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let export = |w: &mut dyn Write| {
+                if args.binary {
+                    crate::tree::ncdu::export_binary(&arena, root, w)
+                } else {
+                    crate::tree::ncdu::export(&arena, root, ts, w)
+                }
+            };
+            let written = if to_stdout {
+                export(stdout).and_then(|()| stdout.flush())
+            } else {
+                std::fs::File::create(out).and_then(|f| export(&mut io::BufWriter::new(f)))
+            };
+            if let Err(e) = written {
+                if to_stdout {
+                    eprintln!("{} scan: write error: {}", args.prog, io_text(&e));
+                } else {
+                    eprintln!("{} scan: cannot write {}: {}", args.prog, quoteaf(&os_bytes(out)), io_text(&e));
+                }
+                return 1;
+            }
         }
     }
-    if let Some(file) = &args.treemap {
+    if let (Some(file), Some(&root)) = (&args.treemap, roots.first()) {
         let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
-        std::fs::File::create(file)
-            .and_then(|f| crate::tree::treemap::write_svg(arena, root, m, &mut io::BufWriter::new(f)))
-            .map_err(|e| cannot_write(file, e))?;
+        let written = std::fs::File::create(file)
+            .and_then(|f| crate::tree::treemap::write_svg(&arena, root, m, &mut io::BufWriter::new(f)));
+        if let Err(e) = written {
+            eprintln!("{} scan: cannot write {}: {}", args.prog, quoteaf(&os_bytes(file)), io_text(&e));
+            return 1;
+        }
     }
-    Ok(())
-}
-
-/// The report on `sums` into `out`: one JSON document, or each root's text and a last
-/// line with the time taken.
-fn write_report(
-    out: &mut dyn Write,
-    arena: &Arena,
-    sums: &[Summary],
-    elapsed: Duration,
-    source: &str,
-    args: &ScanArgs,
-) -> io::Result<()> {
-    if args.sizes.json {
-        return out.write_all(json_report(arena, sums, elapsed, source, args).as_bytes());
+    // Nothing was scanned (every root was missing): the messages said it all.
+    if !to_stdout && !roots.is_empty() {
+        let out = stdout;
+        let written = if args.sizes.json {
+            out.write_all(json_report(&arena, &sums, elapsed, &source, args).as_bytes())
+        } else {
+            let mut r = Ok(());
+            for s in &sums {
+                r = r.and_then(|_| print_text(out, &arena, s, args));
+            }
+            let n: u64 = sums.iter().map(|s| s.entries).sum();
+            r.and_then(|_| {
+                writeln!(
+                    out,
+                    "{} in {:.2} s ({:.0} entries/s)",
+                    crate::term::escape(source.as_bytes()),
+                    elapsed.as_secs_f64(),
+                    n as f64 / elapsed.as_secs_f64().max(1e-6)
+                )
+            })
+        };
+        if let Err(e) = written.and_then(|_| out.flush()) {
+            eprintln!("{} scan: write error: {}", args.prog, io_text(&e));
+            return 1;
+        }
     }
-    for s in sums {
-        print_text(out, arena, s, args)?;
+    let errors: u64 = sums.iter().map(|s| s.errors).sum::<u64>() + failed;
+    if errors > 0 {
+        eprintln!("{} scan: {} could not be read", args.prog, counted(errors, "entry", "entries"));
+        return 1;
     }
-    let n: u64 = sums.iter().map(|s| s.entries).sum();
-    writeln!(
-        out,
-        "{} in {:.2} s ({:.0} entries/s)",
-        crate::term::escape(source.as_bytes()),
-        elapsed.as_secs_f64(),
-        n as f64 / elapsed.as_secs_f64().max(1e-6)
-    )
+    0
 }
 
 /// "1 entry", "2 entries": a count and its noun.

@@ -91,10 +91,10 @@ pub fn load_side(
 /// Imports the export `f` (`-` for standard input) into `arena`.
 pub fn import_file(f: &OsStr, arena: &Arena) -> Result<Imported, String> {
     let result = if f == "-" {
-        ncdu::import(io::stdin().lock(), arena)
+        ncdu::import_any(io::stdin().lock(), arena)
     } else {
         match std::fs::File::open(f) {
-            Ok(file) => ncdu::import(io::BufReader::with_capacity(256 * 1024, file), arena),
+            Ok(file) => ncdu::import_any(file, arena),
             Err(e) => return Err(format!("cannot open {}: {}", quoteaf(&os_bytes(f)), io_text(&e))),
         }
     };

@@ -242,27 +242,27 @@ fn push_wtf8(out: &mut Vec<u8>, cp: u32) {
     }
 }
 
-/// One info object as read.
+/// One info object as read (or one binary item, `bin_import.rs`).
 #[derive(Default, Clone)]
-struct Info {
-    name: Vec<u8>,
-    has_name: bool,
-    asize: u64,
-    dsize: u64,
-    dev: Option<u64>,
-    ino: u64,
-    nlink: u64,
-    hlnkc: bool,
-    read_error: bool,
-    excluded: Option<u8>,
-    notreg: bool,
+pub(super) struct Info {
+    pub name: Vec<u8>,
+    pub has_name: bool,
+    pub asize: u64,
+    pub dsize: u64,
+    pub dev: Option<u64>,
+    pub ino: u64,
+    pub nlink: u64,
+    pub hlnkc: bool,
+    pub read_error: bool,
+    pub excluded: Option<u8>,
+    pub notreg: bool,
     /// dfdu's sharing-aware figures (`SHARED_KEYS`), when present.
-    shared: [Option<u64>; 4],
+    pub shared: [Option<u64>; 4],
 }
 
 /// A directory being read: its record and its direct children so far.
-struct Open {
-    dir: u32,
+pub(super) struct Open {
+    pub dir: u32,
     dev: u64,
     /// gdu: the directory's cumulative sizes as written.
     cumulative: Option<(u64, u64)>,
@@ -401,7 +401,7 @@ pub struct Imported {
     pub progname: String,
 }
 
-struct Importer<'a, R: BufRead> {
+pub(super) struct Importer<'a, R: BufRead> {
     input: Input<R>,
     arena: &'a Arena,
     links: HashMap<(u64, u64), u32>,
@@ -412,6 +412,26 @@ struct Importer<'a, R: BufRead> {
     shared: Option<Figures>,
     /// One child's packed record while it is built (`Staged::push`).
     scratch: Vec<u8>,
+}
+
+impl<'a> Importer<'a, &'static [u8]> {
+    /// An importer with no JSON input, for the binary reader to drive.
+    pub(super) fn without_input(arena: &'a Arena) -> Self {
+        Importer {
+            input: Input { r: &[], offset: 0 },
+            arena,
+            links: HashMap::new(),
+            cumulative_dirs: false,
+            marks_later_links: false,
+            shared: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The byte offset errors name from now on.
+    pub(super) fn set_offset(&mut self, offset: u64) {
+        self.input.offset = offset;
+    }
 }
 
 /// Reads an ncdu JSON export into `arena`; the root directory is returned.
@@ -565,7 +585,7 @@ impl<R: BufRead> Importer<'_, R> {
         Ok(info)
     }
 
-    fn open_dir(&mut self, info: &Info, parent: Option<&Open>) -> Result<Open, ImportError> {
+    pub(super) fn open_dir(&mut self, info: &Info, parent: Option<&Open>) -> Result<Open, ImportError> {
         let (parent_dir, parent_dev) = parent.map_or((NO_DIR, 0), |p| (p.dir, p.dev));
         let own = if self.cumulative_dirs { (0, 0) } else { (info.dsize, info.asize) };
         let dir = self.arena.new_dir_detached(parent_dir, own.0, own.1).map_err(|_| self.too_big())?;
@@ -624,8 +644,7 @@ impl<R: BufRead> Importer<'_, R> {
                 b'{' => {
                     let info = self.info()?;
                     let top = stack.last_mut().expect("stack holds the open directory");
-                    let child = self.child_of(&info, top, None);
-                    top.staged.push(&child, &info.name, &mut self.scratch);
+                    self.stage_leaf(top, &info, false);
                 }
                 b'[' => {
                     if stack.len() >= MAX_DEPTH {
@@ -636,23 +655,37 @@ impl<R: BufRead> Importer<'_, R> {
                     if info.excluded.is_some() {
                         // An excluded directory is a one-element array.
                         let top = stack.last_mut().expect("stack holds the open directory");
-                        let mut child = self.child_of(&info, top, None);
-                        child.flags = (child.flags & !3) | arena::KIND_DIR;
-                        top.staged.push(&child, &info.name, &mut self.scratch);
+                        self.stage_leaf(top, &info, true);
                         if self.input.token()? != b']' {
                             return self.input.fail("unexpected contents in an excluded directory");
                         }
                         continue;
                     }
-                    let open = self.open_dir(&info, stack.last())?;
                     let top = stack.last_mut().expect("stack holds the open directory");
-                    let child = self.child_of(&info, top, Some(open.dir));
-                    top.staged.push(&child, &info.name, &mut self.scratch);
+                    let open = self.stage_dir(top, &info)?;
                     stack.push(open);
                 }
                 _ => return self.input.fail("expected an entry ('{' or '[')"),
             }
         }
+    }
+
+    /// Stages `info`, an entry not entered, as a child of `top`; `as_dir`: an excluded
+    /// directory (a record with no children).
+    pub(super) fn stage_leaf(&mut self, top: &mut Open, info: &Info, as_dir: bool) {
+        let mut child = self.child_of(info, top, None);
+        if as_dir {
+            child.flags = (child.flags & !3) | arena::KIND_DIR;
+        }
+        top.staged.push(&child, &info.name, &mut self.scratch);
+    }
+
+    /// Opens directory `info` below `top` and stages it there; it is read next.
+    pub(super) fn stage_dir(&mut self, top: &mut Open, info: &Info) -> Result<Open, ImportError> {
+        let open = self.open_dir(info, Some(&*top))?;
+        let child = self.child_of(info, top, Some(open.dir));
+        top.staged.push(&child, &info.name, &mut self.scratch);
+        Ok(open)
     }
 
     fn child_of(&self, info: &Info, top: &Open, dir: Option<u32>) -> Child {
@@ -681,7 +714,7 @@ impl<R: BufRead> Importer<'_, R> {
     }
 
     /// Writes a finished directory's children under contiguous ids and adds them up.
-    fn close_dir(&mut self, mut d: Open, root_info: Option<Info>) -> Result<(), ImportError> {
+    pub(super) fn close_dir(&mut self, mut d: Open, root_info: Option<Info>) -> Result<(), ImportError> {
         let a = self.arena;
         let n = d.staged.count;
         let first = a.reserve_entries(n).map_err(|_| self.too_big())?;

@@ -686,3 +686,261 @@ fn only_real_errors_mark_directories() {
     assert_eq!(marked, vec![b"/r".to_vec(), b"bad".to_vec()]);
     let _ = (r, r2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The binary format, from files built here byte by byte as ncdu's description says (not by
+// `bin_export.rs`), and dfdu's own binary export round trips.
+
+/// A CBOR head.
+fn cb(major: u8, v: u64) -> Vec<u8> {
+    let m = major << 5;
+    match v {
+        0..=23 => vec![m | v as u8],
+        24..=255 => vec![m | 24, v as u8],
+        256..=65535 => [vec![m | 25], (v as u16).to_be_bytes().to_vec()].concat(),
+        _ => [vec![m | 27], v.to_be_bytes().to_vec()].concat(),
+    }
+}
+
+/// One item: `(key, encoded value)` pairs in an indefinite-length map.
+fn item(fields: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut v = vec![0xbf];
+    for (k, val) in fields {
+        v.extend(cb(0, *k));
+        v.extend_from_slice(val);
+    }
+    v.push(0xff);
+    v
+}
+
+fn int(v: i64) -> Vec<u8> {
+    if v < 0 {
+        cb(1, (-1 - v) as u64)
+    } else {
+        cb(0, v as u64)
+    }
+}
+
+fn bytes(b: &[u8]) -> Vec<u8> {
+    [cb(2, b.len() as u64), b.to_vec()].concat()
+}
+
+/// A zstd frame of one raw block with a 1-byte content size (single segment), as any
+/// zstd writer may make it for a small block.
+fn small_frame(content: &[u8]) -> Vec<u8> {
+    assert!(content.len() < 256);
+    let h = 1 | (content.len() as u32) << 3;
+    [&[0x28, 0xb5, 0x2f, 0xfd, 0x20, content.len() as u8][..], &h.to_le_bytes()[..3], content].concat()
+}
+
+fn block(kind: u32, content: &[u8]) -> Vec<u8> {
+    let tl = ((kind << 28) | (content.len() as u32 + 8)).to_be_bytes();
+    [&tl[..], content, &tl[..]].concat()
+}
+
+/// A binary export of data blocks `(number, data)` in the order given, an unknown block
+/// between them, and the index with `root`.
+fn binary_file(data_blocks: &[(u32, Vec<u8>)], root: u64) -> Vec<u8> {
+    let mut f = b"\xbfncduEX1".to_vec();
+    let mut index = vec![0u64; data_blocks.len()];
+    for (number, data) in data_blocks {
+        let at = f.len() as u64;
+        let b = block(0, &[&number.to_be_bytes()[..], &small_frame(data)].concat());
+        index[*number as usize] = (at << 24) | b.len() as u64;
+        f.extend(b);
+        f.extend(block(5, b"a block type nobody knows"));
+    }
+    let mut content: Vec<u8> = index.iter().flat_map(|e| e.to_be_bytes()).collect();
+    content.extend(root.to_be_bytes());
+    f.extend(block(1, &content));
+    f
+}
+
+/// The hand-built export: block 1 (first in the file) holds the root and most of its
+/// children, block 0 the directory `sub` and its children; references within a block are
+/// relative, across blocks absolute. Children, first to last: a, sub, h1, e, p, o.
+fn hand_binary() -> Vec<u8> {
+    let (t, n, prev, asz, dsz, dev, rderr, sub, ino, nlink) = (0, 1, 2, 3, 4, 5, 6, 12, 13, 14);
+    let mut b0 = Vec::new();
+    let h2 = b0.len() as u64;
+    b0.extend(item(&[(t, int(3)), (n, bytes(b"h2")), (asz, int(5)), (dsz, int(4096)), (ino, int(7)), (nlink, int(2))]));
+    let k = b0.len() as u64;
+    b0.extend(item(&[(t, int(-4)), (n, bytes(b"k")), (prev, int(h2 as i64 - k as i64))]));
+    let s = b0.len() as u64;
+    // Unknown keys are skipped whatever their value: a tagged array, a float, a map.
+    let unknown = [vec![0xc1, 0x82, 0x01, 0x61, b'x'], vec![0xfb, 0, 0, 0, 0, 0, 0, 0, 0], vec![0xa1, 0x01, 0x02]];
+    let mut fields = vec![(t, int(0)), (n, bytes(b"sub")), (asz, int(4096)), (dsz, int(4096))];
+    fields.extend([(40, unknown[0].clone()), (41, unknown[1].clone()), (42, unknown[2].clone())]);
+    fields.push((sub, int(k as i64 - s as i64)));
+    fields.push((prev, int(1 << 24)));
+    fields.push((rderr, vec![0xf4]));
+    b0.extend(item(&fields));
+    let mut b1 = Vec::new();
+    b1.extend(item(&[(t, int(1)), (n, bytes(b"a")), (asz, int(10)), (dsz, int(4096))]));
+    let h1 = b1.len() as u64;
+    let h1_fields = [
+        (t, int(3)),
+        (n, bytes(b"h1")),
+        (prev, int(s as i64)),
+        (asz, int(5)),
+        (dsz, int(4096)),
+        (ino, int(7)),
+        (nlink, int(2)),
+    ];
+    b1.extend(item(&h1_fields));
+    let mut last = h1;
+    for (name, kind) in [(b"e", -1), (b"p", -2), (b"o", -3)] {
+        let at = b1.len() as u64;
+        b1.extend(item(&[(t, int(kind)), (n, bytes(name)), (prev, int(last as i64 - at as i64))]));
+        last = at;
+    }
+    let root = b1.len() as u64;
+    let root_fields = [
+        (t, int(0)),
+        (n, bytes(b"/r")),
+        (asz, int(4096)),
+        (dsz, int(4096)),
+        (dev, int(9)),
+        (sub, int(last as i64 - root as i64)),
+    ];
+    b1.extend(item(&root_fields));
+    binary_file(&[(1, b1), (0, b0)], (1 << 24) | root)
+}
+
+fn load_any(bytes: &[u8]) -> Result<(Arena, Imported), ImportError> {
+    let a = Arena::new();
+    let r = import_any(bytes, &a)?;
+    Ok((a, r))
+}
+
+/// Everything after the JSON export's header line.
+fn json_body(a: &Arena, root: u32) -> String {
+    let out = String::from_utf8(export_bytes(a, root)).unwrap();
+    out.split_once('\n').unwrap().1.to_string()
+}
+
+#[test]
+fn binary_built_by_hand_reads_as_its_description_says() {
+    let (a, r) = load_any(&hand_binary()).unwrap();
+    // The inode's first name (h2, in sub, read first) is counted; h1 is a further name.
+    assert_eq!(a.dir_totals(r.root), (4 * 4096, 4096 + 10 + 4096 + 5, 8));
+    let want = "[{\"name\":\"/r\",\"asize\":4096,\"dsize\":4096,\"dev\":9},\n\
+        {\"name\":\"a\",\"asize\":10,\"dsize\":4096},\n\
+        [{\"name\":\"sub\",\"asize\":4096,\"dsize\":4096},\n\
+        {\"name\":\"h2\",\"asize\":5,\"dsize\":4096,\"ino\":7,\"hlnkc\":true,\"nlink\":2},\n\
+        {\"name\":\"k\",\"excluded\":\"pattern\"}],\n\
+        {\"name\":\"h1\",\"asize\":5,\"dsize\":4096,\"ino\":7,\"hlnkc\":true,\"nlink\":2},\n\
+        {\"name\":\"e\",\"read_error\":true},\n\
+        {\"name\":\"p\",\"excluded\":\"pattern\"},\n\
+        [{\"name\":\"o\",\"excluded\":\"otherfs\"}]]]\n";
+    assert_eq!(json_body(&a, r.root), want);
+}
+
+/// dfdu's binary export read back gives the same arena (its JSON export is the same),
+/// with a directory of 3,000 entries that fills more than one block, names needing every
+/// CBOR length form up to 32 KiB, hard links across devices' directories, exclusions and
+/// a read error.
+#[test]
+fn binary_export_import_gives_the_same_tree() {
+    let mut doc = String::from("[1,2,{},[{\"name\":\"/big\",\"asize\":4096,\"dsize\":4096,\"dev\":3}");
+    doc.push_str(",[{\"name\":\"many\",\"asize\":4096,\"dsize\":4096}");
+    for i in 0..3000 {
+        doc.push_str(&format!(
+            ",{{\"name\":\"file-{i:05}-{}\",\"asize\":{i},\"dsize\":{}}}",
+            "n".repeat(i % 300),
+            (i % 7) * 4096
+        ));
+    }
+    doc.push(']');
+    for len in [0usize, 23, 24, 255, 256, 65535, 32768] {
+        doc.push_str(&format!(",{{\"name\":\"{}\",\"asize\":1}}", "x".repeat(len.clamp(1, 32768))));
+    }
+    doc.push_str(",{\"name\":\"l1\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":2}");
+    doc.push_str(",[{\"name\":\"d\",\"dev\":4},{\"name\":\"l2\",\"asize\":9,\"dsize\":4096,\"ino\":77,\"hlnkc\":true,\"nlink\":2}]");
+    doc.push_str(",[{\"name\":\"mnt\",\"excluded\":\"otherfs\"}],{\"name\":\"skip\",\"excluded\":\"pattern\"},{\"name\":\"bad\",\"read_error\":true}]]");
+    let doc = doc.replace(&format!("\"{}\"", "x".repeat(65535)), &format!("\"{}\"", "y".repeat(32768)));
+    let (a, r) = load(doc.as_bytes()).unwrap();
+    let mut bin = Vec::new();
+    export_binary(&a, r.root, &mut bin).unwrap();
+    let (b, r2) = load_any(&bin).unwrap();
+    assert_eq!(a.dir_totals(r.root), b.dir_totals(r2.root));
+    assert_eq!(json_body(&a, r.root), json_body(&b, r2.root));
+    let data_blocks = bin.windows(4).filter(|w| w == &[0x28, 0xb5, 0x2f, 0xfd]).count();
+    assert!(data_blocks >= 3, "{data_blocks} data blocks");
+}
+
+/// Damaged binary exports: each is refused with a message saying what is wrong.
+#[test]
+fn bad_binary_exports_are_refused_with_a_reason() {
+    let good = hand_binary();
+    let at = |needle: &[u8]| good.windows(needle.len()).position(|w| w == needle).unwrap();
+    let mut cases: Vec<(Vec<u8>, &str)> = Vec::new();
+    cases.push((good[..good.len() - 3].to_vec(), "a block of"));
+    cases.push((good[..good.len() - 32].to_vec(), "no index block"));
+    cases.push((good[..good.len() - 60].to_vec(), "a block cut short"));
+    let mut wrong_end = good.clone();
+    let end = wrong_end.len() - 1;
+    wrong_end[end] ^= 1;
+    cases.push((wrong_end, "closing length"));
+    // Block 1's index entry names another offset.
+    let mut index = good.clone();
+    let e = index.len() - 4 - 16 + 3;
+    index[e] ^= 1;
+    cases.push((index, "index entry 1 does not match"));
+    // The root reference into a block that does not exist.
+    let mut root = good.clone();
+    let r = root.len() - 4 - 4;
+    root[r] = 0x7f;
+    cases.push((root, "data block 127"));
+    // A prev that points at the item itself: a loop, ended by the reference budget.
+    let (t, n, prev) = (0, 1, 2);
+    let looped = item(&[(t, int(1)), (n, bytes(b"x")), (prev, int(0))]);
+    let root_item = item(&[(t, int(0)), (n, bytes(b"/")), (12, int(-(looped.len() as i64)))]);
+    let root_at = looped.len() as u64;
+    cases.push((binary_file(&[(0, [looped, root_item].concat())], root_at), "a loop"));
+    let root_only = |it: Vec<u8>| binary_file(&[(0, it)], 0);
+    cases.push((root_only(item(&[(t, int(1)), (n, bytes(b"/"))])), "not a directory"));
+    cases.push((root_only(item(&[(t, int(0))])), "without a name"));
+    cases.push((root_only(item(&[(n, bytes(b"/"))])), "without a type"));
+    cases.push((root_only(vec![0xa1, 0x00, 0x00]), "not an item"));
+    cases.push((root_only(item(&[(t, int(0)), (n, bytes(b"/")), (3, int(-5))])), "not an unsigned integer"));
+    cases.push((root_only(item(&[(t, int(0)), (n, bytes(b"/")), (12, int(-100))])), "before its block's start"));
+    cases.push((root_only(item(&[(t, int(0)), (n, bytes(b"/")), (3, cb(0, 1 << 61))])), "asize out of range"));
+    cases.push((root_only(vec![0xbf, 0x00, 0x00, 0x01, 0x5c]), "reserved CBOR head"));
+    cases.push((root_only(vec![0xbf, 0x00, 0x00, 0x01, 0x44, b'a']), "past its block's end"));
+    // A frame claiming 16 MiB of content: refused before anything is decoded.
+    let frame = [&[0x28, 0xb5, 0x2f, 0xfd, 0xa0][..], &(1u32 << 24).to_le_bytes(), &[1 | 1 << 3, 0, 0, b'x']].concat();
+    let huge = [&b"\xbfncduEX1"[..], &block(0, &[&[0, 0, 0, 0][..], &frame].concat())].concat();
+    cases.push((huge, "data block 0: a block of 16777216 bytes (at most 16777216)"));
+    // A frame that is not zstd at all.
+    let mut not_zstd = good.clone();
+    not_zstd[at(&[0x28, 0xb5, 0x2f, 0xfd])] = 0x29;
+    cases.push((not_zstd, "data block 1:"));
+    for (input, want) in &cases {
+        match load_any(input) {
+            Ok(_) => panic!("accepted, expected {want:?}"),
+            Err(e) => assert!(e.to_string().contains(want), "got {e}, expected {want:?}"),
+        }
+    }
+}
+
+/// Damaged binary exports (random bytes changed, cut, repeated) never panic: each is
+/// read or refused.
+#[test]
+fn binary_survives_corrupted_inputs() {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let (a, r) = load(&sample()).unwrap();
+    let mut ours = Vec::new();
+    export_binary(&a, r.root, &mut ours).unwrap();
+    let bases = [hand_binary(), ours];
+    let iters: usize = std::env::var("DFDU_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
+    let mut accepted = 0;
+    for i in 0..iters {
+        let input = mutate(&mut rng, &bases[i % 2]);
+        let a = Arena::new();
+        if import_any(&input[..], &a).is_ok() {
+            accepted += 1;
+        }
+    }
+    assert!(accepted < iters, "the mutations must be refused sometimes: {accepted}");
+}
