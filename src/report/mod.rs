@@ -2,8 +2,8 @@
 //! report — totals, counts, the largest directories and files — as text or as a
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
-use crate::meta::os_bytes;
-use crate::out::io_text;
+use crate::meta::{os_bytes, Meta};
+use crate::out::{self, io_text};
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
@@ -435,26 +435,69 @@ pub fn run<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize) -> i32 
     run_to::<R>(args, threads, fd_budget, &mut io::stdout().lock())
 }
 
-/// `run` with standard output given: the report, or the export with `-o -`, goes to `stdout`.
+/// What was loaded into the arena: the roots to report on, what they came from
+/// ("scan", "import of a gdu export"), and how many roots could not be loaded.
+struct Loaded {
+    roots: Vec<u32>,
+    source: String,
+    failed: u64,
+}
+
+/// `run` with standard output given: the report, or the export with `-o -`, goes to
+/// `stdout`. Its steps: load (import or scan each root), summarize, write the files
+/// asked for (`-o`, `--treemap`), write the report, and count what could not be read.
 fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: &mut dyn Write) -> i32 {
+    let cmd = format!("{} scan", args.prog);
     let arena = Arena::new();
     let start = Instant::now();
-    let mut roots = Vec::new();
-    let mut failed = 0u64;
-    let mut source = if args.walk.input.is_some() { "import".to_string() } else { "scan".to_string() };
+    let Ok(mut loaded) = load::<R>(args, &arena, (threads, fd_budget), start) else {
+        return 1;
+    };
+    let elapsed = start.elapsed();
+    if let Some(full) = arena.full() {
+        eprintln!("{cmd}: the tree is too large for one scan ({full:?}); the report is incomplete");
+        loaded.failed += 1;
+    }
+    let (top, apparent) = (args.sizes.top, args.sizes.apparent);
+    let sums: Vec<Summary> =
+        loaded.roots.iter().map(|&r| summarize(&arena, r, top, apparent, args.by_exclusive)).collect();
+    if let Err(status) = write_files(args, &arena, &loaded.roots, stdout) {
+        return status;
+    }
+    // Nothing was scanned (every root was missing): the messages said it all.
+    let to_stdout = args.output.as_deref().is_some_and(|o| o == "-");
+    if !to_stdout && !loaded.roots.is_empty() {
+        let written = write_report(stdout, &arena, &sums, elapsed, &loaded.source, args);
+        if let Err(status) = out::finish(&cmd, written.and_then(|()| stdout.flush())) {
+            return status;
+        }
+    }
+    let errors: u64 = sums.iter().map(|s| s.errors).sum::<u64>() + loaded.failed;
+    if errors > 0 {
+        eprintln!("{cmd}: {} could not be read", counted(errors, "entry", "entries"));
+        return 1;
+    }
+    0
+}
+
+/// Imports `-f`'s export, or scans each DIR into `arena` with (threads, handle budget)
+/// `pool`, naming on standard error what could not be read. `Err` when the export could
+/// not be imported (said already): there is nothing to report.
+fn load<R: Reader>(args: &ScanArgs, arena: &Arena, pool: (usize, usize), start: Instant) -> Result<Loaded, ()> {
+    let mut loaded = Loaded { roots: Vec::new(), source: "scan".to_string(), failed: 0 };
     if let Some(f) = &args.walk.input {
-        match import_file(f, &arena) {
+        match import_file(f, arena) {
             Ok(imported) => {
-                roots.push(imported.root);
-                source = format!("import of a {} export", imported.progname);
+                loaded.roots.push(imported.root);
+                loaded.source = format!("import of a {} export", imported.progname);
             }
             Err(e) => {
                 eprintln!("{} scan: {e}", args.prog);
-                return 1;
+                return Err(());
             }
         }
     }
-    let sink = ArenaSink::new(&arena).collecting_problems();
+    let sink = ArenaSink::new(arena).collecting_problems();
     for dir in &args.dirs {
         let path = os_bytes(dir);
         let Ok(cpath) = CString::new(path.clone()) else { continue };
@@ -462,112 +505,110 @@ fn run_to<R: Reader>(args: &ScanArgs, threads: usize, fd_budget: usize, stdout: 
             Ok(m) => m,
             Err(e) => {
                 eprintln!("{} scan: {e}", args.prog);
-                failed += 1;
+                loaded.failed += 1;
                 continue;
             }
         };
-        let root = match sink.add_root(&path, &meta) {
-            Ok(r) => r,
-            Err(_) => break,
-        };
-        let empty = HashSet::new();
-        let walk = Walk {
-            shared: args.shared,
-            ..args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty)
-        };
-        let stop = AtomicBool::new(false);
-        let show = !args.quiet && io::stderr().is_terminal();
-        std::thread::scope(|s| {
-            if show {
-                // Without a thread for it (a low RLIMIT_AS), the scan runs without progress.
-                let _ = std::thread::Builder::new().spawn_scoped(s, || progress(&arena, &sink, root, start, &stop));
-            }
-            scan::scan_as::<R, ArenaSink>(&walk, &sink, &cpath, &meta, root);
-            stop.store(true, Ordering::Relaxed);
-        });
+        let Ok(root) = sink.add_root(&path, &meta) else { break };
+        scan_root::<R>(args, arena, &sink, pool, (&cpath, &meta, root), start);
         let mut err = io::stderr().lock();
-        for line in problem_lines(&arena, &format!("{} scan", args.prog), sink.take_problems()) {
+        for line in problem_lines(arena, &format!("{} scan", args.prog), sink.take_problems()) {
             let _ = writeln!(err, "{line}");
         }
-        roots.push(root);
+        loaded.roots.push(root);
     }
     if args.shared {
         sink.finish_shared();
     }
-    let elapsed = start.elapsed();
-    if let Some(full) = arena.full() {
-        eprintln!("{} scan: the tree is too large for one scan ({full:?}); the report is incomplete", args.prog);
-        failed += 1;
-    }
-    let sums: Vec<Summary> =
-        roots.iter().map(|&r| summarize(&arena, r, args.sizes.top, args.sizes.apparent, args.by_exclusive)).collect();
-    let to_stdout = args.output.as_deref().is_some_and(|o| o == "-");
-    if let Some(out) = &args.output {
-        if let Some(&root) = roots.first() {
-            let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            let export = |w: &mut dyn Write| {
-                if args.binary {
-                    crate::tree::ncdu::export_binary(&arena, root, w)
-                } else {
-                    crate::tree::ncdu::export(&arena, root, ts, w)
-                }
-            };
-            let written = if to_stdout {
-                export(stdout).and_then(|()| stdout.flush())
+    Ok(loaded)
+}
+
+/// Scans one root (its path, stat and arena id) into `sink`, with the progress line on
+/// a terminal unless `-q`.
+fn scan_root<R: Reader>(
+    args: &ScanArgs,
+    arena: &Arena,
+    sink: &ArenaSink,
+    (threads, fd_budget): (usize, usize),
+    (cpath, meta, root): (&CString, &Meta, u32),
+    start: Instant,
+) {
+    let empty = HashSet::new();
+    let walk = Walk {
+        shared: args.shared,
+        ..args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty)
+    };
+    let stop = AtomicBool::new(false);
+    let show = !args.quiet && io::stderr().is_terminal();
+    std::thread::scope(|s| {
+        if show {
+            // Without a thread for it (a low RLIMIT_AS), the scan runs without progress.
+            let _ = std::thread::Builder::new().spawn_scoped(s, || progress(arena, sink, root, start, &stop));
+        }
+        scan::scan_as::<R, ArenaSink>(&walk, sink, cpath, meta, root);
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+/// Writes the export (`-o`, or `-O` binary; to `stdout` for FILE `-`) and the treemap
+/// (`--treemap`) of the first root; `Err` holds the exit status once a failure was said.
+fn write_files(args: &ScanArgs, arena: &Arena, roots: &[u32], stdout: &mut dyn Write) -> Result<(), i32> {
+    let Some(&root) = roots.first() else { return Ok(()) };
+    let cmd = format!("{} scan", args.prog);
+    let cannot_write = |file: &OsString, e: io::Error| {
+        eprintln!("{cmd}: cannot write {}: {}", quoteaf(&os_bytes(file)), io_text(&e));
+        1
+    };
+    if let Some(file) = &args.output {
+        let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let export = |w: &mut dyn Write| {
+            if args.binary {
+                crate::tree::ncdu::export_binary(arena, root, w)
             } else {
-                std::fs::File::create(out).and_then(|f| export(&mut io::BufWriter::new(f)))
-            };
-            if let Err(e) = written {
-                if to_stdout {
-                    eprintln!("{} scan: write error: {}", args.prog, io_text(&e));
-                } else {
-                    eprintln!("{} scan: cannot write {}: {}", args.prog, quoteaf(&os_bytes(out)), io_text(&e));
-                }
-                return 1;
+                crate::tree::ncdu::export(arena, root, ts, w)
             }
-        }
-    }
-    if let (Some(file), Some(&root)) = (&args.treemap, roots.first()) {
-        let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
-        let written = std::fs::File::create(file)
-            .and_then(|f| crate::tree::treemap::write_svg(&arena, root, m, &mut io::BufWriter::new(f)));
-        if let Err(e) = written {
-            eprintln!("{} scan: cannot write {}: {}", args.prog, quoteaf(&os_bytes(file)), io_text(&e));
-            return 1;
-        }
-    }
-    // Nothing was scanned (every root was missing): the messages said it all.
-    if !to_stdout && !roots.is_empty() {
-        let out = stdout;
-        let written = if args.sizes.json {
-            out.write_all(json_report(&arena, &sums, elapsed, &source, args).as_bytes())
-        } else {
-            let mut r = Ok(());
-            for s in &sums {
-                r = r.and_then(|_| print_text(out, &arena, s, args));
-            }
-            let n: u64 = sums.iter().map(|s| s.entries).sum();
-            r.and_then(|_| {
-                writeln!(
-                    out,
-                    "{} in {:.2} s ({:.0} entries/s)",
-                    crate::term::escape(source.as_bytes()),
-                    elapsed.as_secs_f64(),
-                    n as f64 / elapsed.as_secs_f64().max(1e-6)
-                )
-            })
         };
-        if let Err(e) = written.and_then(|_| out.flush()) {
-            eprintln!("{} scan: write error: {}", args.prog, io_text(&e));
-            return 1;
+        if file == "-" {
+            out::finish(&cmd, export(stdout).and_then(|()| stdout.flush()))?;
+        } else {
+            std::fs::File::create(file)
+                .and_then(|f| export(&mut io::BufWriter::new(f)))
+                .map_err(|e| cannot_write(file, e))?;
         }
     }
-    let errors: u64 = sums.iter().map(|s| s.errors).sum::<u64>() + failed;
-    if errors > 0 {
-        eprintln!("{} scan: {} could not be read", args.prog, counted(errors, "entry", "entries"));
-        return 1;
+    if let Some(file) = &args.treemap {
+        let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
+        std::fs::File::create(file)
+            .and_then(|f| crate::tree::treemap::write_svg(arena, root, m, &mut io::BufWriter::new(f)))
+            .map_err(|e| cannot_write(file, e))?;
     }
-    0
+    Ok(())
+}
+
+/// The report on `sums` into `out`: one JSON document, or each root's text and a last
+/// line with the time taken.
+fn write_report(
+    out: &mut dyn Write,
+    arena: &Arena,
+    sums: &[Summary],
+    elapsed: Duration,
+    source: &str,
+    args: &ScanArgs,
+) -> io::Result<()> {
+    if args.sizes.json {
+        return out.write_all(json_report(arena, sums, elapsed, source, args).as_bytes());
+    }
+    for s in sums {
+        print_text(out, arena, s, args)?;
+    }
+    let n: u64 = sums.iter().map(|s| s.entries).sum();
+    writeln!(
+        out,
+        "{} in {:.2} s ({:.0} entries/s)",
+        crate::term::escape(source.as_bytes()),
+        elapsed.as_secs_f64(),
+        n as f64 / elapsed.as_secs_f64().max(1e-6)
+    )
 }
 
 /// "1 entry", "2 entries": a count and its noun.
