@@ -146,3 +146,24 @@ fn scan_and_diff_size_units_print_what_du_prints() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).starts_with(&want), "{}", text(&bad.stderr));
 }
+
+/// Thread counts run from 1 to 1024, in `-j` and `DFDU_THREADS` alike, for du mode and
+/// the subcommands (the help texts say so; 1025 and 0 are refused with status 2, du's
+/// with status 1 as GNU's usage errors).
+#[test]
+fn thread_counts_run_from_1_to_1024() {
+    let scratch = Scratch::new("cli-threads");
+    let root = scratch.subdir("tree");
+    build(&root, &["f a 100"]);
+    let root = root.to_str().unwrap();
+    for (sub, args) in [(SUBS[0], vec!["-q", root]), (SUBS[3], vec!["-q", root]), (SUBS[5], vec!["-s", root])] {
+        let refused = if sub.words.is_empty() { 1 } else { 2 };
+        for (n, want) in [("1", 0), ("1024", 0), ("0", refused), ("1025", refused)] {
+            let what = format!("dfdu {:?} -j {n}", sub.words);
+            let out = run(sub, &[&["-j", n][..], &args].concat(), None, &[]);
+            assert_eq!(out.status.code(), Some(want), "{what}: {}", text(&out.stderr));
+            let out = run(sub, &args, None, &[("DFDU_THREADS", n)]);
+            assert_eq!(out.status.code(), Some(want), "DFDU_THREADS={n} {what}: {}", text(&out.stderr));
+        }
+    }
+}
