@@ -23,7 +23,7 @@ _dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --app
 _dfdu_opts_dupes="-S --size -0 --null --json --min-size --max-size -x --one-file-system
   --exclude -X --exclude-from -j --threads --hashfile --verify -q --quiet --help --version"
 # dedupe takes every option of dupes besides its own.
-_dfdu_opts_dedupe="--dry-run --allow-readonly $_dfdu_opts_dupes"
+_dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_dupes"
 
 # Options whose value is a file name (or a directory: --diff's OLD may be either), or
 # something else (nothing to complete); the rest take no value.

@@ -85,6 +85,11 @@ pub fn dedupe(_src: &File, _src_off: u64, _len: u64, _dests: &[(&File, u64)]) ->
     Err(Errno(95))
 }
 
+/// No dedupe here, so no block size it would need.
+pub fn fs_block_bytes(_file: &File) -> Option<u64> {
+    None
+}
+
 pub fn free_bytes(_file: &File) -> Option<u64> {
     None
 }

@@ -19,6 +19,6 @@ pub use dir::{
     term_wait, term_write, thread_cpu_ns, Dir, ExtentBuf, Lister, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
 };
 pub use dupes::{
-    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, layout, physical_start,
-    read_only_snapshot, replace_in, rotational, swap_files,
+    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, fs_block_bytes, layout,
+    physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };

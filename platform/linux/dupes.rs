@@ -7,8 +7,8 @@
 //! relative to a directory handle, nothing but a regular file, `O_NOATIME` where allowed).
 //! Contract (the same names in `fallback/dupes.rs` for every other OS): `check_file`,
 //! `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
-//! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `free_bytes`, `swap_files`,
-//! `replace_in`; the types, `lock_file` and the other hash-file calls are in
+//! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `fs_block_bytes`, `free_bytes`,
+//! `swap_files`, `replace_in`; the types, `lock_file` and the other hash-file calls are in
 //! `common/dupes.rs`. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
@@ -266,6 +266,13 @@ pub fn dedupe(src: &File, src_off: u64, len: u64, dests: &[(&File, u64)]) -> Res
             }
         })
         .collect())
+}
+
+/// The block size of `file`'s file system (`statfs`'s `f_bsize`): `FIDEDUPERANGE` wants
+/// ranges aligned to it (but at the end of a file).
+pub fn fs_block_bytes(file: &File) -> Option<u64> {
+    let fs = rustix::fs::fstatfs(file).ok()?;
+    u64::try_from(fs.f_bsize).ok().filter(|&b| b > 0)
 }
 
 /// Bytes available to unprivileged users on `file`'s file system, after `syncfs` so that

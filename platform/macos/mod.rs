@@ -16,8 +16,8 @@ mod time;
 mod unix;
 
 pub use super::fallback::dupes::{
-    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, layout, physical_start,
-    read_only_snapshot, replace_in, rotational, swap_files,
+    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, fs_block_bytes, layout,
+    physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use dir::{
     address_space_left, default_threads, dir_mount, errno_text, file_extents_at, fs_shares_extents, lookups_serialize,

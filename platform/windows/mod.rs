@@ -62,8 +62,8 @@ pub use dir::{
 };
 // `dupes` through std::fs, as on every OS but Linux.
 pub use super::fallback::dupes::{
-    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, layout, physical_start,
-    read_only_snapshot, replace_in, rotational, swap_files,
+    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, fs_block_bytes, layout,
+    physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use term::{
     interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,

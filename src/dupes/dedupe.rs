@@ -42,8 +42,8 @@ use std::collections::HashMap;
 use std::fs::File;
 
 /// Bytes one call asks for at most (the VFS caps a call at 1 GiB).
-const CALL_BYTES: u64 = 1 << 30;
-const EOPNOTSUPP: i32 = 95;
+pub(super) const CALL_BYTES: u64 = 1 << 30;
+pub(super) const EOPNOTSUPP: i32 = 95;
 
 /// What a run did.
 #[derive(Default)]
@@ -77,6 +77,8 @@ pub struct Report {
     pub interrupted: bool,
     /// Groups not started because of the interruption.
     pub groups_not_started: u64,
+    /// What block mode did, when it ran (`--blocks`).
+    pub blocks: Option<super::blocks::Report>,
 }
 
 impl Report {
@@ -120,6 +122,9 @@ impl Report {
             self.skipped_other_fs,
             self.errors
         ));
+        if let Some(b) = &self.blocks {
+            s.push_str(&b.text(cmd, dry_run));
+        }
         if self.free_known && !dry_run {
             let change = self.free_after as i128 - self.free_before as i128;
             s.push_str(&format!(
@@ -141,7 +146,7 @@ impl Report {
             "{{\"dry_run\":{dry_run},\"groups\":{},\"files\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\
              \"refused_files\":{},\"skipped_shared\":{},\"skipped_inline\":{},\"skipped_changed\":{},\"skipped_pinned\":{},\
              \"skipped_readonly\":{},\"skipped_swap\":{},\"skipped_other_fs\":{},\"errors\":{},\"ioctl_calls\":{},\
-             \"free_before\":{},\"free_after\":{},\"unsupported\":{},\"interrupted\":{},\"groups_not_started\":{}}}",
+             \"free_before\":{},\"free_after\":{},\"unsupported\":{},\"interrupted\":{},\"groups_not_started\":{}{}}}",
             self.groups,
             self.files,
             self.bytes_submitted,
@@ -160,7 +165,8 @@ impl Report {
             if self.free_known { self.free_after.to_string() } else { "null".into() },
             self.unsupported.is_some(),
             self.interrupted,
-            self.groups_not_started
+            self.groups_not_started,
+            self.blocks.as_ref().map_or(String::new(), |b| format!(",\"blocks\":{}", b.json()))
         )
     }
 }
@@ -180,7 +186,7 @@ fn open_member(handles: &Handles, g: &Group, m: usize) -> Result<Option<(File, p
 
 impl Report {
     /// Counts one failure and keeps its message (printed after the run).
-    fn fail(&mut self, path: &[u8], e: Errno) {
+    pub(super) fn fail(&mut self, path: &[u8], e: Errno) {
         self.errors += 1;
         if self.messages.len() < MAX_MESSAGES {
             self.messages.push(format!("{}: {}", crate::text::quote::quotef(path), platform::errno_text(e)));
@@ -190,7 +196,7 @@ impl Report {
 
 /// Why a file is left out of the calls, or (`Pinned`, `ReadOnly`) may only be a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Skip {
+pub(super) enum Skip {
     /// Size, times or identity differ from the scan's.
     Changed,
     /// Immutable or append-only: never changed, but its extents may be shared.
@@ -203,7 +209,7 @@ enum Skip {
 }
 
 /// Why the open file `c` (scanned as `rec`) must be left alone, if it must.
-fn skip_reason(c: &platform::FileCheck, rec: &FileRec, swaps: &[(u64, u64)]) -> Option<Skip> {
+pub(super) fn skip_reason(c: &platform::FileCheck, rec: &FileRec, swaps: &[(u64, u64)]) -> Option<Skip> {
     if !same(c, rec) {
         Some(Skip::Changed)
     } else if swaps.contains(&(c.dev, c.ino)) {
@@ -217,7 +223,7 @@ fn skip_reason(c: &platform::FileCheck, rec: &FileRec, swaps: &[(u64, u64)]) -> 
 
 impl Report {
     /// Counts `n` files left alone for `why`.
-    fn skip(&mut self, why: Skip, n: u64) {
+    pub(super) fn skip(&mut self, why: Skip, n: u64) {
         match why {
             Skip::Changed => self.skipped_changed += n,
             Skip::Pinned => self.skipped_pinned += n,
@@ -237,27 +243,45 @@ pub struct Options {
     pub dry_run: bool,
     /// Files on read-only btrfs snapshots may be destinations too.
     pub allow_readonly: bool,
+    /// `--blocks`: block mode after the whole-file groups (`blocks.rs`), with blocks of
+    /// `block_bytes` (`None`: the file system's block size).
+    pub blocks: bool,
+    pub block_bytes: Option<u64>,
+    /// Workers that read files for block mode.
+    pub threads: usize,
+    /// A progress line on standard error while block mode runs.
+    pub progress: bool,
 }
 
-/// One run's state between the parts of its groups.
-struct Run<'a> {
-    handles: &'a Handles<'a>,
-    found: &'a super::sink::Found,
-    opts: Options,
-    swaps: Vec<(u64, u64)>,
+/// One run's state between the parts of its groups (and block mode, `blocks.rs`).
+pub(super) struct Run<'a> {
+    pub(super) handles: &'a Handles<'a>,
+    pub(super) found: &'a super::sink::Found,
+    pub(super) opts: Options,
+    pub(super) swaps: Vec<(u64, u64)>,
     /// One open file per device, for free space before and after.
     fs_files: HashMap<u64, File>,
     /// Whether each device is a read-only btrfs subvolume (each has a device of its own).
     read_only: HashMap<u64, bool>,
-    r: Report,
+    /// The devices block mode reads files of (their file systems may share extents).
+    pub(super) block_devs: Vec<u64>,
+    pub(super) r: Report,
 }
 
 /// Deduplicates `groups` (or, with `dry_run`, counts what would be submitted).
 pub fn run(handles: &Handles, groups: &[Group], opts: Options) -> Report {
     let swaps = platform::swap_files();
     let found = handles.found();
-    let mut run =
-        Run { handles, found, opts, swaps, fs_files: HashMap::new(), read_only: HashMap::new(), r: Report::default() };
+    let mut run = Run {
+        handles,
+        found,
+        opts,
+        swaps,
+        fs_files: HashMap::new(),
+        read_only: HashMap::new(),
+        block_devs: Vec::new(),
+        r: Report::default(),
+    };
     for (i, g) in groups.iter().enumerate() {
         // SIGINT or SIGTERM (see `mod.rs`): no new call; what was done is reported.
         if platform::interrupt_requested().is_some() {
@@ -277,6 +301,16 @@ pub fn run(handles: &Handles, groups: &[Group], opts: Options) -> Report {
             (run.r.groups, run.r.files) = (before.0, before.1);
             run.r.groups_not_started = (groups.len() - i) as u64;
             break;
+        }
+    }
+    if opts.blocks && !run.r.interrupted {
+        match super::blocks::run(&mut run, groups, opts.block_bytes) {
+            Ok(b) => run.r.blocks = Some(b),
+            Err(stop) => {
+                run.r.unsupported = Some(stop);
+                run.r.failed = true;
+                return run.r;
+            }
         }
     }
     let mut r = run.r;
@@ -316,6 +350,24 @@ fn source_of(g: &Group, members: &[Member]) -> Option<usize> {
 impl Run<'_> {
     fn rec(&self, g: &Group, m: usize) -> FileRec {
         self.found.files[g.members[m] as usize]
+    }
+
+    /// The scan's record of file `rec` (an index into `Found::files`).
+    pub(super) fn file(&self, rec: u32) -> FileRec {
+        self.found.files[rec as usize]
+    }
+
+    /// Notes the free space of `dev`'s file system before its first call (`file` is on
+    /// it), once per device.
+    pub(super) fn note_fs(&mut self, dev: u64, file: &File) {
+        let Entry::Vacant(slot) = self.fs_files.entry(dev) else { return };
+        if let Some(free) = platform::free_bytes(file) {
+            self.r.free_before += free;
+            self.r.free_known = true;
+        }
+        if let Ok(f) = file.try_clone() {
+            slot.insert(f);
+        }
     }
 
     /// One group, one device at a time; `Err` when the run must stop.
@@ -424,9 +476,10 @@ impl Run<'_> {
     /// `Err` stops the run (nothing was changed yet); `Ok(false)` fails only this part of
     /// `n_members` (groups on another file system were deduplicated already).
     fn first_on_fs(&mut self, g: &Group, src: &Member, n_members: usize) -> Result<bool, String> {
-        let Entry::Vacant(slot) = self.fs_files.entry(self.found.files[g.members[src.m] as usize].dev) else {
+        let dev = self.found.files[g.members[src.m] as usize].dev;
+        if self.fs_files.contains_key(&dev) {
             return Ok(true);
-        };
+        }
         if platform::can_share_extents(&src.file) == Some(false) {
             // "Nothing was changed" would be false now. As when a call says EOPNOTSUPP
             // then, this part fails (one message, its files counted) and the run goes on.
@@ -441,13 +494,7 @@ impl Run<'_> {
                 crate::text::quote::quotef(&g.paths[src.m])
             ));
         }
-        if let Some(free) = platform::free_bytes(&src.file) {
-            self.r.free_before += free;
-            self.r.free_known = true;
-        }
-        if let Ok(f) = src.file.try_clone() {
-            slot.insert(f);
-        }
+        self.note_fs(dev, &src.file);
         Ok(true)
     }
 
@@ -663,7 +710,15 @@ mod tests {
         }
     }
 
-    const DRY: Options = Options { dry_run: true, allow_readonly: false };
+    const DRY: Options = Options { dry_run: true, ..OPTS };
+    const OPTS: Options = Options {
+        dry_run: false,
+        allow_readonly: false,
+        blocks: false,
+        block_bytes: None,
+        threads: 1,
+        progress: false,
+    };
 
     /// A group's files gone since the scan: one error each, the run fails.
     #[test]

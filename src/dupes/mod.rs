@@ -12,6 +12,7 @@
 //! platform functions named in `platform/linux/dupes.rs`; nothing outside it imports it
 //! except `main.rs`'s dispatch.
 
+mod blocks;
 mod cache;
 mod dedupe;
 mod find;
@@ -76,6 +77,9 @@ pub struct Args {
     pub allow_readonly: bool,
     /// `--verify`: members of groups the hash file vouched for are read again.
     pub verify: bool,
+    /// `--blocks`, `--block-size`: block mode after whole files (`blocks.rs`).
+    pub blocks: bool,
+    pub block_bytes: Option<u64>,
 }
 
 const DUPES_HELP: &str = "\
@@ -160,6 +164,15 @@ extents already are the kept one's.
       --allow-readonly  change files on read-only btrfs snapshots too (their
                         generation moves, which incremental 'btrfs send -p'
                         relies on not happening)
+      --blocks          then share equal blocks of files that differ as a whole
+                        (VM images, backups) and repeats inside one file: every
+                        file is read once, each aligned block fingerprinted,
+                        equal blocks grown into runs, each run one range for the
+                        kernel to compare; ranges already shared are skipped;
+                        about 24 bytes of memory per block read
+      --block-size=N    blocks of N bytes (a power of two, 4K to 16M; default
+                        the file system's block, 4K on most; implies --blocks):
+                        larger blocks take less memory and find less
       --help            show this help
       --version         show the version
   plus every option of 'dfdu dupes' (see 'dfdu dupes --help'); the groups are
@@ -200,6 +213,8 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
         dry_run: false,
         allow_readonly: false,
         verify: false,
+        blocks: false,
+        block_bytes: None,
     };
     let help = if mode == Mode::Dupes { DUPES_HELP } else { DEDUPE_HELP };
     let mut cli = Cli::new(prog, cmd, help, args);
@@ -212,6 +227,19 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
             Long("dry-run") if mode == Mode::Dedupe => a.dry_run = true,
             Long("allow-readonly") if mode == Mode::Dedupe => a.allow_readonly = true,
             Long("verify") => a.verify = true,
+            Long("blocks") if mode == Mode::Dedupe => a.blocks = true,
+            Long("block-size") if mode == Mode::Dedupe => {
+                let v = cli.value()?;
+                let n = number(&v)
+                    .filter(|n| n.is_power_of_two() && (blocks::MIN_BLOCK_BYTES..=blocks::MAX_BLOCK_BYTES).contains(n));
+                let Some(n) = n else {
+                    return Err(cli.bad(format!(
+                        "invalid block size {} (a power of two from 4K to 16M)",
+                        quoteaf(&os_bytes(&v))
+                    )));
+                };
+                (a.blocks, a.block_bytes) = (true, Some(n));
+            }
             Long(l @ ("min-size" | "max-size")) => {
                 let max = l == "max-size";
                 let v = cli.value()?;
@@ -398,7 +426,14 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     o.groups.sort_by(|x, y| y.wasted().cmp(&x.wasted()).then_with(|| x.paths[0].cmp(&y.paths[0])));
     let report = (a.mode == Mode::Dedupe).then(|| {
         platform::interrupt_catch();
-        let opts = dedupe::Options { dry_run: a.dry_run, allow_readonly: a.allow_readonly };
+        let opts = dedupe::Options {
+            dry_run: a.dry_run,
+            allow_readonly: a.allow_readonly,
+            blocks: a.blocks,
+            block_bytes: a.block_bytes,
+            threads,
+            progress: show_progress,
+        };
         dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts)
     });
     // Saved after dedupe: a range the kernel refused makes entries stale, dropped here.

@@ -1,0 +1,806 @@
+//! `dfdu dedupe --blocks`: after whole-file groups, ranges of equal content between files
+//! that differ as a whole, and inside one file, come to share extents — through
+//! `FIDEDUPERANGE` only, with every rule of whole-file dedupe (`dedupe.rs`).
+//!
+//! # How a match is found
+//!
+//! 1. **Candidates**: every scanned file of at least one block, one name per inode, one
+//!    member per whole-file group (the others share its extents by now or were left out
+//!    for a reason that holds here too), on a file system that can share extents (ext4
+//!    and the like are known before anything is read). Files that changed since the scan
+//!    and active swap files are left out; immutable, append-only and read-only-snapshot
+//!    files may only be sources.
+//! 2. **Fingerprints**: each candidate is read once, in order, through the checked
+//!    handles of `open.rs`; every whole aligned block (the file system's block size, or
+//!    `--block-size`) gets 8 bytes of BLAKE3. A block of zeros gets none: it is a hole or
+//!    preallocated space more often than data, and sharing it gives nothing back. The
+//!    unaligned tail of a file is not fingerprinted. A file whose size or times moved
+//!    while it was read is dropped as changed.
+//! 3. **Links**: fingerprints are sorted; in each set of equal ones the first (a
+//!    source-only file first, then path order, then offset) is the block every other one
+//!    comes to share. Because every copy of a content points at the same first block, a
+//!    destination's consecutive blocks whose sources are consecutive too form one run,
+//!    grown block by block; each run is one range (at most 1 GiB a call). A run inside one
+//!    file never overlaps its source (its source comes first and is no destination).
+//! 4. **Already shared**: the extent maps (FIEMAP) of a run's two files say which of its
+//!    bytes already sit at the same disk address; only the rest is submitted, so a rerun
+//!    over deduplicated files makes no call.
+//!
+//! Data shifted by less than a block (an insertion of a few bytes) is not found: blocks
+//! are aligned on both sides. A copy shifted by whole blocks is found.
+//!
+//! # Memory
+//!
+//! 8 bytes per block while a file's fingerprints are kept, 16 per block in the sorted
+//! index (`Print`), 16 per duplicate block in the links (`Link`), 20 per run; about 24
+//! bytes per block hashed at the peak: 6 MiB for 1 GiB at 4 KiB blocks, 192 KiB at
+//! 128 KiB. At most `MAX_BLOCKS` blocks a run: more asks for a larger `--block-size`.
+//!
+//! # Calls
+//!
+//! Runs are taken in (destination, offset) order. Right before every call both files
+//! are checked again (size, mtime, ctime, identity) and a signal stops the run. A range
+//! the kernel refuses ("data differs") makes both files' hash-file entries stale. The
+//! first call on a file system that cannot share extents, before anything was shared,
+//! stops the run with one message, as whole-file dedupe does.
+
+use super::dedupe::{Run, Skip, CALL_BYTES, EOPNOTSUPP};
+use super::find::{same, Group};
+use super::open::Refused;
+use crate::meta::Errno;
+use crate::platform::{self, DedupeStatus, Extent, Layout};
+use crate::text::quote::quotef;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Blocks fingerprinted in one run at most (24 bytes each at the peak: 6 GiB).
+pub const MAX_BLOCKS: u64 = 1 << 28;
+/// `--block-size` bounds: a page, and a size that still finds something.
+pub const MIN_BLOCK_BYTES: u64 = 4096;
+pub const MAX_BLOCK_BYTES: u64 = 16 << 20;
+/// Bytes one read asks for (a whole number of blocks up to this).
+const READ_BYTES: u64 = 1 << 20;
+/// Open files kept for sources: a destination's runs usually come from a few files.
+const SOURCES_KEPT: usize = 64;
+
+/// What block mode did (or, in a dry run, would do).
+#[derive(Default, Debug)]
+pub struct Report {
+    pub block_bytes: u64,
+    pub files_read: u64,
+    pub bytes_read: u64,
+    /// Blocks that are a copy of an earlier one (the sum of the runs).
+    pub dup_blocks: u64,
+    pub runs: u64,
+    /// Of the runs' bytes, those already at their source's disk address (FIEMAP).
+    pub bytes_shared: u64,
+    /// Ranges submitted (a range over 1 GiB takes more than one call).
+    pub ranges: u64,
+    pub bytes_submitted: u64,
+    pub bytes_deduped: u64,
+    /// Bytes of ranges the kernel found to differ.
+    pub bytes_refused: u64,
+    pub ioctl_calls: u64,
+    /// More blocks than `MAX_BLOCKS`: nothing was read.
+    pub too_many_blocks: bool,
+}
+
+impl Report {
+    pub fn text(&self, cmd: &str, dry_run: bool) -> String {
+        if self.too_many_blocks {
+            return format!(
+                "{cmd}: blocks: more than {MAX_BLOCKS} blocks of {} bytes: nothing done (a larger --block-size)\n",
+                self.block_bytes
+            );
+        }
+        let found = format!(
+            "{cmd}: blocks of {} bytes: read {}, {} bytes; {} bytes in {} (duplicate blocks), {} bytes already shared",
+            self.block_bytes,
+            super::count(self.files_read, "file", "files"),
+            self.bytes_read,
+            self.dup_blocks.saturating_mul(self.block_bytes),
+            super::count(self.runs, "run", "runs"),
+            self.bytes_shared,
+        );
+        if dry_run {
+            return format!(
+                "{found}\n{cmd}: blocks: dry run: would submit {} bytes in {} (what XFS would give back); \
+                 nothing was changed\n",
+                self.bytes_submitted,
+                super::count(self.ranges, "range", "ranges")
+            );
+        }
+        format!(
+            "{found}\n{cmd}: blocks: {} bytes submitted in {}, {} bytes deduplicated by the kernel, {} bytes refused \
+             (data differs); {}\n",
+            self.bytes_submitted,
+            super::count(self.ranges, "range", "ranges"),
+            self.bytes_deduped,
+            self.bytes_refused,
+            super::count(self.ioctl_calls, "ioctl call", "ioctl calls")
+        )
+    }
+
+    pub fn json(&self) -> String {
+        format!(
+            "{{\"block_bytes\":{},\"files_read\":{},\"bytes_read\":{},\"dup_blocks\":{},\"runs\":{},\
+             \"bytes_shared\":{},\"ranges\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\"bytes_refused\":{},\
+             \"ioctl_calls\":{},\"too_many_blocks\":{}}}",
+            self.block_bytes,
+            self.files_read,
+            self.bytes_read,
+            self.dup_blocks,
+            self.runs,
+            self.bytes_shared,
+            self.ranges,
+            self.bytes_submitted,
+            self.bytes_deduped,
+            self.bytes_refused,
+            self.ioctl_calls,
+            self.too_many_blocks
+        )
+    }
+}
+
+/// One file of block mode: its index in `Found::files`, its path, and whether it may
+/// only be a source.
+struct Cand {
+    rec: u32,
+    path: Vec<u8>,
+    source_only: bool,
+}
+
+/// One block's fingerprint in the sorted index (16 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Print {
+    fp: u64,
+    /// 0 for a file that may only be a source, so that it sorts first and serves.
+    rank: u32,
+    file: u32,
+    block: u32,
+}
+
+/// A duplicate block and the first block of its content (16 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Link {
+    dst: u32,
+    dst_block: u32,
+    src: u32,
+    src_block: u32,
+}
+
+/// `n_blocks` blocks of `dst` from `dst_block` on equal to those of `src` from `src_block`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub dst: u32,
+    pub dst_block: u32,
+    pub src: u32,
+    pub src_block: u32,
+    pub n_blocks: u32,
+}
+
+/// Counters the progress line shows while block mode runs.
+#[derive(Default)]
+struct Progress {
+    bytes_read: AtomicU64,
+    bytes_total: AtomicU64,
+    ranges: AtomicU64,
+    done: AtomicBool,
+}
+
+/// Block mode over `found`'s files; `Err` when the run must stop (a file system that
+/// cannot share extents, found by the first call).
+pub fn run(run: &mut Run, groups: &[Group], block_bytes: Option<u64>) -> Result<Report, String> {
+    let progress = Progress::default();
+    let show = run.opts.progress;
+    std::thread::scope(|s| {
+        if show {
+            let p = &progress;
+            crate::walk::threads::try_spawn(s, move || draw(p));
+        }
+        let out = steps(run, groups, block_bytes, &progress);
+        progress.done.store(true, Ordering::Relaxed);
+        out
+    })
+}
+
+fn steps(run: &mut Run, groups: &[Group], block_bytes: Option<u64>, progress: &Progress) -> Result<Report, String> {
+    let mut rep = Report::default();
+    let cands = candidates(run, groups);
+    let Some(bs) = block_size(run, &cands, block_bytes) else { return Ok(rep) };
+    rep.block_bytes = bs;
+    let mut cands: Vec<Cand> = cands.into_iter().filter(|c| run.file(c.rec).size >= bs).collect();
+    let total_blocks: u64 = cands.iter().map(|c| run.file(c.rec).size / bs).sum();
+    if total_blocks > MAX_BLOCKS {
+        rep.too_many_blocks = true;
+        run.r.failed = true;
+        return Ok(rep);
+    }
+    progress.bytes_total.store(cands.iter().map(|c| run.file(c.rec).size).sum(), Ordering::Relaxed);
+    let prints = fingerprints(run, &mut cands, bs, progress, &mut rep);
+    let spans = spans(prints);
+    rep.runs = spans.len() as u64;
+    rep.dup_blocks = spans.iter().map(|s| u64::from(s.n_blocks)).sum();
+    if run.r.interrupted {
+        return Ok(rep);
+    }
+    submit_all(run, &cands, &spans, bs, progress, &mut rep)?;
+    Ok(rep)
+}
+
+/// Redraws one progress line on standard error every 200 ms until block mode is done.
+fn draw(p: &Progress) {
+    let start = Instant::now();
+    let mut err = io::stderr();
+    while !p.done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        let human = |n: u64| crate::text::units::format_size(n, crate::text::units::Scale::human(true));
+        let _ = write!(
+            err,
+            "\r\x1b[Kblocks: {}/{} read, {} ranges submitted ({:.1} s)",
+            human(p.bytes_read.load(Ordering::Relaxed)),
+            human(p.bytes_total.load(Ordering::Relaxed)),
+            p.ranges.load(Ordering::Relaxed),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    let _ = write!(err, "\r\x1b[K");
+}
+
+/// The files block mode reads, in path order: one name per inode, one member per
+/// whole-file group, nothing inline-sized (smaller than a page).
+fn candidates(run: &Run, groups: &[Group]) -> Vec<Cand> {
+    let found = run.found;
+    let others: HashSet<u32> = groups.iter().flat_map(|g| g.members.iter().skip(1).copied()).collect();
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for (i, f) in found.files.iter().enumerate() {
+        if f.size < MIN_BLOCK_BYTES || others.contains(&(i as u32)) {
+            continue;
+        }
+        let mut path = Vec::new();
+        found.file_path(f, &mut path);
+        out.push(Cand { rec: i as u32, path, source_only: false });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.retain(|c| {
+        let f = &found.files[c.rec as usize];
+        seen.insert((f.dev, f.ino))
+    });
+    out
+}
+
+/// The block size: `--block-size`, else the largest block size of the candidates' file
+/// systems. Drops candidates on file systems known not to share extents; `None` when
+/// none is left, or when `--block-size` is not a multiple of a file system's block
+/// (that file system's files are dropped, with a message).
+fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Option<u64> {
+    let mut fs_block: HashMap<u64, Option<u64>> = HashMap::new();
+    let mut largest = 0;
+    for c in cands {
+        let dev = run.file(c.rec).dev;
+        if fs_block.contains_key(&dev) {
+            continue;
+        }
+        let Ok(file) = run.handles.open(&run.file(c.rec)) else { continue };
+        let bytes = match platform::can_share_extents(&file) {
+            Some(false) => None,
+            _ => platform::fs_block_bytes(&file).or(Some(MIN_BLOCK_BYTES)),
+        };
+        largest = largest.max(bytes.unwrap_or(0));
+        fs_block.insert(dev, bytes);
+    }
+    let bs = block_bytes.unwrap_or(largest);
+    let usable = fs_block.values().any(|b| b.is_some_and(|b| bs % b == 0));
+    if bs == 0 || !usable {
+        return None;
+    }
+    for b in fs_block.values().flatten().filter(|&&b| bs % b != 0) {
+        run.r.messages.push(format!("blocks of {bs} bytes on a file system of {b}-byte blocks: not aligned"));
+    }
+    run.block_devs = fs_block.into_iter().filter(|(_, b)| b.is_some_and(|b| bs % b == 0)).map(|(d, _)| d).collect();
+    Some(bs)
+}
+
+/// What reading one file gave.
+enum Hashed {
+    /// One fingerprint per whole block (0: all zeros), and whether it may only be a source.
+    Prints(Vec<u64>, bool),
+    Skipped(Skip),
+    Failed(Errno),
+    /// Its file system is not one block mode uses.
+    Out,
+}
+
+/// Reads every candidate on `threads` workers and returns the sorted index of their
+/// non-zero fingerprints; counts the files left out.
+fn fingerprints(run: &mut Run, cands: &mut [Cand], bs: u64, progress: &Progress, rep: &mut Report) -> Vec<Print> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Hashed)>> = Mutex::new(Vec::new());
+    {
+        let run: &Run = run;
+        let cands: &[Cand] = cands;
+        crate::walk::threads::on_threads(run.opts.threads.clamp(1, cands.len().max(1)), || {
+            let mut buf = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= cands.len() || platform::interrupt_requested().is_some() {
+                    break;
+                }
+                let h = hash_file(run, cands[i].rec, bs, &mut buf, progress);
+                results.lock().unwrap_or_else(|p| p.into_inner()).push((i, h));
+            }
+        });
+    }
+    if platform::interrupt_requested().is_some() {
+        run.r.interrupted = true;
+    }
+    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.sort_by_key(|(i, _)| *i);
+    let mut prints = Vec::new();
+    for (i, h) in results {
+        match h {
+            Hashed::Prints(fps, source_only) => {
+                rep.files_read += 1;
+                rep.bytes_read += fps.len() as u64 * bs;
+                cands[i].source_only = source_only;
+                let rank = u32::from(!source_only);
+                let blocks = fps.into_iter().enumerate().filter(|(_, fp)| *fp != 0);
+                prints.extend(blocks.map(|(b, fp)| Print { fp, rank, file: i as u32, block: b as u32 }));
+            }
+            Hashed::Skipped(why) => run.r.skip(why, 1),
+            Hashed::Failed(e) => run.r.fail(&cands[i].path, e),
+            Hashed::Out => {}
+        }
+    }
+    prints.sort_unstable();
+    prints
+}
+
+/// Opens, checks and reads one file (record `rec`), a block's fingerprint at a time.
+fn hash_file(run: &Run, rec: u32, bs: u64, buf: &mut Vec<u8>, progress: &Progress) -> Hashed {
+    let f = run.file(rec);
+    if !run.block_devs.contains(&f.dev) {
+        return Hashed::Out;
+    }
+    let mut file = match run.handles.open(&f) {
+        Ok(file) => file,
+        Err(Refused::Changed) => return Hashed::Skipped(Skip::Changed),
+        Err(Refused::Os(e)) => return Hashed::Failed(e),
+    };
+    let check = match platform::check_file(&file) {
+        Ok(c) => c,
+        Err(e) => return Hashed::Failed(e),
+    };
+    let source_only = match super::dedupe::skip_reason(&check, &f, &run.swaps) {
+        Some(why @ (Skip::Changed | Skip::Swap)) => return Hashed::Skipped(why),
+        Some(_) => true,
+        None => !run.opts.allow_readonly && platform::read_only_snapshot(&file),
+    };
+    let n_blocks = (f.size / bs).min(u64::from(u32::MAX));
+    let per_read = (READ_BYTES / bs).max(1);
+    buf.resize((per_read * bs) as usize, 0);
+    let mut fps = Vec::with_capacity(n_blocks as usize);
+    while (fps.len() as u64) < n_blocks {
+        let want = per_read.min(n_blocks - fps.len() as u64);
+        let chunk = &mut buf[..(want * bs) as usize];
+        if let Err(e) = read_full(&mut file, chunk) {
+            return match platform::check_file(&file) {
+                Ok(c) if same(&c, &f) => Hashed::Failed(Errno(e.raw_os_error().unwrap_or(5))),
+                _ => Hashed::Skipped(Skip::Changed),
+            };
+        }
+        fps.extend(chunk.chunks_exact(bs as usize).map(fingerprint));
+        progress.bytes_read.fetch_add(want * bs, Ordering::Relaxed);
+    }
+    // A write before or during the read moved the ctime; what was read is not trusted.
+    match platform::check_file(&file) {
+        Ok(c) if same(&c, &f) => Hashed::Prints(fps, source_only),
+        Ok(_) => Hashed::Skipped(Skip::Changed),
+        Err(e) => Hashed::Failed(e),
+    }
+}
+
+/// Fills `buf` whole; a file that ends before is an error (it shrank: the re-check says
+/// changed).
+fn read_full(file: &mut File, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match file.read(buf) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            Ok(n) => buf = &mut buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// 8 bytes of BLAKE3 of a block, never 0; 0 for a block of zeros.
+fn fingerprint(block: &[u8]) -> u64 {
+    if block.iter().all(|&b| b == 0) {
+        return 0;
+    }
+    let h = blake3::hash(block);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h.as_bytes()[..8]);
+    u64::from_le_bytes(first).max(1)
+}
+
+/// The runs of `prints` (sorted): each block whose fingerprint an earlier one has (in
+/// `Print` order) is linked to that first block, and a destination's consecutive links
+/// to consecutive source blocks of one file are one run. A source-only file (rank 0) is
+/// never a destination.
+fn spans(prints: Vec<Print>) -> Vec<Span> {
+    let mut links = Vec::new();
+    let mut first = 0;
+    for i in 0..prints.len() {
+        if prints[i].fp != prints[first].fp {
+            first = i;
+            continue;
+        }
+        let (s, d) = (prints[first], prints[i]);
+        if i != first && d.rank != 0 {
+            links.push(Link { dst: d.file, dst_block: d.block, src: s.file, src_block: s.block });
+        }
+    }
+    drop(prints);
+    links.sort_unstable();
+    let mut out: Vec<Span> = Vec::new();
+    for l in links {
+        if let Some(last) = out.last_mut() {
+            let end = last.dst_block + last.n_blocks;
+            if last.dst == l.dst
+                && end == l.dst_block
+                && last.src == l.src
+                && last.src_block + last.n_blocks == l.src_block
+            {
+                last.n_blocks += 1;
+                continue;
+            }
+        }
+        out.push(Span { dst: l.dst, dst_block: l.dst_block, src: l.src, src_block: l.src_block, n_blocks: 1 });
+    }
+    out
+}
+
+/// An open candidate with its extent map.
+struct Opened {
+    file: File,
+    layout: Layout,
+}
+
+/// The state of the calls: open sources, and the candidates found changed (counted once,
+/// never opened again).
+struct Calls<'c> {
+    cands: &'c [Cand],
+    bs: u64,
+    sources: HashMap<u32, Option<Opened>>,
+    changed: HashSet<u32>,
+}
+
+/// How a range ended.
+enum Ended {
+    Done,
+    /// This candidate changed since it was read: none of its ranges is submitted.
+    Changed(u32),
+    /// Refused, failed, or a signal: the next range is tried (the signal stops them all).
+    Stopped,
+}
+
+/// Submits every span (or, in a dry run, counts what would be), destination by
+/// destination; `Err` when the run must stop.
+fn submit_all(
+    run: &mut Run,
+    cands: &[Cand],
+    spans: &[Span],
+    bs: u64,
+    progress: &Progress,
+    rep: &mut Report,
+) -> Result<(), String> {
+    let mut calls = Calls { cands, bs, sources: HashMap::new(), changed: HashSet::new() };
+    for of_dst in spans.chunk_by(|a, b| a.dst == b.dst) {
+        if run.r.interrupted {
+            break;
+        }
+        calls.destination(run, of_dst, progress, rep)?;
+    }
+    Ok(())
+}
+
+impl Calls<'_> {
+    /// The spans of one destination (`spans`, all of one `dst`).
+    fn destination(
+        &mut self,
+        run: &mut Run,
+        spans: &[Span],
+        progress: &Progress,
+        rep: &mut Report,
+    ) -> Result<(), String> {
+        let dst = spans[0].dst;
+        let Some(d) = self.open(run, dst) else { return Ok(()) };
+        run.note_fs(run.file(self.cands[dst as usize].rec).dev, &d.file);
+        for s in spans {
+            if run.r.interrupted {
+                return Ok(());
+            }
+            if self.sources.len() >= SOURCES_KEPT && !self.sources.contains_key(&s.src) {
+                self.sources.clear();
+            }
+            if s.src != dst && !self.sources.contains_key(&s.src) {
+                let opened = self.open(run, s.src);
+                self.sources.insert(s.src, opened);
+            }
+            let src = match s.src == dst {
+                true => &d,
+                false => match &self.sources[&s.src] {
+                    Some(o) => o,
+                    None => continue,
+                },
+            };
+            let (soff, doff) = (u64::from(s.src_block) * self.bs, u64::from(s.dst_block) * self.bs);
+            let len = u64::from(s.n_blocks) * self.bs;
+            let pieces = unshared(&src.layout, soff, &d.layout, doff, len);
+            rep.bytes_shared += len - pieces.iter().map(|p| p.1).sum::<u64>();
+            for (rel, n) in pieces {
+                progress.ranges.fetch_add(1, Ordering::Relaxed);
+                rep.ranges += 1;
+                if run.opts.dry_run {
+                    rep.bytes_submitted += n;
+                    continue;
+                }
+                let pair = (&self.cands[s.src as usize], &self.cands[dst as usize]);
+                match share(run, rep, pair, (&src.file, &d.file), (soff + rel, doff + rel), n)? {
+                    Ended::Done => {}
+                    Ended::Stopped => break,
+                    Ended::Changed(rec) => {
+                        let which = if rec == pair.1.rec { dst } else { s.src };
+                        self.note_changed(run, which);
+                        if which == dst {
+                            return Ok(());
+                        }
+                        self.sources.insert(s.src, None);
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts candidate `i` as changed, once.
+    fn note_changed(&mut self, run: &mut Run, i: u32) {
+        if self.changed.insert(i) {
+            run.r.skip(Skip::Changed, 1);
+        }
+    }
+
+    /// Opens candidate `i` through the checked handles; `None` (counted) when it changed
+    /// since it was read or cannot be opened.
+    fn open(&mut self, run: &mut Run, i: u32) -> Option<Opened> {
+        if self.changed.contains(&i) {
+            return None;
+        }
+        let c = &self.cands[i as usize];
+        let f = run.file(c.rec);
+        let file = match run.handles.open(&f) {
+            Ok(file) => file,
+            Err(Refused::Changed) => {
+                self.note_changed(run, i);
+                return None;
+            }
+            Err(Refused::Os(e)) => {
+                run.r.fail(&c.path, e);
+                return None;
+            }
+        };
+        match platform::check_file(&file) {
+            Ok(check) if same(&check, &f) => Some(Opened { layout: platform::layout(&file), file }),
+            Ok(_) => {
+                self.note_changed(run, i);
+                None
+            }
+            Err(e) => {
+                run.r.fail(&c.path, e);
+                None
+            }
+        }
+    }
+}
+
+/// Shares `len` bytes of the destination at `off.1` with the source's at `off.0`, a call
+/// of at most `CALL_BYTES` at a time, both files checked again before each.
+fn share(
+    run: &mut Run,
+    rep: &mut Report,
+    (src, dst): (&Cand, &Cand),
+    (src_file, dst_file): (&File, &File),
+    (soff, doff): (u64, u64),
+    len: u64,
+) -> Result<Ended, String> {
+    let mut done = 0;
+    while done < len {
+        if platform::interrupt_requested().is_some() {
+            run.r.interrupted = true;
+            return Ok(Ended::Stopped);
+        }
+        for (file, c) in [(src_file, src), (dst_file, dst)] {
+            if !platform::check_file(file).is_ok_and(|k| same(&k, &run.file(c.rec))) {
+                return Ok(Ended::Changed(c.rec));
+            }
+        }
+        let n = (len - done).min(CALL_BYTES);
+        rep.ioctl_calls += 1;
+        rep.bytes_submitted += n;
+        let cannot = |e: Errno| {
+            format!(
+                "the file system of {} cannot share extents ({}; XFS needs reflink=1): nothing was changed",
+                quotef(&dst.path),
+                platform::errno_text(e)
+            )
+        };
+        let nothing_yet = run.r.bytes_deduped == 0 && rep.bytes_deduped == 0;
+        let status = match platform::dedupe(src_file, soff + done, n, &[(dst_file, doff + done)]) {
+            Ok(st) => st.first().copied().unwrap_or(DedupeStatus::Error(Errno::INVAL)),
+            Err(e) if (e.0 == EOPNOTSUPP || e == Errno::INVAL) && nothing_yet => return Err(cannot(e)),
+            Err(e) => DedupeStatus::Error(e),
+        };
+        match status {
+            DedupeStatus::Same(0) => return Ok(Ended::Stopped),
+            DedupeStatus::Same(k) => {
+                rep.bytes_deduped += k;
+                done += k;
+            }
+            DedupeStatus::Differs => {
+                // The fingerprints said equal, the kernel says not: a write the size and
+                // times do not show (or a collision of 8 bytes). Both are read again.
+                rep.bytes_refused += len - done;
+                run.r.stale.extend([src.rec, dst.rec]);
+                return Ok(Ended::Stopped);
+            }
+            DedupeStatus::Error(e) if e.0 == EOPNOTSUPP && nothing_yet => return Err(cannot(e)),
+            DedupeStatus::Error(e) => {
+                run.r.fail(&dst.path, e);
+                return Ok(Ended::Stopped);
+            }
+        }
+    }
+    Ok(Ended::Done)
+}
+
+/// The pieces (offset from the start, length) of `len` bytes at `soff` of a source and
+/// `doff` of a destination that do not already sit at one disk address: where both maps
+/// have an extent and their addresses agree, the bytes are shared; everything else
+/// (holes, unknown maps) is submitted and the kernel decides.
+pub fn unshared(src: &Layout, soff: u64, dst: &Layout, doff: u64, len: u64) -> Vec<(u64, u64)> {
+    let (Layout::Extents(se), Layout::Extents(de)) = (src, dst) else { return vec![(0, len)] };
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut rel = 0;
+    while rel < len {
+        let (s, d) = (at(se, soff + rel), at(de, doff + rel));
+        let mut step = len - rel;
+        let mut shared = true;
+        for (e, off) in [(s, soff + rel), (d, doff + rel)] {
+            match e {
+                Some(e) => step = step.min(e.logical + e.length - off),
+                None => shared = false,
+            }
+        }
+        if let (Some(s), Some(d)) = (s, d) {
+            shared &= s.physical + (soff + rel - s.logical) == d.physical + (doff + rel - d.logical);
+        } else {
+            // A hole on either side: up to the next extent of either map.
+            let next =
+                |x: &[Extent], off: u64| x.iter().find(|e| e.logical > off).map_or(u64::MAX, |e| e.logical - off);
+            step = step.min(next(se, soff + rel)).min(next(de, doff + rel));
+        }
+        if !shared {
+            match out.last_mut() {
+                Some(last) if last.0 + last.1 == rel => last.1 += step,
+                _ => out.push((rel, step)),
+            }
+        }
+        rel += step;
+    }
+    out
+}
+
+/// The extent of `map` (sorted by offset) holding byte `off`.
+fn at(map: &[Extent], off: u64) -> Option<&Extent> {
+    let i = map.partition_point(|e| e.logical + e.length <= off);
+    map.get(i).filter(|e| e.logical <= off)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn print(fp: u64, file: u32, block: u32) -> Print {
+        Print { fp, rank: 1, file, block }
+    }
+
+    fn sorted(mut p: Vec<Print>) -> Vec<Print> {
+        p.sort_unstable();
+        p
+    }
+
+    fn span(dst: u32, dst_block: u32, src: u32, src_block: u32, n_blocks: u32) -> Span {
+        Span { dst, dst_block, src, src_block, n_blocks }
+    }
+
+    /// A copy with one block rewritten: two runs around it, both from the first file.
+    #[test]
+    fn blocks_runs_around_a_rewritten_block() {
+        let mut p: Vec<Print> = (0..6).map(|b| print(10 + u64::from(b), 0, b)).collect();
+        p.extend((0..6).filter(|&b| b != 2).map(|b| print(10 + u64::from(b), 1, b)));
+        p.push(print(99, 1, 2));
+        assert_eq!(spans(sorted(p)), vec![span(1, 0, 0, 0, 2), span(1, 3, 0, 3, 3)]);
+    }
+
+    /// A run moved to another offset, a repeat inside one file, and three copies of one
+    /// content: every copy points at the first, never at another copy.
+    #[test]
+    fn blocks_moved_repeated_and_many_copies() {
+        // File 0: A B C D; file 1: C D A B (moved halves); file 2: A B A B (a repeat).
+        let (a, b, c, d) = (1, 2, 3, 4);
+        let p = vec![
+            print(a, 0, 0),
+            print(b, 0, 1),
+            print(c, 0, 2),
+            print(d, 0, 3),
+            print(c, 1, 0),
+            print(d, 1, 1),
+            print(a, 1, 2),
+            print(b, 1, 3),
+            print(a, 2, 0),
+            print(b, 2, 1),
+            print(a, 2, 2),
+            print(b, 2, 3),
+        ];
+        let want = vec![span(1, 0, 0, 2, 2), span(1, 2, 0, 0, 2), span(2, 0, 0, 0, 2), span(2, 2, 0, 0, 2)];
+        assert_eq!(spans(sorted(p)), want);
+        // Within one file alone: A B A B points its second half at its first.
+        let p = vec![print(a, 0, 0), print(b, 0, 1), print(a, 0, 2), print(b, 0, 3)];
+        assert_eq!(spans(sorted(p)), vec![span(0, 2, 0, 0, 2)]);
+    }
+
+    /// A source-only file serves first and is never a destination, even when it sorts last.
+    #[test]
+    fn blocks_source_only_files_serve() {
+        let pinned = |fp, file, block| Print { fp, rank: 0, file, block };
+        let p = vec![print(5, 0, 0), print(6, 0, 1), pinned(5, 1, 0), pinned(6, 1, 1), pinned(5, 2, 0)];
+        assert_eq!(spans(sorted(p)), vec![span(0, 0, 1, 0, 2)]);
+    }
+
+    fn ext(logical: u64, physical: u64, length: u64) -> Extent {
+        Extent { logical, physical, length, shared: true }
+    }
+
+    /// Only the bytes not already at their source's address are submitted; holes and
+    /// unknown maps are.
+    #[test]
+    fn blocks_unshared_pieces() {
+        let src = Layout::Extents(vec![ext(0, 1000, 100), ext(100, 5000, 100)]);
+        // Shares the source's first extent from 20 on, then its own blocks, then a hole.
+        let dst = Layout::Extents(vec![ext(0, 900, 20), ext(20, 1020, 80), ext(100, 7000, 50)]);
+        assert_eq!(unshared(&src, 0, &dst, 0, 200), vec![(0, 20), (100, 100)]);
+        assert_eq!(unshared(&src, 20, &dst, 20, 80), vec![]);
+        assert_eq!(unshared(&src, 0, &Layout::Unknown, 0, 64), vec![(0, 64)]);
+        // At other offsets: the source's 100.. is at 5000, the destination's 0.. elsewhere.
+        let moved = Layout::Extents(vec![ext(0, 5000, 100)]);
+        assert_eq!(unshared(&src, 100, &moved, 0, 100), vec![]);
+        assert_eq!(unshared(&src, 100, &moved, 0, 150), vec![(100, 50)]);
+    }
+
+    #[test]
+    fn blocks_fingerprint_of_zeros_is_none() {
+        assert_eq!(fingerprint(&[0u8; 4096]), 0);
+        let mut b = [0u8; 4096];
+        b[4095] = 1;
+        assert_ne!(fingerprint(&b), 0);
+        assert_ne!(fingerprint(&b), fingerprint(&[1u8; 4096]));
+    }
+}

@@ -1,0 +1,213 @@
+//! `dfdu dedupe --blocks` on loop-mounted XFS (`reflink=1`), as root; without root or
+//! mkfs.xfs: SKIP (helpers in `tests/common/dupes.rs`).
+//!
+//! * A VM-image shape with known content (a base, a copy with rewritten 128 KiB blocks,
+//!   one with scattered rewritten 4 KiB pages and an unaligned tail, one with its 1 MiB
+//!   runs moved, one with repeats inside itself and a copy shifted by one page, zeros):
+//!   the duplicate blocks dfdu counts are exactly those of the content at 4 KiB, XFS
+//!   frees at least 90% of them, every file's bytes, mode, owner and mtime are unchanged,
+//!   a dry run before says the same figures and changes nothing, a rerun makes no call.
+//! * The rules of whole-file dedupe for ranges: an immutable file serves as a source but
+//!   its extents never move; a file written while the run is held before its first call
+//!   is skipped as changed and keeps every byte written.
+
+mod common;
+
+use common::dupes::*;
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PAGE: usize = 4096;
+const BLOCK_128K: usize = 128 << 10;
+const MIB: usize = 1 << 20;
+
+/// The files of shape V under `root`, in path order, with their contents.
+fn shape_v(root: &Path, seed: u64) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut rng = Rng(seed | 1);
+    let base = rng.bytes(4 * MIB);
+    let mut blocks = base.clone();
+    for i in (0..blocks.len() / BLOCK_128K).step_by(4) {
+        blocks[i * BLOCK_128K..(i + 1) * BLOCK_128K].copy_from_slice(&rng.bytes(BLOCK_128K));
+    }
+    let mut pages = base.clone();
+    for _ in 0..64 {
+        let p = rng.below((pages.len() / PAGE) as u64) as usize * PAGE;
+        pages[p..p + PAGE].copy_from_slice(&rng.bytes(PAGE));
+    }
+    pages.extend_from_slice(&rng.bytes(1000));
+    let mut moved = base[MIB..].to_vec();
+    moved.extend_from_slice(&base[..MIB]);
+    let x = rng.bytes(MIB / 2);
+    let mut repeats = [x.clone(), x.clone(), x.clone(), rng.bytes(PAGE), x].concat();
+    repeats.extend_from_slice(&base[..MIB]);
+    let mut zeros = vec![0u8; BLOCK_128K * 2];
+    zeros.extend_from_slice(&rng.bytes(BLOCK_128K));
+    let files = [("a-base", base), ("b-blocks", blocks), ("c-pages", pages), ("d-moved", moved)];
+    let files = files.into_iter().chain([("e-repeats", repeats), ("f-zeros", zeros)]);
+    files.map(|(name, data)| (root.join(name), data)).collect()
+}
+
+/// Aligned blocks of `unit` bytes (not all zeros) whose content an earlier one has, in
+/// path order: what block dedupe can give back at that granularity.
+fn dup_blocks(files: &[(PathBuf, Vec<u8>)], unit: usize) -> u64 {
+    let mut seen: HashSet<&[u8]> = HashSet::new();
+    let mut dups = 0;
+    for (_, data) in files {
+        for b in data.chunks_exact(unit).filter(|b| b.iter().any(|&x| x != 0)) {
+            if !seen.insert(b) {
+                dups += 1;
+            }
+        }
+    }
+    dups
+}
+
+fn xfs_or_skip(test: &str) -> Option<LoopFs> {
+    if !need_root_and("mkfs.xfs", test) {
+        return None;
+    }
+    match LoopFs::labelled("xfs", test, "512M") {
+        Ok(f) => Some(f),
+        Err(e) => {
+            skip(&format!("{test}: cannot make or mount an XFS image: {e}"));
+            None
+        }
+    }
+}
+
+/// The `"blocks"` object of a dedupe report's JSON.
+fn blocks_json(out: &std::process::Output) -> String {
+    let js = text(&out.stdout);
+    assert!(out.status.success(), "{js}\n{}", text(&out.stderr));
+    js.split("\"blocks\":").nth(1).unwrap_or_else(|| panic!("no blocks in {js}")).to_string()
+}
+
+fn num(js: &str, key: &str) -> u64 {
+    json_num(js, key).unwrap_or_else(|| panic!("no {key} in {js}"))
+}
+
+fn free_bytes(mnt: &Path) -> u64 {
+    run_ok(Command::new("sync").arg("-f").arg(mnt));
+    let o = Command::new("stat").args(["-f", "-c", "%a %S"]).arg(mnt).output().unwrap();
+    let t = text(&o.stdout);
+    let v: Vec<u64> = t.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    v[0] * v[1]
+}
+
+#[test]
+fn dedupe_blocks_on_xfs_share_rewritten_moved_and_repeated_blocks() {
+    let Some(fsys) = xfs_or_skip("dedupe_blocks_on_xfs") else { return };
+    let root = fsys.mnt.join("v");
+    let files = shape_v(&root, 0xb10c);
+    for (p, data) in &files {
+        write(p, data);
+    }
+    let _ = Command::new("chmod").arg("640").arg(&files[1].0).status();
+    let _ = Command::new("chown").arg("12345:54321").arg(&files[2].0).status();
+    let (dup_4k, dup_128k) = (dup_blocks(&files, PAGE), dup_blocks(&files, BLOCK_128K));
+    assert!(dup_4k * PAGE as u64 > dup_128k * BLOCK_128K as u64, "the shape has scattered pages");
+    let before: BTreeMap<PathBuf, Kept> = walk(&root).into_iter().map(|p| (p.clone(), kept(&p))).collect();
+    let args = |extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> = ["dedupe", "--json", "-q", "--blocks"].map(Into::into).to_vec();
+        a.extend(extra.iter().map(Into::into));
+        a.push(root.clone().into());
+        a
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        dfdu(&a.iter().map(|s| s.as_os_str()).collect::<Vec<_>>())
+    };
+    let free0 = free_bytes(&fsys.mnt);
+    let dry = blocks_json(&run(&["--dry-run"]));
+    assert_eq!(num(&dry, "dup_blocks"), dup_4k, "{dry}");
+    assert_eq!((num(&dry, "ioctl_calls"), num(&dry, "bytes_shared")), (0, 0), "{dry}");
+    assert_eq!(free_bytes(&fsys.mnt), free0, "a dry run changes nothing");
+    let real = blocks_json(&run(&[]));
+    let free1 = free_bytes(&fsys.mnt);
+    assert_eq!(num(&real, "dup_blocks"), dup_4k, "{real}");
+    assert_eq!(num(&real, "bytes_submitted"), num(&dry, "bytes_submitted"), "the dry run's estimate:\n{dry}\n{real}");
+    assert_eq!(num(&real, "bytes_submitted"), dup_4k * PAGE as u64, "{real}");
+    assert_eq!(num(&real, "bytes_deduplicated"), dup_4k * PAGE as u64, "{real}");
+    assert_eq!(num(&real, "bytes_refused"), 0, "{real}");
+    // One range per run: the calls are far fewer than the blocks.
+    assert_eq!(num(&real, "ioctl_calls"), num(&real, "runs"), "{real}");
+    assert!(num(&real, "runs") * 8 < dup_4k, "{real}");
+    let freed = free1.saturating_sub(free0);
+    assert!(freed * 10 >= dup_4k * PAGE as u64 * 9, "freed {freed} of {} duplicate bytes at 4 KiB", dup_4k * 4096);
+    assert!(freed >= dup_128k * BLOCK_128K as u64, "freed {freed}, at 128 KiB {}", dup_128k * 128 * 1024);
+    for p in walk(&root) {
+        assert_eq!(kept(&p), before[&p], "{} changed", p.display());
+    }
+    let again = blocks_json(&run(&[]));
+    assert_eq!((num(&again, "ioctl_calls"), num(&again, "ranges")), (0, 0), "a rerun makes no call: {again}");
+    assert_eq!(num(&again, "bytes_shared"), dup_4k * PAGE as u64, "{again}");
+}
+
+/// Where `p`'s bytes are on disk, as `xfs_io` prints its map ("0: [0..7]: 192..199", in
+/// sectors), adjacent pieces merged: FIEMAP splits an extent where part of it became
+/// shared, which moves nothing.
+fn disk_map(p: &Path) -> Vec<(u64, u64, u64)> {
+    run_ok(Command::new("sync").arg("-f").arg(p));
+    let out = text(&Command::new("xfs_io").args(["-r", "-c", "fiemap"]).arg(p).output().unwrap().stdout);
+    let mut map: Vec<(u64, u64, u64)> = Vec::new();
+    for line in out.lines().skip(1) {
+        let nums: Vec<u64> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+        let [_, start, end, disk, _] = nums[..] else { panic!("{out}") };
+        match map.last_mut() {
+            Some(last) if last.1 + 1 == start && last.2 + (last.1 - last.0) + 1 == disk => last.1 = end,
+            _ => map.push((start, end, disk)),
+        }
+    }
+    map
+}
+
+#[test]
+fn dedupe_blocks_immutable_serves_and_changed_is_skipped() {
+    let test = "dedupe_blocks_immutable_serves_and_changed_is_skipped";
+    if !have_or_skip("chattr", test) || !have_or_skip("strace", test) || !have_or_skip("xfs_io", test) {
+        return;
+    }
+    let Some(fsys) = xfs_or_skip(test) else { return };
+    let root = fsys.mnt.join("r");
+    let mut rng = Rng(0x1330);
+    let base = rng.bytes(MIB);
+    let mut other = base.clone();
+    other[..PAGE].copy_from_slice(&rng.bytes(PAGE));
+    let mut third = base.clone();
+    third[PAGE..2 * PAGE].copy_from_slice(&rng.bytes(PAGE));
+    let (pinned, plain, written) = (root.join("c-pinned"), root.join("b-plain"), root.join("a-written"));
+    write(&pinned, &base);
+    write(&plain, &other);
+    write(&written, &third);
+    run_ok(Command::new("chattr").arg("+i").arg(&pinned));
+    let map = disk_map(&pinned);
+    // The immutable file sorts last and still serves. Held before its first call (the
+    // free space measured with syncfs, a-written open and checked already), the run finds
+    // a-written changed right before the call: 4 KiB of new bytes in the middle of a range
+    // it would share.
+    let log = fsys.mnt.join("strace.log");
+    let new_bytes = rng.bytes(PAGE);
+    let at = 64 * PAGE;
+    let args = ["dedupe", "--json", "-q", "--blocks"].map(std::ffi::OsStr::new);
+    let mut args = args.to_vec();
+    args.push(root.as_os_str());
+    let (out, _) = run_held(&args, "ioctl", "syncfs", &log, || {
+        use std::os::unix::fs::FileExt;
+        let f = fs::OpenOptions::new().write(true).open(&written).unwrap();
+        f.write_all_at(&new_bytes, at as u64).unwrap();
+    });
+    run_ok(Command::new("chattr").arg("-i").arg(&pinned));
+    let js = text(&out.stdout);
+    let b = blocks_json(&out);
+    assert_eq!(disk_map(&pinned), map, "the immutable file's extents stay: {js}");
+    assert_eq!(fs::read(&pinned).unwrap(), base);
+    assert_eq!(fs::read(&plain).unwrap(), other);
+    let mut want = third.clone();
+    want[at..at + PAGE].copy_from_slice(&new_bytes);
+    assert_eq!(fs::read(&written).unwrap(), want, "every byte written during the run is kept");
+    // b-plain shares all but its first page with the immutable file; a-written is left.
+    assert_eq!(num(&b, "bytes_deduplicated"), (MIB - PAGE) as u64, "{js}");
+    assert_eq!(num(&js, "skipped_changed"), 1, "{js}");
+}
