@@ -33,7 +33,7 @@ use crate::{machine, tools};
 pub const HELP: &str = "\
 cargo xtask bench --dupes S|T|L [--count N] [--seed N] [--runs N] [--warmup N] [--cold]
                   [--tools LIST] [--dfdu PATH] [--static PATH] [--force] DIR
-cargo xtask bench --dupes S --dedupe btrfs|xfs [--count N] [--runs N] [--tools LIST] DIR
+cargo xtask bench --dupes S|T|L|V --dedupe btrfs|xfs [--count N] [--runs N] [--tools LIST] DIR
 
 Duplicate finders on a generated tree with known groups (DIR/dupes-<shape>-<count>-s<seed>,
 written with plain write calls from one seed): dfdu dupes (dfdu; dfdu-first: with
@@ -46,6 +46,10 @@ interleaved round-robin; the report goes to DIR/results-dupes-<shape>-<date>T<ti
      ~1 % near-duplicate pairs (one byte differs in the middle)
   T: --count identical 1 KiB files (default 200000; 1000000 as in duperemove's case)
   L: two identical 1 GiB files and two near-duplicate 1.5 GiB files (5 GiB)
+  V: (--dedupe only) VM images: a base of --count MiB (default 128) and five files made
+     from it (rewritten 128 KiB blocks, rewritten 4 KiB pages, moved 1 MiB runs, shifted
+     by a page, repeats inside one file); dfdu dedupe --blocks vs duperemove's default
+     and --dedupe-options=partial,same (tools duperemove, duperemove-partial)
 
   --runs N      counted runs per tool (default 5)
   --warmup N    uncounted runs per tool first (default 2; 0 with --cold)
@@ -99,6 +103,8 @@ struct Opts {
     static_dfdu: Option<PathBuf>,
     force: bool,
     dedupe: Option<String>,
+    /// `--dupes V` (block dedupe, `dedupe_shape_v.rs`): with `--dedupe` only.
+    shape_v: bool,
     dir: PathBuf,
 }
 
@@ -116,6 +122,7 @@ fn parse(args: Vec<OsString>) -> Result<Opts, String> {
         static_dfdu: None,
         force: false,
         dedupe: None,
+        shape_v: false,
         dir: PathBuf::new(),
     };
     while let Some(arg) = args.next()? {
@@ -128,7 +135,10 @@ fn parse(args: Vec<OsString>) -> Result<Opts, String> {
             Arg::Opt(name) => name,
         };
         match name.as_str() {
-            "--dupes" => o.shape = Shape::parse(&args.value(&name)?.to_string_lossy())?,
+            "--dupes" => match args.value(&name)?.to_string_lossy().as_ref() {
+                "V" | "v" => o.shape_v = true,
+                text => o.shape = Shape::parse(text)?,
+            },
             "--count" => o.count = args.value_u64(&name)?,
             "--seed" => o.seed = args.value_u64(&name)?,
             "--runs" => o.runs = args.value_u64(&name)?.clamp(1, 1000) as usize,
@@ -160,8 +170,11 @@ fn parse(args: Vec<OsString>) -> Result<Opts, String> {
     if o.dir.as_os_str().is_empty() {
         return Err("DIR is missing (see cargo xtask bench --help)".to_string());
     }
+    if o.shape_v && o.dedupe.is_none() {
+        return Err("--dupes V is a shape for --dedupe btrfs|xfs".to_string());
+    }
     if o.count == 0 {
-        o.count = o.shape.default_count();
+        o.count = if o.shape_v { crate::dedupe_shape_v::default_count() } else { o.shape.default_count() };
     }
     Ok(o)
 }
@@ -175,6 +188,9 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
         Some(path) => return Err(format!("--dfdu {}: no such file", path.display())),
         None => crate::bench::build_dfdu()?,
     };
+    if let (Some(fs_name), true) = (&o.dedupe, o.shape_v) {
+        return crate::dupes_dedupe::main_v(&dir, &dfdu, fs_name, o.count, o.seed, o.runs, o.tools.as_deref());
+    }
     if let Some(fs_name) = o.dedupe.clone() {
         return crate::dupes_dedupe::main(&dir, &dfdu, &fs_name, o.shape, o.count, o.seed, o.runs, o.tools.as_deref());
     }

@@ -10,6 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::dedupe_shape_v;
 use crate::dupes_gen::{self, Shape};
 use crate::measure::{self, Sample, Timer};
 use crate::{cli, machine, tools};
@@ -40,24 +41,30 @@ fn umount(mnt: &Path) -> Result<(), String> {
     sh("umount", &[mnt.as_os_str()]).map(|_| ())
 }
 
-/// Makes the pristine image unless it exists with the same marker.
-fn ensure_image(image: &Path, mnt: &Path, fs_name: &str, shape: Shape, count: u64, seed: u64) -> Result<(), String> {
-    let plan = dupes_gen::plan(shape, count, seed);
+/// Makes the pristine image unless it exists with the same marker: `write` fills the
+/// mounted tree, `bytes` is what it writes (the image gets twice that and 1 GiB).
+fn ensure_image(
+    image: &Path,
+    mnt: &Path,
+    fs_name: &str,
+    want: &str,
+    bytes: u64,
+    write: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<(), String> {
     let marker = dupes_gen::marker_path(image);
-    let want = format!("{fs_name} {} {count} {seed} {}\n", shape.name(), plan.truth.bytes);
     if image.is_file() && fs::read_to_string(&marker).is_ok_and(|t| t == want) {
         eprintln!("xtask dedupe: reusing {}", image.display());
         return Ok(());
     }
     let _ = fs::remove_file(image);
-    let size = (plan.truth.bytes * 2 + (1 << 30)).max(2 << 30);
+    let size = (bytes * 2 + (1 << 30)).max(2 << 30);
     fs::File::create(image).and_then(|f| f.set_len(size)).map_err(|e| format!("{}: {e}", image.display()))?;
     match fs_name {
         "btrfs" => sh("mkfs.btrfs", &["-q".as_ref(), "-f".as_ref(), image.as_os_str()])?,
         _ => sh("mkfs.xfs", &["-q".as_ref(), "-f".as_ref(), "-m".as_ref(), "reflink=1".as_ref(), image.as_os_str()])?,
     };
     mount(image, mnt)?;
-    let written = dupes_gen::write_plan(&mnt.join("tree"), &plan);
+    let written = write(&mnt.join("tree"));
     let unmounted = umount(mnt);
     written?;
     unmounted?;
@@ -99,10 +106,12 @@ pub fn main(
     runs: usize,
     only: Option<&[String]>,
 ) -> Result<(), String> {
-    let mnt = std::env::var_os("DFDU_BENCH_MNT").map_or_else(|| PathBuf::from("/mnt/dfdu-bench-dedupe"), PathBuf::from);
+    let mnt = bench_mnt();
     let image = dir.join(format!("dupes-{}-{count}-s{seed}.{fs_name}.img", shape.name()));
-    ensure_image(&image, &mnt, fs_name, shape, count, seed)?;
-    let truth = dupes_gen::plan(shape, count, seed).truth;
+    let plan = dupes_gen::plan(shape, count, seed);
+    let want = format!("{fs_name} {} {count} {seed} {}\n", shape.name(), plan.truth.bytes);
+    ensure_image(&image, &mnt, fs_name, &want, plan.truth.bytes, |tree| dupes_gen::write_plan(tree, &plan))?;
+    let truth = plan.truth;
     let tree: OsString = mnt.join("tree").into();
     let mut tools_: Vec<(String, PathBuf, Vec<OsString>)> = Vec::new();
     let wanted = |name: &str| only.is_none_or(|l| l.iter().any(|w| w == name));
@@ -115,13 +124,90 @@ pub fn main(
             None => eprintln!("  skipped (not installed): duperemove"),
         }
     }
+    let about = format!(
+        "- image: `{}` ({fs_name}{}); tree: {} files, {} bytes, {} bytes wasted in {} groups",
+        image.display(),
+        if fs_name == "xfs" { ", reflink=1" } else { "" },
+        cli::group(truth.files),
+        cli::group(truth.bytes),
+        cli::group(truth.wasted_bytes),
+        cli::group(truth.groups)
+    );
+    bench(dir, fs_name, &image, &mnt, &tools_, runs, &about)
+}
+
+fn bench_mnt() -> PathBuf {
+    std::env::var_os("DFDU_BENCH_MNT").map_or_else(|| PathBuf::from("/mnt/dfdu-bench-dedupe"), PathBuf::from)
+}
+
+/// Shape V (`dedupe_shape_v.rs`): block dedupe. dfdu `--blocks` against duperemove's
+/// default (whole extents) and `--dedupe-options=partial,same` (128 KiB blocks, also
+/// inside one file), each on its own fresh copy.
+pub fn main_v(
+    dir: &Path,
+    dfdu: &Path,
+    fs_name: &str,
+    count: u64,
+    seed: u64,
+    runs: usize,
+    only: Option<&[String]>,
+) -> Result<(), String> {
+    let mnt = bench_mnt();
+    let image = dir.join(format!("dupes-V-{count}-s{seed}.{fs_name}.img"));
+    let plan = dedupe_shape_v::plan(count, seed);
+    let want = dedupe_shape_v::marker_text(fs_name, count, seed, &plan);
+    ensure_image(&image, &mnt, fs_name, &want, plan.bytes, |tree| dedupe_shape_v::write(tree, &plan, seed))?;
+    let tree: OsString = mnt.join("tree").into();
+    let wanted = |name: &str| only.is_none_or(|l| l.iter().any(|w| w == name));
+    let mut tools_: Vec<(String, PathBuf, Vec<OsString>)> = Vec::new();
+    if wanted("dfdu") {
+        tools_.push((
+            "dfdu".into(),
+            dfdu.to_path_buf(),
+            vec!["dedupe".into(), "-q".into(), "--blocks".into(), tree.clone()],
+        ));
+    }
+    match tools::find_program("duperemove") {
+        Some(p) => {
+            if wanted("duperemove") {
+                tools_.push(("duperemove".into(), p.clone(), vec!["-dr".into(), "-q".into(), tree.clone()]));
+            }
+            if wanted("duperemove-partial") {
+                let partial = vec!["-dr".into(), "-q".into(), "--dedupe-options=partial,same".into(), tree.clone()];
+                tools_.push(("duperemove-partial".into(), p, partial));
+            }
+        }
+        None => eprintln!("  skipped (not installed): duperemove"),
+    }
+    let about = format!(
+        "- image: `{}` ({fs_name}{}); shape V: 6 files, {} bytes; duplicate bytes in aligned blocks: {} at 4 KiB, \
+         {} at 128 KiB",
+        image.display(),
+        if fs_name == "xfs" { ", reflink=1" } else { "" },
+        cli::group(plan.bytes),
+        cli::group(plan.dup_4k_bytes),
+        cli::group(plan.dup_128k_bytes)
+    );
+    bench(dir, fs_name, &image, &mnt, &tools_, runs, &about)
+}
+
+/// The timed rounds over `tools_`, each run on a fresh copy of `image`; writes the report.
+fn bench(
+    dir: &Path,
+    fs_name: &str,
+    image: &Path,
+    mnt: &Path,
+    tools_: &[(String, PathBuf, Vec<OsString>)],
+    runs: usize,
+    about: &str,
+) -> Result<(), String> {
     let timer = Timer::new();
     let load_before = machine::load_average();
     let mut results: Vec<Vec<Outcome>> = tools_.iter().map(|_| Vec::new()).collect();
     for round in 0..runs {
         let mut line = format!("  run {}/{runs}:", round + 1);
         for ((name, program, args), mine) in tools_.iter().zip(&mut results) {
-            let outcome = one_run(&timer, &image, &mnt, program, args)?;
+            let outcome = one_run(&timer, image, mnt, program, args)?;
             line.push_str(&format!(" {name} {:.3} s, freed {}", outcome.sample.wall_s, outcome.freed));
             if let Some(failure) = &outcome.sample.failure {
                 line.push_str(&format!(" (failed: {failure})"));
@@ -131,7 +217,7 @@ pub fn main(
         eprintln!("{line}");
     }
     let (date, time) = machine::utc_now();
-    let text = render(fs_name, &image, truth, &tools_, &results, &load_before, &format!("{date} {time} UTC"));
+    let text = render(fs_name, about, tools_, &results, &load_before, &format!("{date} {time} UTC"));
     let out = dir.join(format!("results-dedupe-{fs_name}-{date}T{}Z.md", time.replace(':', "")));
     fs::write(&out, &text).map_err(|e| format!("{}: {e}", out.display()))?;
     say!("{text}");
@@ -141,8 +227,7 @@ pub fn main(
 
 fn render(
     fs_name: &str,
-    image: &Path,
-    truth: dupes_gen::Truth,
+    about: &str,
     tools_: &[(String, PathBuf, Vec<OsString>)],
     results: &[Vec<Outcome>],
     load_before: &str,
@@ -154,16 +239,7 @@ fn render(
     let _ = writeln!(out, "# dfdu dedupe benchmark: {fs_name} loop image\n");
     let _ = writeln!(out, "- date: {date}");
     let _ = writeln!(out, "- machine: {}, {} CPUs online, Linux {}", m.cpu_model, m.n_cpus_online, m.kernel);
-    let _ = writeln!(
-        out,
-        "- image: `{}` ({fs_name}{}); tree: {} files, {} bytes, {} bytes wasted in {} groups",
-        image.display(),
-        if fs_name == "xfs" { ", reflink=1" } else { "" },
-        cli::group(truth.files),
-        cli::group(truth.bytes),
-        cli::group(truth.wasted_bytes),
-        cli::group(truth.groups)
-    );
+    let _ = writeln!(out, "{about}");
     let _ = writeln!(
         out,
         "- method: every run on a fresh copy of the image, loop-mounted, page cache dropped \

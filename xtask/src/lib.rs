@@ -49,6 +49,8 @@ mod cli;
 pub mod dupes_bench;
 #[cfg(unix)]
 mod dupes_dedupe;
+
+mod dedupe_shape_v;
 #[cfg(unix)]
 pub mod dupes_gen;
 #[cfg(unix)]
