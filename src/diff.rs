@@ -12,11 +12,10 @@ use crate::tree::arena::{self, Arena};
 use crate::tree::diff::{self, Event, Measure};
 use crate::tree::roots::{load_side, ScanFn, Side};
 use crate::tree::sink::{problem_lines, ArenaSink};
+use crate::tree::top::Top;
 use crate::walk::opts::{Cli, SizeOpts, SizeSet, WalkOpts};
 use crate::walk::reader::Reader;
 use crate::walk::scan;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::ffi::OsString;
 use std::io::{self, Write};
 
@@ -142,34 +141,6 @@ fn errors_below(a: &Arena, root: u32) -> u64 {
         }
     }
     n
-}
-
-/// The largest `n` by key, kept in a bounded heap.
-struct Top<T: Ord> {
-    n: usize,
-    heap: BinaryHeap<Reverse<T>>,
-    count: u64,
-}
-
-impl<T: Ord> Top<T> {
-    fn new(n: usize) -> Self {
-        Top { n, heap: BinaryHeap::new(), count: 0 }
-    }
-
-    fn push(&mut self, v: T) {
-        self.count += 1;
-        if self.n == 0 || (self.heap.len() == self.n && self.heap.peek().is_some_and(|Reverse(min)| v <= *min)) {
-            return;
-        }
-        self.heap.push(Reverse(v));
-        if self.heap.len() > self.n {
-            self.heap.pop();
-        }
-    }
-
-    fn sorted(self) -> Vec<T> {
-        self.heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect()
-    }
 }
 
 /// A listed directory: (|change|, new dir, old dir, old size, new size).

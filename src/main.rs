@@ -56,7 +56,8 @@
 //!   side of a comparison, imported or scanned), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
 //!   total, exclusive, set shared and disk once per directory, folded bottom-up), `diff.rs` (two trees in one arena
 //!   matched by path, and which changed directories a report lists), `treemap.rs` (the
-//!   SVG treemap of `scan --treemap`).
+//!   SVG treemap of `scan --treemap`), `top.rs` (`Top`: the largest N of a stream, for the
+//!   reports' lists).
 //! * `dupes/` — `dfdu dupes` and `dfdu dedupe`: `mod.rs` (options, help, output), `sink.rs`
 //!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
 //!   inode one file, sample, BLAKE3; protocol at its top), `open.rs` (`Handles`: every

@@ -12,11 +12,11 @@ use crate::tree::path::{child_path, dir_path};
 use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::shared::Share;
 use crate::tree::sink::{problem_lines, ArenaSink};
+use crate::tree::top::Top;
 use crate::walk::opts::{Cli, SizeOpts, SizeSet};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::HashSet;
 use std::ffi::{CString, OsString};
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -205,17 +205,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
         top_files: Vec::new(),
     };
     let pick = |t: (u64, u64)| if apparent { t.1 } else { t.0 };
-    let mut dirs_heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
-    let mut files_heap: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
-    let push = |h: &mut BinaryHeap<Reverse<(u64, u32, u32)>>, v: (u64, u32, u32)| {
-        if top == 0 || (h.len() == top && h.peek().is_some_and(|Reverse(min)| v <= *min)) {
-            return;
-        }
-        h.push(Reverse(v));
-        if h.len() > top {
-            h.pop();
-        }
-    };
+    let (mut top_dirs, mut top_files) = (Top::new(top), Top::new(top));
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
         for id in a.children(dir).unwrap_or(0..0) {
@@ -242,7 +232,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
                         s.errors += 1;
                     }
                     let (d, ap, _) = a.dir_totals(sub);
-                    push(&mut dirs_heap, (exclusive(sub).unwrap_or_else(|| pick((d, ap))), id, dir));
+                    top_dirs.push((exclusive(sub).unwrap_or_else(|| pick((d, ap))), id, dir));
                     stack.push(sub);
                 }
                 arena::KIND_SYMLINK => s.symlinks += 1,
@@ -255,14 +245,14 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
                     if flags & arena::F_DUP_LINK != 0 {
                         s.dup_links += 1;
                     } else {
-                        push(&mut files_heap, (pick(a.own_sizes(id)), id, dir));
+                        top_files.push((pick(a.own_sizes(id)), id, dir));
                     }
                 }
             }
         }
     }
-    s.top_dirs = dirs_heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect();
-    s.top_files = files_heap.into_sorted_vec().into_iter().map(|Reverse(v)| v).collect();
+    s.top_dirs = top_dirs.sorted();
+    s.top_files = top_files.sorted();
     s
 }
 

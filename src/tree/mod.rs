@@ -11,4 +11,5 @@ pub mod path;
 pub mod roots;
 pub mod shared;
 pub mod sink;
+pub mod top;
 pub mod treemap;
