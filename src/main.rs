@@ -357,8 +357,7 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
     // Always the native reader: the floor is what its system calls cost, the benchmark's
     // lower bound for every walker.
     let (entries, bytes) = floor::walk::<reader::Native>(&dir, threads);
-    println!("{bytes}\t{entries} entries");
-    0
+    out::print_stdout(&format!("{prog} floor"), &format!("{bytes}\t{entries} entries\n"))
 }
 
 fn print_overview(prog: &str) -> i32 {
