@@ -20,16 +20,19 @@ _dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from -L --derefer
 _dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size --top
   --files --min-change -x --one-file-system --exclude -X --exclude-from -L --dereference
   -j --threads --json --help --version"
-_dfdu_opts_dupes="-S --size -0 --null --json --min-size --max-size -x --one-file-system
+_dfdu_opts_find="-S --size -0 --null --json --min-size --max-size -x --one-file-system
   --exclude -X --exclude-from -j --threads --hashfile --verify -q --quiet --help --version"
-# dedupe takes every option of dupes besides its own.
-_dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_dupes"
+_dfdu_opts_dupes="$_dfdu_opts_find --delete --hardlink --symlink --keep --keep-path
+  --force-metadata --dry-run --plan --dirs"
+# dedupe takes every option of dupes but its actions, besides its own.
+_dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_find"
 
 # Options whose value is a file name (or a directory: --diff's OLD may be either), or
 # something else (nothing to complete); the rest take no value.
-_dfdu_file_value="-X --exclude-from --files0-from -o -O --treemap -f --hashfile --diff"
+_dfdu_file_value="-X --exclude-from --files0-from -o -O --treemap -f --hashfile --diff --plan
+  --keep-path"
 _dfdu_other_value="-B --block-size -d --max-depth -t --threshold -j --threads --top
-  --min-change --min-size --max-size --exclude"
+  --min-change --min-size --max-size --exclude --keep"
 
 # Whether word $1 is one of the words in $2.
 _dfdu_among() {
