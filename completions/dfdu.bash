@@ -32,7 +32,7 @@ _dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_
 _dfdu_file_value="-X --exclude-from --files0-from -o -O --treemap -f --hashfile --diff --plan
   --keep-path"
 _dfdu_other_value="-B --block-size -d --max-depth -t --threshold -j --threads --top
-  --min-change --min-size --max-size --exclude --keep"
+  --min-change --min-size --max-size --exclude"
 
 # Whether word $1 is one of the words in $2.
 _dfdu_among() {
@@ -68,6 +68,12 @@ _dfdu() {
         elif [[ $prev == --time && -n $attached ]]; then
             # Its value is optional, so only "--time=WORD" gives one.
             mapfile -t COMPREPLY < <(compgen -W "atime access use ctime status" -- "$cur")
+            return 0
+        elif [[ $prev == --keep ]]; then
+            # A comma-separated list of rules: complete the last one.
+            local done=
+            [[ $cur == *,* ]] && done=${cur%,*},
+            mapfile -t COMPREPLY < <(compgen -P "$done" -W "oldest newest shortest longest first-arg" -- "${cur##*,}")
             return 0
         elif [[ $prev == --time-style ]]; then
             mapfile -t COMPREPLY < <(compgen -W "full-iso long-iso iso" -- "$cur")

@@ -233,6 +233,8 @@ fn bash_completes_subcommands_options_and_files() {
         ("dfdu --time=c", &["ctime"]),
         ("dfdu --time sc", &["scdir", "scfile"]),
         ("dfdu --time-style l", &["long-iso"]),
+        ("dfdu dupes --keep=n", &["newest"]),
+        ("dfdu dupes --keep oldest,s", &["oldest,shortest"]),
         ("dfdu help ", &[]),
         ("dfdu diff sc", &["scdir", "scfile"]),
     ];
@@ -284,6 +286,7 @@ fn fish_completes_subcommands_options_and_files() {
         ("dfdu scan -X sc", &["scdir/", "scfile"]),
         ("dfdu dedupe --dr", &["--dry-run"]),
         ("dfdu --time=c", &["--time=ctime"]),
+        ("dfdu dupes --keep=f", &["--keep=first-arg"]),
         ("dfdu help ", &[]),
     ];
     for (line, want) in cases {
