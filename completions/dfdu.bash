@@ -13,7 +13,7 @@ _dfdu_opts_du="-0 --null -a --all --apparent-size -B --block-size -b --bytes -c 
   -X --exclude-from --exclude -x --one-file-system --help --version"
 _dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size -x --one-file-system
   --exclude -X --exclude-from -L --dereference -j --threads --top --by-exclusive --json
-  --shared --no-shared -o -O --treemap -f -q --quiet --help --version"
+  --shared --no-shared -o -O --treemap --treemap-size -f -q --quiet --help --version"
 _dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from -L --dereference
   -j --threads -f --apparent-size --si --diff --read-only --ascii --no-color --shared
   --help --version"
