@@ -70,6 +70,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("D", "sort by change (with --diff; R rows last)"),
     ("", "(the same key again reverses)"),
     ("t", "directories first, on / off"),
+    ("e", "hide / show dotfiles and excluded entries"),
     ("a", "apparent size / disk usage"),
     ("c  m", "item count column / modification time column"),
     ("g", "percentage, graph, both, none"),
@@ -250,13 +251,12 @@ impl Browser<'_> {
                 note.push_str(&format!(" (removed here: {n}, {minus}{})", size_text(size, self.look.si)));
             }
         }
+        let shown = self.items.len();
         if let Some(f) = &self.filter {
-            let shown = self.items.len();
-            note.push_str(&format!(
-                " (filter {}: {shown} of {})",
-                escape(f.text.as_bytes()),
-                shown + self.filtered_out
-            ));
+            let all = shown + self.filtered_out;
+            note.push_str(&format!(" (filter {}: {shown} of {all})", escape(f.text.as_bytes())));
+        } else if self.hide && self.filtered_out > 0 {
+            note.push_str(&format!(" ({} hidden)", self.filtered_out));
         }
         let path = escape(&self.shown_path(self.cwd));
         let room = (w - 6).saturating_sub(width(&note));
@@ -277,6 +277,8 @@ impl Browser<'_> {
                 "(could not be read)"
             } else if self.filter.is_some() {
                 "(nothing here matches the filter; Esc clears it)"
+            } else if self.hide && self.filtered_out > 0 {
+                "(only hidden entries here; e shows them)"
             } else {
                 "(empty directory)"
             };

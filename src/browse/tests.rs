@@ -977,3 +977,23 @@ fn the_info_stat_reads_the_file_system() {
     let got = format!("{:x} {} {} {}", st.mode, st.uid, st.owner.unwrap_or_default(), st.mtime);
     assert_eq!(got, want);
 }
+
+/// Issue 29.4: `e` hides dotfiles and excluded entries from the listing (the totals keep
+/// them) and shows them again.
+#[test]
+fn e_hides_dotfiles_and_excluded_entries() {
+    let json = br#"[1,2,{"progname":"t"},[{"name":"/r"},{"name":".hidden","asize":100,"dsize":4096},{"name":"skipped.o","excluded":"pattern"},[{"name":".git"},{"name":"x","asize":10,"dsize":4096}],{"name":"kept","asize":5000,"dsize":8192}]]"#;
+    let a = Arena::new();
+    let imported = crate::tree::ncdu::import(&json[..], &a).expect("valid export");
+    let mut j = Journey::new(&a, imported.root);
+    j.type_str("n");
+    assert_eq!(j.names(), ["/.git", ".hidden", "kept", "skipped.o"]);
+    let footer = j.screen.row_text(23);
+    j.type_str("e");
+    assert_eq!(j.names(), ["kept"]);
+    assert!(j.screen.row_text(1).contains("(3 hidden)"), "{}", j.text());
+    assert!(j.text().contains("Dotfiles and excluded entries hidden"), "{}", j.text());
+    assert_eq!(j.screen.row_text(23), footer, "the totals still count them");
+    j.type_str("e");
+    assert_eq!(j.names(), ["/.git", ".hidden", "kept", "skipped.o"]);
+}

@@ -275,8 +275,10 @@ pub struct Browser<'a> {
     pub(super) input: Option<Input>,
     pub(super) filter: Option<Pattern>,
     pub(super) found: Option<Found>,
-    /// Entries of the shown directory the filter hides.
+    /// Entries of the shown directory the filter (or `hide`) leaves out.
     pub(super) filtered_out: usize,
+    /// Dotfiles and excluded entries are left out of the listing (`e`).
+    pub(super) hide: bool,
     pub(super) compare: Option<Compare>,
     /// Set while the shown directory is a removed one (see `Trail`).
     pub(super) trail: Option<Trail>,
@@ -324,6 +326,7 @@ impl<'a> Browser<'a> {
             filter: None,
             found: None,
             filtered_out: 0,
+            hide: false,
             compare: None,
             trail: None,
         }
@@ -630,6 +633,10 @@ impl<'a> Browser<'a> {
             let names = &self.names;
             items.retain(|it| f.matches(names.get(it.id)));
         }
+        if self.hide {
+            let (a, names) = (self.a, &self.names);
+            items.retain(|it| !names.get(it.id).starts_with(b".") && a.flags(it.id) & arena::F_EXCLUDED == 0);
+        }
         self.filtered_out = before - items.len();
         self.sort_items(&mut items);
         self.items = items;
@@ -806,6 +813,15 @@ impl<'a> Browser<'a> {
             }
             Key::Char('c') => self.show_count = !self.show_count,
             Key::Char('m') => self.show_mtime = !self.show_mtime,
+            Key::Char('e') => {
+                self.hide = !self.hide;
+                self.stale = true;
+                self.say(if self.hide {
+                    "Dotfiles and excluded entries hidden (e shows them; the totals still count them)."
+                } else {
+                    "Dotfiles and excluded entries shown."
+                });
+            }
             Key::Char('g') => {
                 self.graph = match self.graph {
                     Graph::Bar => Graph::Percent,
