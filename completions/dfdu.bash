@@ -12,16 +12,16 @@ _dfdu_opts_du="-0 --null -a --all --apparent-size -B --block-size -b --bytes -c 
   -S --separate-dirs --si -s --summarize -t --threshold --time --time-style
   -X --exclude-from --exclude -x --one-file-system --help --version"
 _dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size -x --one-file-system
-  --exclude -X --exclude-from -L --dereference -j --threads --top --by-exclusive --json
+  --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference -j --threads --top --by-exclusive --json
   --shared --no-shared -o -O --treemap --treemap-size -f -q --quiet --help --version"
-_dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from -L --dereference
+_dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference
   -j --threads -f --apparent-size --si --diff --read-only --ascii --no-color --shared
   --help --version"
 _dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size --top
-  --files --min-change -x --one-file-system --exclude -X --exclude-from -L --dereference
+  --files --min-change -x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference
   -j --threads --json --help --version"
 _dfdu_opts_find="-S --size -0 --null --json --min-size --max-size -x --one-file-system
-  --exclude -X --exclude-from -j --threads --hashfile --verify -q --quiet --help --version"
+  --exclude -X --exclude-from --exclude-caches --exclude-kernfs -j --threads --hashfile --verify -q --quiet --help --version"
 _dfdu_opts_dupes="$_dfdu_opts_find --delete --hardlink --symlink --keep --keep-path
   --force-metadata --dry-run --plan --dirs"
 # dedupe takes every option of dupes but its actions, besides its own.

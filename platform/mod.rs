@@ -35,7 +35,8 @@
 //! * Reading a tree (`walk::reader::Native`): `Dir` (an open directory handle), `Lister`
 //!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
 //!   `stat_at` (each told whether to `Follow` a symlink, a type of this file),
-//!   `Lister::list`, `sorts_by_inode`, `lookups_serialize` (whether a cold
+//!   `Lister::list`, `sorts_by_inode`, `kernel_fs` (a directory on proc, sysfs, cgroup
+//!   and the like, for `--exclude-kernfs`), `lookups_serialize` (whether a cold
 //!   directory's stats had better stay on one thread) with `thread_cpu_ns`, and
 //!   `errno_text`.
 //! * The process: `local_time` (and `reload_zone`: as after a second `tzset`, which GNU
@@ -103,7 +104,7 @@ pub mod macos {
 pub use backend::{
     address_space_left, cached, can_share_extents, check_file, dedupe, dedupe_supported, default_sigpipe,
     default_threads, dir_id, dir_mount, dir_others_may_write, errno_text, file_extents_at, free_bytes, fs_block_bytes,
-    fs_shares_extents, interrupt_catch, interrupt_requested, layout, link_at, local_time, lookups_serialize,
+    fs_shares_extents, interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lookups_serialize,
     mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, physical_start, raise_fd_limit,
     read_only_snapshot, reload_zone, remove_at, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path,
     swap_files, symlink_at, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait,
@@ -151,6 +152,7 @@ macro_rules! contract {
             let _: fn(&b::Dir, &CStr, Follow) -> Result<Meta, Errno> = b::stat_at;
             let _: fn(&b::Dir) -> bool = b::sorts_by_inode;
             let _: fn(&b::Dir) -> bool = b::lookups_serialize;
+            let _: fn(&b::Dir) -> bool = b::kernel_fs;
             let _: fn() -> u64 = b::thread_cpu_ns;
             let _: fn(Errno) -> String = b::errno_text;
             // The process.

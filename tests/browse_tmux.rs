@@ -846,3 +846,35 @@ fn columns_and_the_info_box() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.4 in a real terminal: `--exclude-caches` shows a tagged directory as
+/// excluded, and `e` hides dotfiles and excluded entries (and shows them again).
+#[test]
+fn hidden_and_excluded_entries_toggle() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("hidden");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    write(&tree.join(".dotfile"), 5_000);
+    write(&tree.join(".dotdir/inside"), 6_000);
+    write(&tree.join("cache/blob"), 70_000);
+    std::fs::write(tree.join("cache/CACHEDIR.TAG"), b"Signature: 8a477f597d28d172789f06886806bc55\n").unwrap();
+    let term = Term::start(&t, "", &format!("--exclude-caches '{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    let row = term.row("/cache");
+    assert!(row.starts_with('<'), "the tagged directory is excluded: {row:?}\n{}", term.screen());
+    assert_eq!(term.names().len(), 8);
+    term.keys(&["e"]);
+    term.wait_for("(3 hidden)");
+    assert_eq!(term.names(), ["/alpha", "/beta", "/gamma", "日本語の名前.txt", "delta.txt"]);
+    term.keys(&["e"]);
+    term.wait("shown again", |s| !s.contains("hidden)") && s.contains(".dotfile"));
+    assert_eq!(term.names().len(), 8);
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

@@ -186,6 +186,12 @@ pub fn sorts_by_inode(_dir: &Dir) -> bool {
     false
 }
 
+/// The portable reader cannot tell the file system type: no directory is on a kernel
+/// file system for it (`--exclude-kernfs` leaves nothing out).
+pub fn kernel_fs(_dir: &Dir) -> bool {
+    false
+}
+
 /// Lookups in one directory are not known to serialize here (see the Linux reader).
 pub fn lookups_serialize(_dir: &Dir) -> bool {
     false

@@ -17,7 +17,7 @@ mod time;
 mod unix;
 
 pub use dir::{
-    address_space_left, default_threads, dir_mount, errno_text, lookups_serialize, mount_points, open_fds,
+    address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
     open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
 };
 pub use dupes::{

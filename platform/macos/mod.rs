@@ -20,9 +20,9 @@ pub use super::fallback::dupes::{
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use dir::{
-    address_space_left, default_threads, dir_mount, errno_text, file_extents_at, fs_shares_extents, lookups_serialize,
-    mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path,
-    thread_cpu_ns, ExtentBuf, Lister,
+    address_space_left, default_threads, dir_mount, errno_text, file_extents_at, fs_shares_extents, kernel_fs,
+    lookups_serialize, mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at,
+    stat_path, thread_cpu_ns, ExtentBuf, Lister,
 };
 pub use time::{local_time, reload_zone};
 pub use unix::dir::{

@@ -126,6 +126,8 @@ files cannot be made to look alike), on a fixed pool of threads.
   -x, --one-file-system do not enter other file systems
       --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+      --exclude-caches  skip directories holding a valid CACHEDIR.TAG
+      --exclude-kernfs  skip mounts of kernel file systems (proc, sysfs, ...)
   -j, --threads=N       scan and read with N threads
       --hashfile=FILE   remember what was read in FILE (dfdu's own format,
                         64 bytes per file, keyed by device and inode, trusted

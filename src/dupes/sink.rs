@@ -197,7 +197,12 @@ impl Sink for FilesSink {
                 local.errors.push((name.to_vec(), e));
             }
             // A loop (a bind mount of an ancestor) is never entered: its files are already seen.
-            Seen::Excluded | Seen::OtherFs(_) | Seen::Repeat(_) | Seen::Loop(_) | Seen::Before => local.unkept = true,
+            Seen::Excluded
+            | Seen::ExcludedDir(_)
+            | Seen::OtherFs(_)
+            | Seen::Repeat(_)
+            | Seen::Loop(_)
+            | Seen::Before => local.unkept = true,
         }
     }
 
