@@ -211,3 +211,68 @@ fn dedupe_blocks_immutable_serves_and_changed_is_skipped() {
     assert_eq!(num(&b, "bytes_deduplicated"), (MIB - PAGE) as u64, "{js}");
     assert_eq!(num(&js, "skipped_changed"), 1, "{js}");
 }
+
+/// Bytes that `read`-family calls returned in an `strace -f` log, but those of the hash
+/// file `hashes` (its descriptor shown by `-y`).
+fn bytes_read_but(log: &str, hashes: &Path) -> u64 {
+    let h = format!("<{}>", hashes.display());
+    let reads = log.lines().filter(|l| l.contains("read") && !l.contains(&h));
+    reads.filter_map(|l| l.rsplit("= ").next()?.trim().parse::<u64>().ok()).sum()
+}
+
+#[test]
+fn dedupe_blocks_rerun_with_hash_file_reads_and_calls_nothing() {
+    let test = "dedupe_blocks_rerun_with_hash_file_reads_and_calls_nothing";
+    if !have_or_skip("strace", test) {
+        return;
+    }
+    let Some(fsys) = xfs_or_skip(test) else { return };
+    let root = fsys.mnt.join("v");
+    let files = shape_v(&root, 0x4a5e);
+    for (p, data) in &files {
+        write(p, data);
+    }
+    let dup_4k = dup_blocks(&files, PAGE);
+    let hashes = fsys.mnt.join("hashes");
+    let args: Vec<&std::ffi::OsStr> = ["dedupe", "--json", "-q", "--blocks", "--hashfile"]
+        .map(std::ffi::OsStr::new)
+        .into_iter()
+        .chain([hashes.as_os_str(), root.as_os_str()])
+        .collect();
+    let first = blocks_json(&dfdu(&args));
+    assert_eq!(num(&first, "bytes_deduplicated"), dup_4k * PAGE as u64, "{first}");
+    assert_eq!((num(&first, "files_read"), num(&first, "files_cached")), (6, 0), "{first}");
+    // The whole-file part's 64-byte entries, and 48 bytes plus 8 per block of each file.
+    let blocks: u64 = files.iter().map(|(_, d)| d.len() as u64 / PAGE as u64).sum();
+    let size = fs::metadata(&hashes).unwrap().len();
+    assert!(size >= 6 * 48 + 8 * blocks && size < 6 * (64 + 48) + 8 * blocks + 200, "hash file of {size} bytes");
+    let log = fsys.mnt.join("strace.log");
+    let traced = |what: &str| {
+        let out = Command::new("strace")
+            .args(["-f", "-y", "-e", "trace=read,pread64,preadv,preadv2,ioctl", "-o"])
+            .arg(&log)
+            .arg(common::dfdu_path())
+            .args(&args)
+            .output()
+            .unwrap();
+        let b = blocks_json(&out);
+        let t = fs::read_to_string(&log).unwrap();
+        assert!(!t.contains("FIDEDUPERANGE") && !t.contains("0xc0189436"), "{what}: no dedupe call:\n{t}");
+        (b, bytes_read_but(&t, &hashes))
+    };
+    let (again, read) = traced("a rerun");
+    assert_eq!((num(&again, "files_read"), num(&again, "files_cached")), (0, 6), "{again}");
+    assert_eq!((num(&again, "ioctl_calls"), num(&again, "bytes_shared")), (0, dup_4k * PAGE as u64), "{again}");
+    assert!(read < 64 << 10, "a rerun read {read} bytes of files");
+    // A file written since: it alone is read again (and its new page shared with nothing).
+    use std::os::unix::fs::FileExt;
+    let f = fs::OpenOptions::new().write(true).open(&files[3].0).unwrap();
+    f.write_all_at(&Rng(9).bytes(PAGE), 0).unwrap();
+    drop(f);
+    let third = blocks_json(&dfdu(&args));
+    assert_eq!((num(&third, "files_read"), num(&third, "files_cached")), (1, 5), "{third}");
+    assert_eq!(num(&third, "ioctl_calls"), 0, "{third}");
+    // The entries of the other five, which that run did not read, were kept.
+    let fourth = blocks_json(&dfdu(&args));
+    assert_eq!((num(&fourth, "files_read"), num(&fourth, "files_cached")), (0, 6), "{fourth}");
+}

@@ -16,9 +16,10 @@
 //!    preallocated space more often than data, and sharing it gives nothing back. The
 //!    unaligned tail of a file is not fingerprinted. A file whose size or times moved
 //!    while it was read is dropped as changed.
-//! 3. **Links**: fingerprints are sorted; in each set of equal ones the first (a
-//!    source-only file first, then path order, then offset) is the block every other one
-//!    comes to share. Because every copy of a content points at the same first block, a
+//! 3. **Links**: fingerprints are sorted by file system, then value; in each set of
+//!    equal ones on one file system the first (a source-only file first, then path
+//!    order, then offset) is the block every other one comes to share (`FIDEDUPERANGE`
+//!    never crosses file systems: one device each here, so btrfs subvolumes are apart). Because every copy of a content points at the same first block, a
 //!    destination's consecutive blocks whose sources are consecutive too form one run,
 //!    grown block by block; each run is one range (at most 1 GiB a call). A run inside one
 //!    file never overlaps its source (its source comes first and is no destination).
@@ -44,6 +45,7 @@
 //! first call on a file system that cannot share extents, before anything was shared,
 //! stops the run with one message, as whole-file dedupe does.
 
+use super::cache::Blocks;
 use super::dedupe::{Run, Skip, CALL_BYTES, EOPNOTSUPP};
 use super::find::{same, Group};
 use super::open::Refused;
@@ -73,6 +75,8 @@ pub struct Report {
     pub block_bytes: u64,
     pub files_read: u64,
     pub bytes_read: u64,
+    /// Files whose fingerprints the hash file held (nothing read).
+    pub files_cached: u64,
     /// Blocks that are a copy of an earlier one (the sum of the runs).
     pub dup_blocks: u64,
     pub runs: u64,
@@ -87,6 +91,8 @@ pub struct Report {
     pub ioctl_calls: u64,
     /// More blocks than `MAX_BLOCKS`: nothing was read.
     pub too_many_blocks: bool,
+    /// With a hash file: the fingerprints of the files read, to be saved in it.
+    pub entries: Vec<Blocks>,
 }
 
 impl Report {
@@ -98,10 +104,12 @@ impl Report {
             );
         }
         let found = format!(
-            "{cmd}: blocks of {} bytes: read {}, {} bytes; {} bytes in {} (duplicate blocks), {} bytes already shared",
+            "{cmd}: blocks of {} bytes: read {}, {} bytes, {} from the hash file; {} bytes in {} (duplicate blocks), \
+             {} bytes already shared",
             self.block_bytes,
             super::count(self.files_read, "file", "files"),
             self.bytes_read,
+            self.files_cached,
             self.dup_blocks.saturating_mul(self.block_bytes),
             super::count(self.runs, "run", "runs"),
             self.bytes_shared,
@@ -127,12 +135,13 @@ impl Report {
 
     pub fn json(&self) -> String {
         format!(
-            "{{\"block_bytes\":{},\"files_read\":{},\"bytes_read\":{},\"dup_blocks\":{},\"runs\":{},\
+            "{{\"block_bytes\":{},\"files_read\":{},\"bytes_read\":{},\"files_cached\":{},\"dup_blocks\":{},\"runs\":{},\
              \"bytes_shared\":{},\"ranges\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\"bytes_refused\":{},\
              \"ioctl_calls\":{},\"too_many_blocks\":{}}}",
             self.block_bytes,
             self.files_read,
             self.bytes_read,
+            self.files_cached,
             self.dup_blocks,
             self.runs,
             self.bytes_shared,
@@ -155,13 +164,21 @@ struct Cand {
 }
 
 /// One block's fingerprint in the sorted index (16 bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Print {
     fp: u64,
-    /// 0 for a file that may only be a source, so that it sorts first and serves.
-    rank: u32,
     file: u32,
     block: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Print>() == 16);
+
+/// What places a file's blocks among equal fingerprints: its file system (no block is
+/// linked to one on another) and its rank (0: it may only be a source, so it serves first).
+#[derive(Clone, Copy, Debug, Default)]
+struct FileKey {
+    fs: u32,
+    rank: u32,
 }
 
 /// A duplicate block and the first block of its content (16 bytes).
@@ -221,8 +238,8 @@ fn steps(run: &mut Run, groups: &[Group], block_bytes: Option<u64>, progress: &P
         return Ok(rep);
     }
     progress.bytes_total.store(cands.iter().map(|c| run.file(c.rec).size).sum(), Ordering::Relaxed);
-    let prints = fingerprints(run, &mut cands, bs, progress, &mut rep);
-    let spans = spans(prints);
+    let (prints, keys) = fingerprints(run, &mut cands, bs, progress, &mut rep);
+    let spans = spans(prints, &keys);
     rep.runs = spans.len() as u64;
     rep.dup_blocks = spans.iter().map(|s| u64::from(s.n_blocks)).sum();
     if run.r.interrupted {
@@ -308,17 +325,24 @@ fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Option
 
 /// What reading one file gave.
 enum Hashed {
-    /// One fingerprint per whole block (0: all zeros), and whether it may only be a source.
-    Prints(Vec<u64>, bool),
+    /// One fingerprint per whole block (0: all zeros), whether it may only be a source,
+    /// and whether they came from the hash file.
+    Prints(Vec<u64>, bool, bool),
     Skipped(Skip),
     Failed(Errno),
     /// Its file system is not one block mode uses.
     Out,
 }
 
-/// Reads every candidate on `threads` workers and returns the sorted index of their
-/// non-zero fingerprints; counts the files left out.
-fn fingerprints(run: &mut Run, cands: &mut [Cand], bs: u64, progress: &Progress, rep: &mut Report) -> Vec<Print> {
+/// Reads every candidate on `threads` workers and returns their non-zero fingerprints
+/// and each candidate's key; counts the files left out.
+fn fingerprints(
+    run: &mut Run,
+    cands: &mut [Cand],
+    bs: u64,
+    progress: &Progress,
+    rep: &mut Report,
+) -> (Vec<Print>, Vec<FileKey>) {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, Hashed)>> = Mutex::new(Vec::new());
     {
@@ -342,23 +366,46 @@ fn fingerprints(run: &mut Run, cands: &mut [Cand], bs: u64, progress: &Progress,
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_by_key(|(i, _)| *i);
     let mut prints = Vec::new();
+    let mut keys = vec![FileKey::default(); cands.len()];
+    let mut devs: Vec<u64> = Vec::new();
     for (i, h) in results {
         match h {
-            Hashed::Prints(fps, source_only) => {
-                rep.files_read += 1;
-                rep.bytes_read += fps.len() as u64 * bs;
+            Hashed::Prints(fps, source_only, cached) => {
+                if cached {
+                    rep.files_cached += 1;
+                } else {
+                    rep.files_read += 1;
+                    rep.bytes_read += fps.len() as u64 * bs;
+                    if run.opts.keep_prints {
+                        let f = run.file(cands[i].rec);
+                        let (dev, ino, size, mtime_ns, ctime_ns) = (f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns);
+                        rep.entries.push(Blocks {
+                            dev,
+                            ino,
+                            size,
+                            mtime_ns,
+                            ctime_ns,
+                            block_bytes: bs,
+                            prints: fps.clone(),
+                        });
+                    }
+                }
                 cands[i].source_only = source_only;
-                let rank = u32::from(!source_only);
+                let dev = run.file(cands[i].rec).dev;
+                let fs = devs.iter().position(|&d| d == dev).unwrap_or_else(|| {
+                    devs.push(dev);
+                    devs.len() - 1
+                });
+                keys[i] = FileKey { fs: fs as u32, rank: u32::from(!source_only) };
                 let blocks = fps.into_iter().enumerate().filter(|(_, fp)| *fp != 0);
-                prints.extend(blocks.map(|(b, fp)| Print { fp, rank, file: i as u32, block: b as u32 }));
+                prints.extend(blocks.map(|(b, fp)| Print { fp, file: i as u32, block: b as u32 }));
             }
             Hashed::Skipped(why) => run.r.skip(why, 1),
             Hashed::Failed(e) => run.r.fail(&cands[i].path, e),
             Hashed::Out => {}
         }
     }
-    prints.sort_unstable();
-    prints
+    (prints, keys)
 }
 
 /// Opens, checks and reads one file (record `rec`), a block's fingerprint at a time.
@@ -382,6 +429,12 @@ fn hash_file(run: &Run, rec: u32, bs: u64, buf: &mut Vec<u8>, progress: &Progres
         None => !run.opts.allow_readonly && platform::read_only_snapshot(&file),
     };
     let n_blocks = (f.size / bs).min(u64::from(u32::MAX));
+    if let Some(fps) = run.cache.lookup_blocks((f.dev, f.ino), f.size, (f.mtime_ns, f.ctime_ns), bs) {
+        if fps.len() as u64 == n_blocks {
+            progress.bytes_read.fetch_add(n_blocks * bs, Ordering::Relaxed);
+            return Hashed::Prints(fps.to_vec(), source_only, true);
+        }
+    }
     let per_read = (READ_BYTES / bs).max(1);
     buf.resize((per_read * bs) as usize, 0);
     let mut fps = Vec::with_capacity(n_blocks as usize);
@@ -399,7 +452,7 @@ fn hash_file(run: &Run, rec: u32, bs: u64, buf: &mut Vec<u8>, progress: &Progres
     }
     // A write before or during the read moved the ctime; what was read is not trusted.
     match platform::check_file(&file) {
-        Ok(c) if same(&c, &f) => Hashed::Prints(fps, source_only),
+        Ok(c) if same(&c, &f) => Hashed::Prints(fps, source_only, false),
         Ok(_) => Hashed::Skipped(Skip::Changed),
         Err(e) => Hashed::Failed(e),
     }
@@ -430,20 +483,23 @@ fn fingerprint(block: &[u8]) -> u64 {
     u64::from_le_bytes(first).max(1)
 }
 
-/// The runs of `prints` (sorted): each block whose fingerprint an earlier one has (in
+/// The runs of `prints`: each block whose fingerprint an earlier one has (in
 /// `Print` order) is linked to that first block, and a destination's consecutive links
 /// to consecutive source blocks of one file are one run. A source-only file (rank 0) is
 /// never a destination.
-fn spans(prints: Vec<Print>) -> Vec<Span> {
+fn spans(mut prints: Vec<Print>, keys: &[FileKey]) -> Vec<Span> {
+    let key = |p: &Print| (keys[p.file as usize].fs, p.fp, keys[p.file as usize].rank, p.file, p.block);
+    prints.sort_unstable_by_key(key);
+    let content = |p: &Print| (keys[p.file as usize].fs, p.fp);
     let mut links = Vec::new();
     let mut first = 0;
     for i in 0..prints.len() {
-        if prints[i].fp != prints[first].fp {
+        if content(&prints[i]) != content(&prints[first]) {
             first = i;
             continue;
         }
         let (s, d) = (prints[first], prints[i]);
-        if i != first && d.rank != 0 {
+        if i != first && keys[d.file as usize].rank != 0 {
             links.push(Link { dst: d.file, dst_block: d.block, src: s.file, src_block: s.block });
         }
     }
@@ -719,13 +775,11 @@ mod tests {
     use super::*;
 
     fn print(fp: u64, file: u32, block: u32) -> Print {
-        Print { fp, rank: 1, file, block }
+        Print { fp, file, block }
     }
 
-    fn sorted(mut p: Vec<Print>) -> Vec<Print> {
-        p.sort_unstable();
-        p
-    }
+    /// Keys of 4 files on one file system, none of them source-only.
+    const PLAIN: [FileKey; 4] = [FileKey { fs: 0, rank: 1 }; 4];
 
     fn span(dst: u32, dst_block: u32, src: u32, src_block: u32, n_blocks: u32) -> Span {
         Span { dst, dst_block, src, src_block, n_blocks }
@@ -737,7 +791,7 @@ mod tests {
         let mut p: Vec<Print> = (0..6).map(|b| print(10 + u64::from(b), 0, b)).collect();
         p.extend((0..6).filter(|&b| b != 2).map(|b| print(10 + u64::from(b), 1, b)));
         p.push(print(99, 1, 2));
-        assert_eq!(spans(sorted(p)), vec![span(1, 0, 0, 0, 2), span(1, 3, 0, 3, 3)]);
+        assert_eq!(spans(p, &PLAIN), vec![span(1, 0, 0, 0, 2), span(1, 3, 0, 3, 3)]);
     }
 
     /// A run moved to another offset, a repeat inside one file, and three copies of one
@@ -761,18 +815,21 @@ mod tests {
             print(b, 2, 3),
         ];
         let want = vec![span(1, 0, 0, 2, 2), span(1, 2, 0, 0, 2), span(2, 0, 0, 0, 2), span(2, 2, 0, 0, 2)];
-        assert_eq!(spans(sorted(p)), want);
+        assert_eq!(spans(p.clone(), &PLAIN), want);
+        // Each file on a file system of its own: only the repeat inside file 2 is linked.
+        let apart = [0, 1, 2, 3].map(|fs| FileKey { fs, rank: 1 });
+        assert_eq!(spans(p, &apart), vec![span(2, 2, 2, 0, 2)]);
         // Within one file alone: A B A B points its second half at its first.
         let p = vec![print(a, 0, 0), print(b, 0, 1), print(a, 0, 2), print(b, 0, 3)];
-        assert_eq!(spans(sorted(p)), vec![span(0, 2, 0, 0, 2)]);
+        assert_eq!(spans(p, &PLAIN), vec![span(0, 2, 0, 0, 2)]);
     }
 
     /// A source-only file serves first and is never a destination, even when it sorts last.
     #[test]
     fn blocks_source_only_files_serve() {
-        let pinned = |fp, file, block| Print { fp, rank: 0, file, block };
-        let p = vec![print(5, 0, 0), print(6, 0, 1), pinned(5, 1, 0), pinned(6, 1, 1), pinned(5, 2, 0)];
-        assert_eq!(spans(sorted(p)), vec![span(0, 0, 1, 0, 2)]);
+        let keys = [1, 0, 0].map(|rank| FileKey { fs: 0, rank });
+        let p = vec![print(5, 0, 0), print(6, 0, 1), print(5, 1, 0), print(6, 1, 1), print(5, 2, 0)];
+        assert_eq!(spans(p, &keys), vec![span(0, 0, 1, 0, 2)]);
     }
 
     fn ext(logical: u64, physical: u64, length: u64) -> Extent {

@@ -1,11 +1,11 @@
 //! `--hashfile FILE`: what earlier runs read, so a rerun on an unchanged tree reads no
 //! file data.
 //!
-//! # Format (version 1, little-endian)
+//! # Format (version 2, little-endian)
 //!
 //! ```text
 //! 0   magic "DFDUHASH"            8 bytes
-//! 8   version (1)                 u32
+//! 8   version (2; 1 has no block part and is still read)  u32
 //! 12  record bytes (64)           u32
 //! 16  sections                    u32
 //! 20  reserved (0)                u32
@@ -14,8 +14,15 @@
 //!     sorted by inode, each 64 bytes:
 //!       ino u64, size u64, mtime ns i64, ctime ns i64, sample u64,
 //!       full hash 24 bytes (all zero: not known)
+//!     block part (version 2): entries u64, then per file (`dedupe --blocks`), sorted by
+//!     (dev, ino): dev u64, ino u64, size u64, mtime ns i64, ctime ns i64, block bytes
+//!     u64 (a power of two, 4 KiB to 16 MiB), then size / block bytes fingerprints of
+//!     8 bytes each (0: a block of zeros)
 //! end BLAKE3 of every byte before it, 32 bytes
 //! ```
+//!
+//! A file's block entry costs 48 bytes plus 8 per block, in the file and in memory while
+//! the run holds the cache.
 //!
 //! Entries are keyed by (device, inode) and trusted only while size, mtime and ctime (in
 //! nanoseconds; ctime cannot be set back by `touch`) are what they were; no paths are
@@ -53,11 +60,17 @@ use std::io::Read;
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"DFDUHASH";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The version before the block part: still read (its files have no block entries).
+const VERSION_NO_BLOCKS: u32 = 1;
 const HEADER_BYTES: usize = 32;
 const SECTION_BYTES: usize = 16;
 pub const RECORD_BYTES: usize = 64;
 const SUM_BYTES: usize = 32;
+const BLOCK_HEAD_BYTES: usize = 48;
+/// Bounds of a block entry's block size (`blocks.rs` allows no other).
+const MIN_BLOCK_BYTES: u64 = 4096;
+const MAX_BLOCK_BYTES: u64 = 16 << 20;
 
 /// What is known about one file's contents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,10 +84,24 @@ pub struct Entry {
     pub full: Option<Digest>,
 }
 
-/// The entries of a hash file, sorted by (dev, ino).
+/// One file's block fingerprints (`dedupe --blocks`), trusted as an `Entry` is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub block_bytes: u64,
+    /// One per whole block (`size / block_bytes`), 0 for a block of zeros.
+    pub prints: Vec<u64>,
+}
+
+/// The entries of a hash file, each list sorted by (dev, ino).
 #[derive(Default)]
 pub struct Cache {
     entries: Vec<Entry>,
+    blocks: Vec<Blocks>,
 }
 
 impl Cache {
@@ -83,6 +110,15 @@ impl Cache {
         let i = self.entries.binary_search_by_key(&(dev, ino), |e| (e.dev, e.ino)).ok()?;
         let e = self.entries[i];
         (e.size == size && e.mtime_ns == mtime_ns && e.ctime_ns == ctime_ns).then_some(e)
+    }
+
+    /// The block fingerprints of (dev, ino) if they are still valid for this size, these
+    /// times and this block size.
+    pub fn lookup_blocks(&self, key: (u64, u64), size: u64, times_ns: (i64, i64), block_bytes: u64) -> Option<&[u64]> {
+        let i = self.blocks.binary_search_by_key(&key, |e| (e.dev, e.ino)).ok()?;
+        let e = &self.blocks[i];
+        let valid = e.size == size && (e.mtime_ns, e.ctime_ns) == times_ns && e.block_bytes == block_bytes;
+        valid.then_some(&e.prints[..])
     }
 }
 
@@ -106,12 +142,26 @@ pub fn parse(bytes: &[u8]) -> Result<Cache, &'static str> {
     if blake3::hash(body).as_bytes() != sum {
         return Err("checksum mismatch (damaged or truncated)");
     }
-    if u32_at(body, 8) != VERSION {
+    let version = u32_at(body, 8);
+    if version != VERSION && version != VERSION_NO_BLOCKS {
         return Err("unknown version");
     }
     if u32_at(body, 12) as usize != RECORD_BYTES || u32_at(body, 20) != 0 {
         return Err("unknown layout");
     }
+    let (entries, mut at) = parse_files(body)?;
+    let blocks = match version {
+        VERSION => parse_blocks(body, &mut at)?,
+        _ => Vec::new(),
+    };
+    if at != body.len() {
+        return Err("length does not match the counts");
+    }
+    Ok(Cache { entries, blocks })
+}
+
+/// The file sections after the header; the offset where they end.
+fn parse_files(body: &[u8]) -> Result<(Vec<Entry>, usize), &'static str> {
     let sections = u32_at(body, 16) as u64;
     let total = u64_at(body, 24);
     let room = (body.len() - HEADER_BYTES) as u64;
@@ -156,14 +206,50 @@ pub fn parse(bytes: &[u8]) -> Result<Cache, &'static str> {
             });
         }
     }
-    if at != body.len() || entries.len() as u64 != total {
+    if entries.len() as u64 != total {
         return Err("length does not match the counts");
     }
-    Ok(Cache { entries })
+    Ok((entries, at))
 }
 
-/// Serialises `entries` (sorted by (dev, ino), no duplicates).
-pub fn serialize(entries: &[Entry]) -> Vec<u8> {
+/// The block part from `at` on (version 2); `at` moves past it.
+fn parse_blocks(body: &[u8], at: &mut usize) -> Result<Vec<Blocks>, &'static str> {
+    if body.len() - *at < 8 {
+        return Err("truncated block part");
+    }
+    let n = u64_at(body, *at);
+    *at += 8;
+    if n > ((body.len() - *at) / BLOCK_HEAD_BYTES) as u64 {
+        return Err("counts larger than the file");
+    }
+    let mut out: Vec<Blocks> = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        if body.len() - *at < BLOCK_HEAD_BYTES {
+            return Err("truncated block entry");
+        }
+        let h = &body[*at..*at + BLOCK_HEAD_BYTES];
+        *at += BLOCK_HEAD_BYTES;
+        let (dev, ino, size, block_bytes) = (u64_at(h, 0), u64_at(h, 8), u64_at(h, 16), u64_at(h, 40));
+        if out.last().is_some_and(|l| (l.dev, l.ino) >= (dev, ino)) {
+            return Err("block entries out of order");
+        }
+        if !block_bytes.is_power_of_two() || !(MIN_BLOCK_BYTES..=MAX_BLOCK_BYTES).contains(&block_bytes) {
+            return Err("unknown block size");
+        }
+        let n_prints = size / block_bytes;
+        if n_prints > ((body.len() - *at) / 8) as u64 {
+            return Err("truncated block entry");
+        }
+        let prints = (0..n_prints as usize).map(|k| u64_at(body, *at + 8 * k)).collect();
+        *at += 8 * n_prints as usize;
+        let (mtime_ns, ctime_ns) = (u64_at(h, 24) as i64, u64_at(h, 32) as i64);
+        out.push(Blocks { dev, ino, size, mtime_ns, ctime_ns, block_bytes, prints });
+    }
+    Ok(out)
+}
+
+/// Serialises `entries` and `blocks` (each sorted by (dev, ino), no duplicates).
+pub fn serialize(entries: &[Entry], blocks: &[Blocks]) -> Vec<u8> {
     let mut sections: Vec<(u64, usize)> = Vec::new();
     for e in entries {
         match sections.last_mut() {
@@ -192,6 +278,15 @@ pub fn serialize(entries: &[Entry]) -> Vec<u8> {
             out.extend_from_slice(&e.full.unwrap_or([0; DIGEST_BYTES]));
         }
         at += n;
+    }
+    out.extend_from_slice(&(blocks.len() as u64).to_le_bytes());
+    for b in blocks {
+        for w in [b.dev, b.ino, b.size, b.mtime_ns as u64, b.ctime_ns as u64, b.block_bytes] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        for p in &b.prints {
+            out.extend_from_slice(&p.to_le_bytes());
+        }
     }
     let sum = blake3::hash(&out);
     out.extend_from_slice(sum.as_bytes());
@@ -277,24 +372,6 @@ fn split(path: &Path) -> Option<(&Path, &OsStr)> {
     let name = path.file_name()?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     Some((dir, name))
-}
-
-/// Creates `path` as a new file of ours (O_EXCL, mode 0600, never through a symlink) in
-/// a directory reached and judged as the hash file's is: `--plan`'s script.
-pub fn create_new(path: &Path) -> Result<File, String> {
-    let shown = path.display();
-    let (dir_path, name) = split(path).ok_or_else(|| format!("'{shown}' does not name a file"))?;
-    let euid = platform::effective_uid();
-    let mut judge = |p: &Path, d, e| euid.and_then(|uid| distrust_step(p, d, e, uid));
-    let dir = match platform::open_write_dir(dir_path, &mut judge) {
-        Ok(d) => d,
-        Err(platform::WalkError::Refused(why)) => return Err(format!("'{shown}' is not safe to create: {why}")),
-        Err(platform::WalkError::Os(e)) => {
-            return Err(format!("cannot open the directory of '{shown}': {}", platform::errno_text(e)))
-        }
-    };
-    platform::open_at_nofollow(&dir, name, true)
-        .map_err(|e| format!("cannot create '{shown}': {}", platform::errno_text(e)))
 }
 
 /// What became of one attempt at opening the hash file.
@@ -411,51 +488,72 @@ impl HashFile {
     /// (device, inode) pairs, to a new file next to the hash file (mode 0600, see
     /// `platform::replace_in`) and renames it into place; nothing when `new` adds or
     /// changes no entry, none is dropped and the old file was usable.
-    pub fn save(self, mut old: Cache, mut new: Vec<Entry>, stale: &HashSet<(u64, u64)>) -> Result<(), String> {
+    pub fn save(
+        self,
+        old: Cache,
+        mut new: Vec<Entry>,
+        mut new_blocks: Vec<Blocks>,
+        stale: &HashSet<(u64, u64)>,
+    ) -> Result<(), String> {
         if !self.writable {
             return Ok(());
         }
         new.sort_unstable_by_key(|e| (e.dev, e.ino));
         new.dedup_by_key(|e| (e.dev, e.ino));
-        let n_old = old.entries.len();
-        old.entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
+        new_blocks.sort_unstable_by_key(|e| (e.dev, e.ino));
+        new_blocks.dedup_by_key(|e| (e.dev, e.ino));
+        new_blocks.retain(|e| !stale.contains(&(e.dev, e.ino)));
+        let (mut old_entries, mut old_blocks) = (old.entries, old.blocks);
+        let n_old = old_entries.len() + old_blocks.len();
+        old_entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
+        old_blocks.retain(|e| !stale.contains(&(e.dev, e.ino)));
         // A rerun on an unchanged tree learned nothing new: the file stays as it is (no
         // write, no rename: a rerun reads metadata and the hash file only).
         if !self.rebuild
-            && old.entries.len() == n_old
-            && new.iter().all(|e| {
-                old.entries
-                    .binary_search_by_key(&(e.dev, e.ino), |o| (o.dev, o.ino))
-                    .is_ok_and(|i| old.entries[i] == *e)
-            })
+            && old_entries.len() + old_blocks.len() == n_old
+            && known(&old_entries, &new, |e| (e.dev, e.ino))
+            && known(&old_blocks, &new_blocks, |e| (e.dev, e.ino))
         {
             return Ok(());
         }
-        let mut merged = Vec::with_capacity(old.entries.len() + new.len());
-        let (mut a, mut b) = (old.entries.into_iter().peekable(), new.into_iter().peekable());
-        loop {
-            let take_new = match (a.peek(), b.peek()) {
-                (None, None) => break,
-                (Some(_), None) => false,
-                (None, Some(_)) => true,
-                (Some(x), Some(y)) => {
-                    if (x.dev, x.ino) == (y.dev, y.ino) {
-                        a.next();
-                        true
-                    } else {
-                        (y.dev, y.ino) < (x.dev, x.ino)
-                    }
-                }
-            };
-            merged.push(if take_new { b.next() } else { a.next() }.expect("peeked"));
-        }
-        let bytes = serialize(&merged);
+        let merged = merge(old_entries, new, |e| (e.dev, e.ino));
+        let merged_blocks = merge(old_blocks, new_blocks, |e| (e.dev, e.ino));
+        let bytes = serialize(&merged, &merged_blocks);
         // No fsync: the file is a cache. If a crash leaves it short or stale, its
         // checksum says so and the next run rebuilds it; waiting for the disk here cost
         // whole seconds on a busy machine.
         platform::replace_in(&self.dir, &self.name, &bytes, self.lock)
             .map_err(|e| format!("cannot write hash file '{}': {}", self.shown, platform::errno_text(e)))
     }
+}
+
+/// Whether every one of `new` is in `old` (both sorted by `key`) as it is.
+fn known<T: PartialEq>(old: &[T], new: &[T], key: impl Fn(&T) -> (u64, u64)) -> bool {
+    new.iter().all(|e| old.binary_search_by_key(&key(e), &key).is_ok_and(|i| old[i] == *e))
+}
+
+/// `old` and `new` (each sorted by `key`, no key twice) in one sorted list; `new`'s
+/// entry wins where both have a key.
+fn merge<T>(old: Vec<T>, new: Vec<T>, key: impl Fn(&T) -> (u64, u64)) -> Vec<T> {
+    let mut merged = Vec::with_capacity(old.len() + new.len());
+    let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
+    loop {
+        let take_new = match (a.peek(), b.peek()) {
+            (None, None) => break,
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (Some(x), Some(y)) => {
+                if key(x) == key(y) {
+                    a.next();
+                    true
+                } else {
+                    key(y) < key(x)
+                }
+            }
+        };
+        merged.extend(if take_new { b.next() } else { a.next() });
+    }
+    merged
 }
 
 #[cfg(test)]
@@ -476,11 +574,72 @@ mod tests {
             .collect()
     }
 
+    fn sample_blocks() -> Vec<Blocks> {
+        (0..4u64)
+            .map(|i| Blocks {
+                dev: i / 2,
+                ino: 77 + i,
+                size: 3 * 4096 + i,
+                mtime_ns: 10 + i as i64,
+                ctime_ns: -(i as i64),
+                block_bytes: 4096,
+                prints: vec![i, 0, u64::MAX - i],
+            })
+            .collect()
+    }
+
+    /// Block entries: 48 bytes and 8 per block, found while size, times and block size
+    /// are what they were.
+    #[test]
+    fn hashfile_block_entries_round_trip() {
+        let (e, b) = (sample_entries(), sample_blocks());
+        let bytes = serialize(&e, &b);
+        let files = HEADER_BYTES + 3 * SECTION_BYTES + 50 * RECORD_BYTES;
+        assert_eq!(bytes.len(), files + 8 + 4 * (BLOCK_HEAD_BYTES + 3 * 8) + SUM_BYTES);
+        let c = parse(&bytes).unwrap();
+        assert_eq!((c.entries.clone(), c.blocks.clone()), (e, b.clone()));
+        let x = &b[2];
+        let (key, times) = ((x.dev, x.ino), (x.mtime_ns, x.ctime_ns));
+        assert_eq!(c.lookup_blocks(key, x.size, times, 4096), Some(&x.prints[..]));
+        assert_eq!(c.lookup_blocks(key, x.size, times, 8192), None, "another block size");
+        assert_eq!(c.lookup_blocks(key, x.size + 1, times, 4096), None);
+        assert_eq!(c.lookup_blocks(key, x.size, (x.mtime_ns, x.ctime_ns + 1), 4096), None);
+        assert_eq!(c.lookup_blocks((x.dev, x.ino + 9), x.size, times, 4096), None);
+    }
+
+    /// A version 2 file's block part, checked as the rest is; version 1 has none.
+    #[test]
+    fn hashfile_block_part_checked_behind_the_checksum() {
+        let files = |v| [header(v, 64, 1, 0, 1), section(1, 1), record(5)].concat();
+        let entry = |ino: u64, size: u64, bs: u64| {
+            [1, ino, size, 0, 0, bs].iter().flat_map(|w: &u64| w.to_le_bytes()).collect::<Vec<u8>>()
+        };
+        let prints = |n: usize| vec![7u8; 8 * n];
+        let count = |n: u64| n.to_le_bytes().to_vec();
+        let blocks =
+            |parts: &[Vec<u8>]| parse(&sealed([files(2)].iter().chain(parts).cloned().collect::<Vec<_>>().concat()));
+        let n = |parts: &[Vec<u8>]| blocks(parts).map(|c| c.blocks.len());
+        assert_eq!(n(&[count(0)]), Ok(0));
+        assert_eq!(n(&[count(1), entry(9, 8192 + 5, 4096), prints(2)]), Ok(1));
+        assert_eq!(n(&[count(2), entry(9, 4096, 4096), prints(1), entry(10, 0, 4096)]), Ok(2));
+        assert_eq!(n(&[]), Err("truncated block part"));
+        assert_eq!(n(&[count(1), entry(9, 8192, 4096), prints(1)]), Err("truncated block entry"));
+        assert_eq!(n(&[count(1), entry(9, 8192, 4096), prints(3)]), Err("length does not match the counts"));
+        assert_eq!(n(&[count(2), entry(9, 0, 4096), entry(9, 0, 4096)]), Err("block entries out of order"));
+        assert_eq!(n(&[count(1), entry(9, 0, 2048)]), Err("unknown block size"));
+        assert_eq!(n(&[count(1), entry(9, 0, 6144)]), Err("unknown block size"));
+        assert_eq!(n(&[count(1), entry(9, 0, 32 << 20)]), Err("unknown block size"));
+        assert_eq!(n(&[count(3), entry(9, 0, 4096)]), Err("counts larger than the file"));
+        // Version 1 ends after its records: a block part there is bytes too many.
+        assert_eq!(parse(&sealed(files(1))).map(|c| c.entries.len()), Ok(1));
+        assert_eq!(parse(&sealed([files(1), count(0)].concat())).err(), Some("length does not match the counts"));
+    }
+
     #[test]
     fn round_trip_and_64_bytes_per_file() {
         let e = sample_entries();
-        let bytes = serialize(&e);
-        assert_eq!(bytes.len(), HEADER_BYTES + 3 * SECTION_BYTES + 50 * RECORD_BYTES + SUM_BYTES);
+        let bytes = serialize(&e, &[]);
+        assert_eq!(bytes.len(), HEADER_BYTES + 3 * SECTION_BYTES + 50 * RECORD_BYTES + 8 + SUM_BYTES);
         let c = parse(&bytes).unwrap();
         assert_eq!(c.entries, e);
         let x = e[7];
@@ -526,13 +685,13 @@ mod tests {
     /// Small and empty files, several devices, and sections without records all parse.
     #[test]
     fn hashfile_sizes_and_sections_that_are_valid() {
-        assert_eq!(parse(&serialize(&[])).map(|c| c.entries.len()), Ok(0));
+        assert_eq!(parse(&serialize(&[], &[])).map(|c| c.entries.len()), Ok(0));
         let e = sample_entries();
         for n in [1, 3, 13] {
-            assert_eq!(parse(&serialize(&e[..n])).map(|c| c.entries), Ok(e[..n].to_vec()));
+            assert_eq!(parse(&serialize(&e[..n], &[])).map(|c| c.entries), Ok(e[..n].to_vec()));
         }
         let many_devs: Vec<Entry> = e.iter().enumerate().map(|(i, x)| Entry { dev: i as u64 / 3, ..*x }).collect();
-        assert_eq!(parse(&serialize(&many_devs)).map(|c| c.entries), Ok(many_devs.clone()));
+        assert_eq!(parse(&serialize(&many_devs, &[])).map(|c| c.entries), Ok(many_devs.clone()));
         assert_eq!(why(&[header(1, 64, 1, 0, 0), section(7, 0)]), Ok(0));
         assert_eq!(why(&[header(1, 64, 2, 0, 1), section(7, 0), section(8, 1), record(5)]), Ok(1));
     }
@@ -543,7 +702,7 @@ mod tests {
     fn hashfile_structure_checked_behind_the_checksum() {
         let one = |h: Vec<u8>| why(&[h, section(1, 1), record(5)]);
         assert_eq!(one(header(1, 64, 1, 0, 1)), Ok(1));
-        assert_eq!(one(header(2, 64, 1, 0, 1)), Err("unknown version"));
+        assert_eq!(one(header(3, 64, 1, 0, 1)), Err("unknown version"));
         assert_eq!(one(header(0, 64, 1, 0, 1)), Err("unknown version"), "an older version too");
         assert_eq!(one(header(1, 32, 1, 0, 1)), Err("unknown layout"));
         assert_eq!(one(header(1, 64, 1, 1, 1)), Err("unknown layout"));
@@ -648,7 +807,7 @@ mod tests {
     /// (never a panic, never a partly trusted cache).
     #[test]
     fn damaged_files_are_rejected() {
-        let bytes = serialize(&sample_entries());
+        let bytes = serialize(&sample_entries(), &sample_blocks());
         for len in 0..bytes.len() {
             assert!(parse(&bytes[..len]).is_err(), "truncated to {len}");
         }

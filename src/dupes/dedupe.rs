@@ -32,6 +32,7 @@
 //! Free space is measured per file system with `statfs` after `syncfs`, before the first
 //! call and after the last.
 
+use super::cache::Cache;
 use super::find::{same, Group, INLINE};
 use super::open::{Handles, Refused};
 use super::sink::FileRec;
@@ -251,6 +252,8 @@ pub struct Options {
     pub threads: usize,
     /// A progress line on standard error while block mode runs.
     pub progress: bool,
+    /// Block mode hands what it read back for the hash file (`blocks::Report::entries`).
+    pub keep_prints: bool,
 }
 
 /// One run's state between the parts of its groups (and block mode, `blocks.rs`).
@@ -259,6 +262,8 @@ pub(super) struct Run<'a> {
     pub(super) found: &'a super::sink::Found,
     pub(super) opts: Options,
     pub(super) swaps: Vec<(u64, u64)>,
+    /// The hash file's entries: block mode's fingerprints of unchanged files.
+    pub(super) cache: &'a Cache,
     /// One open file per device, for free space before and after.
     fs_files: HashMap<u64, File>,
     /// Whether each device is a read-only btrfs subvolume (each has a device of its own).
@@ -269,7 +274,7 @@ pub(super) struct Run<'a> {
 }
 
 /// Deduplicates `groups` (or, with `dry_run`, counts what would be submitted).
-pub fn run(handles: &Handles, groups: &[Group], opts: Options) -> Report {
+pub fn run(handles: &Handles, groups: &[Group], opts: Options, cache: &Cache) -> Report {
     let swaps = platform::swap_files();
     let found = handles.found();
     let mut run = Run {
@@ -277,6 +282,7 @@ pub fn run(handles: &Handles, groups: &[Group], opts: Options) -> Report {
         found,
         opts,
         swaps,
+        cache,
         fs_files: HashMap::new(),
         read_only: HashMap::new(),
         block_devs: Vec::new(),
@@ -718,6 +724,7 @@ mod tests {
         block_bytes: None,
         threads: 1,
         progress: false,
+        keep_prints: false,
     };
 
     /// A group's files gone since the scan: one error each, the run fails.
@@ -725,7 +732,7 @@ mod tests {
     fn dedupe_files_gone_since_the_scan_are_errors() {
         let paths: [&[u8]; 2] = [b"/nonexistent-dfdu/a", b"/nonexistent-dfdu/b"];
         let found = found_of(paths);
-        let r = run(&Handles::new(&found, 4), &[pair(paths)], DRY);
+        let r = run(&Handles::new(&found, 4), &[pair(paths)], DRY, &Cache::default());
         assert_eq!((r.groups, r.files, r.errors, r.failed), (1, 0, 2, true));
         let gone = |p: &str| format!("/nonexistent-dfdu/{p}: No such file or directory");
         assert_eq!(r.messages, vec![gone("a"), gone("b")]);
@@ -742,7 +749,7 @@ mod tests {
         std::fs::write(&b, b"same").unwrap();
         let (pa, pb) = (a.to_str().unwrap().as_bytes(), b.to_str().unwrap().as_bytes());
         let found = found_of([pa, pb]);
-        let r = run(&Handles::new(&found, 4), &[pair([pa, pb])], DRY);
+        let r = run(&Handles::new(&found, 4), &[pair([pa, pb])], DRY, &Cache::default());
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!((r.groups, r.files, r.skipped_changed, r.errors, r.failed), (1, 0, 2, 0, false));
     }
