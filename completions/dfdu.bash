@@ -12,22 +12,25 @@ _dfdu_opts_du="-0 --null -a --all --apparent-size -B --block-size -b --bytes -c 
   -S --separate-dirs --si -s --summarize -t --threshold --time --time-style
   -X --exclude-from --exclude -x --one-file-system --help --version"
 _dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size -x --one-file-system
-  --exclude -X --exclude-from -L --dereference -j --threads --top --by-exclusive --json
-  --shared --no-shared -o -O --treemap -f -q --quiet --help --version"
-_dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from -L --dereference
+  --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference -j --threads --top --by-exclusive --json
+  --shared --no-shared -o -O --treemap --treemap-size -f -q --quiet --help --version"
+_dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference
   -j --threads -f --apparent-size --si --diff --read-only --ascii --no-color --shared
   --help --version"
 _dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size --top
-  --files --min-change -x --one-file-system --exclude -X --exclude-from -L --dereference
+  --files --min-change -x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference
   -j --threads --json --help --version"
-_dfdu_opts_dupes="-S --size -0 --null --json --min-size --max-size -x --one-file-system
-  --exclude -X --exclude-from -j --threads --hashfile --verify -q --quiet --help --version"
-# dedupe takes every option of dupes besides its own.
-_dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_dupes"
+_dfdu_opts_find="-S --size -0 --null --json --min-size --max-size -x --one-file-system
+  --exclude -X --exclude-from --exclude-caches --exclude-kernfs -j --threads --hashfile --verify -q --quiet --help --version"
+_dfdu_opts_dupes="$_dfdu_opts_find --delete --hardlink --symlink --keep --keep-path
+  --force-metadata --dry-run --plan --dirs"
+# dedupe takes every option of dupes but its actions, besides its own.
+_dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_find"
 
 # Options whose value is a file name (or a directory: --diff's OLD may be either), or
 # something else (nothing to complete); the rest take no value.
-_dfdu_file_value="-X --exclude-from --files0-from -o -O --treemap -f --hashfile --diff"
+_dfdu_file_value="-X --exclude-from --files0-from -o -O --treemap -f --hashfile --diff --plan
+  --keep-path"
 _dfdu_other_value="-B --block-size -d --max-depth -t --threshold -j --threads --top
   --min-change --min-size --max-size --exclude"
 
@@ -65,6 +68,12 @@ _dfdu() {
         elif [[ $prev == --time && -n $attached ]]; then
             # Its value is optional, so only "--time=WORD" gives one.
             mapfile -t COMPREPLY < <(compgen -W "atime access use ctime status" -- "$cur")
+            return 0
+        elif [[ $prev == --keep ]]; then
+            # A comma-separated list of rules: complete the last one.
+            local done=
+            [[ $cur == *,* ]] && done=${cur%,*},
+            mapfile -t COMPREPLY < <(compgen -P "$done" -W "oldest newest shortest longest first-arg" -- "${cur##*,}")
             return 0
         elif [[ $prev == --time-style ]]; then
             mapfile -t COMPREPLY < <(compgen -W "full-iso long-iso iso" -- "$cur")

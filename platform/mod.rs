@@ -35,7 +35,8 @@
 //! * Reading a tree (`walk::reader::Native`): `Dir` (an open directory handle), `Lister`
 //!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
 //!   `stat_at` (each told whether to `Follow` a symlink, a type of this file),
-//!   `Lister::list`, `sorts_by_inode`, `lookups_serialize` (whether a cold
+//!   `Lister::list`, `sorts_by_inode`, `kernel_fs` (a directory on proc, sysfs, cgroup
+//!   and the like, for `--exclude-kernfs`), `lookups_serialize` (whether a cold
 //!   directory's stats had better stay on one thread) with `thread_cpu_ns`, and
 //!   `errno_text`.
 //! * The process: `local_time` (and `reload_zone`: as after a second `tzset`, which GNU
@@ -47,7 +48,9 @@
 //!   `dir_others_may_write` says nobody else may change the directory).
 //! * The browser's delete and `dupes`' checked handles: `dir_id`, `dir_mount` (which
 //!   mount a directory is on, and whether it is a mount root), `mount_points` (the mount
-//!   table, where there is one) and `remove_at`.
+//!   table, where there is one) and `remove_at`; `dupes`' actions add `link_at`,
+//!   `symlink_at` and `rename_at` (relative to directory handles, never following a
+//!   symlink; Windows: not supported).
 //! * Sharing-aware sizes (`--shared`): `ExtentBuf` (one worker's buffer, `Default`),
 //!   `fs_shares_extents` and `file_extents_at` (Linux: `linux/extents.rs`; macOS: APFS
 //!   clone attributes through `getattrlistat`, in `macos/dir.rs`; elsewhere stubs that
@@ -101,11 +104,11 @@ pub mod macos {
 pub use backend::{
     address_space_left, cached, can_share_extents, check_file, dedupe, dedupe_supported, default_sigpipe,
     default_threads, dir_id, dir_mount, dir_others_may_write, errno_text, file_extents_at, free_bytes, fs_block_bytes,
-    fs_shares_extents, interrupt_catch, interrupt_requested, layout, local_time, lookups_serialize, mount_points,
-    open_at, open_fds, open_file_at, open_file_path, open_path, physical_start, raise_fd_limit, read_only_snapshot,
-    reload_zone, remove_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path, swap_files, term_raw_enter,
-    term_raw_leave, term_signals, term_size, term_stop_self, term_wait, term_write, thread_cpu_ns, Dir, ExtentBuf,
-    Lister, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
+    fs_shares_extents, interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lookups_serialize,
+    mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, physical_start, raise_fd_limit,
+    read_only_snapshot, reload_zone, remove_at, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path,
+    swap_files, symlink_at, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait,
+    term_write, thread_cpu_ns, Dir, ExtentBuf, Lister, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
 };
 pub use common::dupes::{
     effective_uid, entry_at, file_owner, lock_file, open_at_nofollow, open_write_dir, write_dir_owner, DedupeStatus,
@@ -149,6 +152,7 @@ macro_rules! contract {
             let _: fn(&b::Dir, &CStr, Follow) -> Result<Meta, Errno> = b::stat_at;
             let _: fn(&b::Dir) -> bool = b::sorts_by_inode;
             let _: fn(&b::Dir) -> bool = b::lookups_serialize;
+            let _: fn(&b::Dir) -> bool = b::kernel_fs;
             let _: fn() -> u64 = b::thread_cpu_ns;
             let _: fn(Errno) -> String = b::errno_text;
             // The process.
@@ -168,6 +172,10 @@ macro_rules! contract {
             let _: fn(&b::Dir) -> Result<(u64, bool), Errno> = b::dir_mount;
             let _: fn() -> Option<Vec<Vec<u8>>> = b::mount_points;
             let _: fn(&b::Dir, &CStr, bool) -> Result<(), Errno> = b::remove_at;
+            // `dupes`' actions.
+            let _: fn(&b::Dir, &CStr, &b::Dir, &CStr) -> Result<(), Errno> = b::link_at;
+            let _: fn(&CStr, &b::Dir, &CStr) -> Result<(), Errno> = b::symlink_at;
+            let _: fn(&b::Dir, &CStr, &CStr) -> Result<(), Errno> = b::rename_at;
             // Sharing-aware sizes.
             let _: fn() -> b::ExtentBuf = <b::ExtentBuf as Default>::default;
             let _: fn(&b::Dir) -> bool = b::fs_shares_extents;

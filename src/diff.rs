@@ -67,6 +67,8 @@ nothing, also inside a directory added or removed as a whole.
   -x, --one-file-system do not enter other file systems (directories scanned)
       --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+      --exclude-caches  skip directories holding a valid CACHEDIR.TAG
+      --exclude-kernfs  skip mounts of kernel file systems (proc, sysfs, ...)
   -L, --dereference     follow symbolic links
   -j, --threads=N       scan with N threads
       --json            print the report as JSON (format version 1)

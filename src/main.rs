@@ -62,7 +62,9 @@
 //!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
 //!   inode one file, sample, BLAKE3; protocol at its top), `open.rs` (`Handles`: every
 //!   file read or deduplicated is opened through checked directory handles from the
-//!   scan's roots), `cache.rs` (the `--hashfile` format), `dedupe.rs` (FIDEDUPERANGE). Its OS side: `platform/linux/dupes.rs` (FIEMAP,
+//!   scan's roots), `cache.rs` (the `--hashfile` format), `dedupe.rs` (FIDEDUPERANGE), `act.rs`
+//!   (`--delete`, `--hardlink`, `--symlink`: keep rules, the checks before each action), `plan.rs`
+//!   (`--plan`'s shell script). Its OS side: `platform/linux/dupes.rs` (FIEMAP,
 //!   FIDEDUPERANGE, flock, statfs) and `platform/fallback/dupes.rs` (std::fs elsewhere).
 //! * `report/` — `dfdu scan`: totals, counts, largest entries, JSON, export, treemap
 //!   (`mod.rs`; its unit tests in `tests.rs`).
@@ -357,8 +359,7 @@ fn run_floor(prog: &str, args: Vec<OsString>) -> i32 {
     // Always the native reader: the floor is what its system calls cost, the benchmark's
     // lower bound for every walker.
     let (entries, bytes) = floor::walk::<reader::Native>(&dir, threads);
-    println!("{bytes}\t{entries} entries");
-    0
+    out::print_stdout(&format!("{prog} floor"), &format!("{bytes}\t{entries} entries\n"))
 }
 
 fn print_overview(prog: &str) -> i32 {

@@ -800,3 +800,81 @@ fn filter_and_find() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.5 in a real terminal: the count and mtime columns, apparent/disk and the
+/// percentage, and the `i` box's mode, owner and group as `stat` gives them.
+#[test]
+fn columns_and_the_info_box() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("columns");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let stat = |p: &Path, fmt: &str| {
+        let out = Command::new("stat").args(["-c", fmt]).arg(p).output().expect("stat runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let term = Term::start(&t, "", &format!("'{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    term.keys(&["c"]);
+    // alpha holds one.bin, deep, deep/er and er/two.bin.
+    term.wait("the count column", |s| s.lines().any(|l| l.trim_end().ends_with("4 /alpha")));
+    term.keys(&["m"]);
+    let when = stat(&tree.join("delta.txt"), "%y");
+    let when = &when[..16];
+    term.wait(&format!("delta.txt's mtime {when}"), |s| {
+        s.lines().any(|l| l.contains(when) && l.ends_with("delta.txt"))
+    });
+    term.keys(&["g", "g"]);
+    term.wait("a percentage and the bar", |s| s.lines().any(|l| l.contains("% [") && l.trim_end().ends_with("/alpha")));
+    term.keys(&["a"]);
+    term.wait_for(" Apparent size:");
+    term.select("delta.txt");
+    term.keys(&["i"]);
+    let s = term.wait_for("Mode:");
+    let (mode, owner, group) = (
+        stat(&tree.join("delta.txt"), "%A"),
+        stat(&tree.join("delta.txt"), "%U (%u)"),
+        stat(&tree.join("delta.txt"), "%G (%g)"),
+    );
+    assert!(s.contains(&format!("Mode:      {mode} (")), "{mode}:\n{s}");
+    assert!(s.contains(&format!("Owner:     {owner}   Group: {group}")), "{owner} {group}:\n{s}");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}
+
+/// Issue 29.4 in a real terminal: `--exclude-caches` shows a tagged directory as
+/// excluded, and `e` hides dotfiles and excluded entries (and shows them again).
+#[test]
+fn hidden_and_excluded_entries_toggle() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("hidden");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    write(&tree.join(".dotfile"), 5_000);
+    write(&tree.join(".dotdir/inside"), 6_000);
+    write(&tree.join("cache/blob"), 70_000);
+    std::fs::write(tree.join("cache/CACHEDIR.TAG"), b"Signature: 8a477f597d28d172789f06886806bc55\n").unwrap();
+    let term = Term::start(&t, "", &format!("--exclude-caches '{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    let row = term.row("/cache");
+    assert!(row.starts_with('<'), "the tagged directory is excluded: {row:?}\n{}", term.screen());
+    assert_eq!(term.names().len(), 8);
+    term.keys(&["e"]);
+    term.wait_for("(3 hidden)");
+    assert_eq!(term.names(), ["/alpha", "/beta", "/gamma", "日本語の名前.txt", "delta.txt"]);
+    term.keys(&["e"]);
+    term.wait("shown again", |s| !s.contains("hidden)") && s.contains(".dotfile"));
+    assert_eq!(term.names().len(), 8);
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

@@ -167,3 +167,23 @@ fn thread_counts_run_from_1_to_1024() {
         }
     }
 }
+
+/// `dfdu floor` (the benchmark's walker) into a full device says so and exits 1; its
+/// `println!` panicked (status 101).
+#[test]
+fn floor_reports_a_write_error() {
+    let scratch = Scratch::new("cli-floor-full");
+    let root = scratch.subdir("tree");
+    let sub = Sub { words: &["floor"], prefix: " floor" };
+    let out = run(sub, &[root.to_str().unwrap()], Some(dev_full()), &[]);
+    let want = format!("{} floor: write error: No space left on device\n", prog(sub));
+    assert_eq!((out.status.code(), text(&out.stderr)), (Some(1), want));
+    // An empty directory: the root is one entry, its own blocks left out (see the benchmark).
+    let out = run(sub, &[root.to_str().unwrap()], None, &[]);
+    assert_eq!(
+        (out.status.code(), text(&out.stdout)),
+        (Some(0), "0\t1 entries\n".to_string()),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -72,14 +72,17 @@ fn help_options(help: &str) -> BTreeSet<String> {
     found
 }
 
-/// The options of a mode as a user may give them: dedupe takes every option of dupes too,
-/// which its help says instead of listing them.
+/// The options of a mode as a user may give them: dedupe takes every option of dupes but
+/// its actions (the options listed after dupes' "Acting on the groups"), which its help
+/// says instead of listing them.
 fn mode_options(mode: &str) -> BTreeSet<String> {
     let (_, args, _) = MODES.iter().find(|m| m.0 == mode).unwrap();
     let help = help_text(args);
     let mut options = help_options(&help);
-    if help.contains("every option of 'dfdu dupes'") {
-        options.extend(mode_options("dupes"));
+    if help.contains("every option of 'dfdu dupes' but its actions") {
+        let dupes = help_text(&["dupes", "--help"]);
+        let find = &dupes[..dupes.find("\nActing on the groups").expect("dupes' help lists its actions apart")];
+        options.extend(help_options(find));
     }
     options
 }
@@ -230,6 +233,8 @@ fn bash_completes_subcommands_options_and_files() {
         ("dfdu --time=c", &["ctime"]),
         ("dfdu --time sc", &["scdir", "scfile"]),
         ("dfdu --time-style l", &["long-iso"]),
+        ("dfdu dupes --keep=n", &["newest"]),
+        ("dfdu dupes --keep oldest,s", &["oldest,shortest"]),
         ("dfdu help ", &[]),
         ("dfdu diff sc", &["scdir", "scfile"]),
     ];
@@ -281,6 +286,7 @@ fn fish_completes_subcommands_options_and_files() {
         ("dfdu scan -X sc", &["scdir/", "scfile"]),
         ("dfdu dedupe --dr", &["--dry-run"]),
         ("dfdu --time=c", &["--time=ctime"]),
+        ("dfdu dupes --keep=f", &["--keep=first-arg"]),
         ("dfdu help ", &[]),
     ];
     for (line, want) in cases {

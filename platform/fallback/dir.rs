@@ -186,6 +186,12 @@ pub fn sorts_by_inode(_dir: &Dir) -> bool {
     false
 }
 
+/// The portable reader cannot tell the file system type: no directory is on a kernel
+/// file system for it (`--exclude-kernfs` leaves nothing out).
+pub fn kernel_fs(_dir: &Dir) -> bool {
+    false
+}
+
 /// Lookups in one directory are not known to serialize here (see the Linux reader).
 pub fn lookups_serialize(_dir: &Dir) -> bool {
     false
@@ -322,6 +328,31 @@ pub fn mount_points() -> Option<Vec<Vec<u8>>> {
 pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
     let path = dir.path.join(path_of(name.to_bytes()));
     if is_dir { fs::remove_dir(path) } else { fs::remove_file(path) }.map_err(io_errno)
+}
+
+/// Makes `to` in `to_dir` one more name of the file `from` in `from_dir`; fails when `to`
+/// exists. std links a symlink itself on Unix (no follow).
+pub fn link_at(from_dir: &Dir, from: &CStr, to_dir: &Dir, to: &CStr) -> Result<(), Errno> {
+    let (src, dst) = (from_dir.path.join(path_of(from.to_bytes())), to_dir.path.join(path_of(to.to_bytes())));
+    fs::hard_link(src, dst).map_err(io_errno)
+}
+
+/// Creates the symbolic link `name` in `dir` pointing at `target`; fails when `name`
+/// exists. Unix only: elsewhere a symlink needs privileges dfdu does not assume.
+pub fn symlink_at(target: &CStr, dir: &Dir, name: &CStr) -> Result<(), Errno> {
+    let link = dir.path.join(path_of(name.to_bytes()));
+    #[cfg(unix)]
+    return std::os::unix::fs::symlink(path_of(target.to_bytes()), link).map_err(io_errno);
+    #[cfg(not(unix))]
+    {
+        let _ = (target, link);
+        Err(NOT_SUPPORTED)
+    }
+}
+
+/// Renames `from` to `to` within `dir`, replacing what `to` names.
+pub fn rename_at(dir: &Dir, from: &CStr, to: &CStr) -> Result<(), Errno> {
+    fs::rename(dir.path.join(path_of(from.to_bytes())), dir.path.join(path_of(to.to_bytes()))).map_err(io_errno)
 }
 
 /// "Function not implemented": what the terminal functions answer here.

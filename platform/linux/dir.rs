@@ -308,6 +308,29 @@ pub fn sorts_by_inode(dir: &Dir) -> bool {
     }
 }
 
+/// Whether `dir` is on one of the kernel's virtual file systems (`--exclude-kernfs`): the
+/// ones ncdu leaves out, by `statfs` type. A directory whose type cannot be read is not.
+pub fn kernel_fs(dir: &Dir) -> bool {
+    use linux_raw_sys::general as g;
+    rustix::fs::fstatfs(&dir.fd).is_ok_and(|fs| {
+        matches!(
+            fs.f_type as u32,
+            g::BINFMTFS_MAGIC
+                | g::BPF_FS_MAGIC
+                | g::CGROUP_SUPER_MAGIC
+                | g::CGROUP2_SUPER_MAGIC
+                | g::DEBUGFS_MAGIC
+                | g::DEVPTS_SUPER_MAGIC
+                | g::PROC_SUPER_MAGIC
+                | g::PSTOREFS_MAGIC
+                | g::SECURITYFS_MAGIC
+                | g::SELINUX_MAGIC
+                | g::SYSFS_MAGIC
+                | g::TRACEFS_MAGIC
+        )
+    })
+}
+
 /// Whether lookups of names in `dir` that miss the cache serialize: on XFS each one locks
 /// the buffer of the directory's B-tree root, and threads waiting for it sleep and wake in
 /// turn (1M files in one folder, cold: one thread 11.2 s and 8.7 s of CPU, two threads

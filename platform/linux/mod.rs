@@ -17,7 +17,7 @@ mod time;
 mod unix;
 
 pub use dir::{
-    address_space_left, default_threads, dir_mount, errno_text, lookups_serialize, mount_points, open_fds,
+    address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
     open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
 };
 pub use dupes::{
@@ -26,7 +26,9 @@ pub use dupes::{
 };
 pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
 pub use time::{local_time, reload_zone};
-pub use unix::dir::{default_sigpipe, dir_id, dir_others_may_write, open_at, open_path, remove_at, Dir};
+pub use unix::dir::{
+    default_sigpipe, dir_id, dir_others_may_write, link_at, open_at, open_path, remove_at, rename_at, symlink_at, Dir,
+};
 pub use unix::term::{
     interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
     term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,

@@ -260,6 +260,12 @@ pub fn sorts_by_inode(_dir: &Dir) -> bool {
     true
 }
 
+/// macOS has no kernel file systems of the kind `--exclude-kernfs` leaves out (devfs is
+/// reached only at /dev, and holds no sizes).
+pub fn kernel_fs(_dir: &Dir) -> bool {
+    false
+}
+
 /// Lookups in one directory are not known to serialize here (see the Linux reader).
 pub fn lookups_serialize(_dir: &Dir) -> bool {
     false

@@ -20,12 +20,14 @@ pub use super::fallback::dupes::{
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use dir::{
-    address_space_left, default_threads, dir_mount, errno_text, file_extents_at, fs_shares_extents, lookups_serialize,
-    mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path,
-    thread_cpu_ns, ExtentBuf, Lister,
+    address_space_left, default_threads, dir_mount, errno_text, file_extents_at, fs_shares_extents, kernel_fs,
+    lookups_serialize, mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at,
+    stat_path, thread_cpu_ns, ExtentBuf, Lister,
 };
 pub use time::{local_time, reload_zone};
-pub use unix::dir::{default_sigpipe, dir_id, dir_others_may_write, open_at, open_path, remove_at, Dir};
+pub use unix::dir::{
+    default_sigpipe, dir_id, dir_others_may_write, link_at, open_at, open_path, remove_at, rename_at, symlink_at, Dir,
+};
 pub use unix::term::{
     interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
     term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,

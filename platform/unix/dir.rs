@@ -71,6 +71,25 @@ pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
     rustix::fs::unlinkat(&dir.fd, name, flags).map_err(errno)
 }
 
+/// Makes `to` in `to_dir` one more name of what `from` names in `from_dir`, never
+/// following a symlink (one is linked itself); EEXIST when `to` exists, so that a new
+/// temporary name is only ever one of ours.
+pub fn link_at(from_dir: &Dir, from: &CStr, to_dir: &Dir, to: &CStr) -> Result<(), Errno> {
+    rustix::fs::linkat(&from_dir.fd, from, &to_dir.fd, to, AtFlags::empty()).map_err(errno)
+}
+
+/// Creates the symbolic link `name` in `dir` pointing at `target`; EEXIST when `name`
+/// exists.
+pub fn symlink_at(target: &CStr, dir: &Dir, name: &CStr) -> Result<(), Errno> {
+    rustix::fs::symlinkat(target, &dir.fd, name).map_err(errno)
+}
+
+/// Renames `from` to `to` within `dir`, replacing what `to` names in one step (no
+/// moment without `to`).
+pub fn rename_at(dir: &Dir, from: &CStr, to: &CStr) -> Result<(), Errno> {
+    rustix::fs::renameat(&dir.fd, from, &dir.fd, to).map_err(errno)
+}
+
 extern "C" {
     fn signal(signum: c_int, handler: usize) -> usize;
 }

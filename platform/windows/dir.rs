@@ -553,6 +553,11 @@ pub fn sorts_by_inode(_dir: &Dir) -> bool {
     false
 }
 
+/// Windows has no kernel file systems of the kind `--exclude-kernfs` leaves out.
+pub fn kernel_fs(_dir: &Dir) -> bool {
+    false
+}
+
 /// Lookups in one directory are not known to serialize here (see the Linux reader).
 pub fn lookups_serialize(_dir: &Dir) -> bool {
     false
@@ -715,6 +720,26 @@ pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
         return Err(errno_of(status));
     }
     Ok(())
+}
+
+/// ERROR_NOT_SUPPORTED: what the calls below answer.
+const NOT_SUPPORTED: Errno = Errno(50);
+
+/// Hard links, symbolic links and renames relative to a handle are not built here yet
+/// (NT's FileLinkInformation and FileRenameInformation would do them): `dupes`' actions
+/// but `--delete` say "not supported" on Windows.
+pub fn link_at(_from_dir: &Dir, _from: &CStr, _to_dir: &Dir, _to: &CStr) -> Result<(), Errno> {
+    Err(NOT_SUPPORTED)
+}
+
+/// See `link_at`.
+pub fn symlink_at(_target: &CStr, _dir: &Dir, _name: &CStr) -> Result<(), Errno> {
+    Err(NOT_SUPPORTED)
+}
+
+/// See `link_at`.
+pub fn rename_at(_dir: &Dir, _from: &CStr, _to: &CStr) -> Result<(), Errno> {
+    Err(NOT_SUPPORTED)
 }
 
 /// Extent maps are read on Linux only (see `linux/extents.rs`); elsewhere no file system

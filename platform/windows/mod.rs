@@ -56,9 +56,9 @@ mod tests;
 
 pub use dir::{
     address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
-    file_extents_at, fs_shares_extents, local_time, lookups_serialize, mount_points, open_at, open_fds, open_file_at,
-    open_file_path, open_path, raise_fd_limit, reload_zone, remove_at, sorts_by_inode, stat_at, stat_path,
-    thread_cpu_ns, Dir, ExtentBuf, Lister,
+    file_extents_at, fs_shares_extents, kernel_fs, link_at, local_time, lookups_serialize, mount_points, open_at,
+    open_fds, open_file_at, open_file_path, open_path, raise_fd_limit, reload_zone, remove_at, rename_at,
+    sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns, Dir, ExtentBuf, Lister,
 };
 // `dupes` through std::fs, as on every OS but Linux.
 pub use super::fallback::dupes::{

@@ -70,10 +70,11 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("D", "sort by change (with --diff; R rows last)"),
     ("", "(the same key again reverses)"),
     ("t", "directories first, on / off"),
+    ("e", "hide / show dotfiles and excluded entries"),
     ("a", "apparent size / disk usage"),
-    ("c", "item count column"),
+    ("c  m", "item count column / modification time column"),
     ("g", "percentage, graph, both, none"),
-    ("i", "information about the selected entry"),
+    ("i", "information: sizes, mode, owner, group, mtime"),
     ("r", "rescan the selected directory"),
     ("/", "filter this directory as you type (Esc clears)"),
     ("f", "find by name in the whole tree, largest first"),
@@ -137,7 +138,7 @@ impl Browser<'_> {
         let info = matches!(self.modal, Modal::Info) && self.sel_id.is_some();
         // Four more lines for the sharing-aware figures.
         let info_h =
-            (if self.a.shared_figures().is_some() { 15 } else { 11 } + usize::from(self.compare.is_some())).min(h - 5);
+            (if self.a.shared_figures().is_some() { 17 } else { 13 } + usize::from(self.compare.is_some())).min(h - 5);
         if info {
             list_end = (h - 2 - info_h).max(list_top + 1);
         }
@@ -250,13 +251,12 @@ impl Browser<'_> {
                 note.push_str(&format!(" (removed here: {n}, {minus}{})", size_text(size, self.look.si)));
             }
         }
+        let shown = self.items.len();
         if let Some(f) = &self.filter {
-            let shown = self.items.len();
-            note.push_str(&format!(
-                " (filter {}: {shown} of {})",
-                escape(f.text.as_bytes()),
-                shown + self.filtered_out
-            ));
+            let all = shown + self.filtered_out;
+            note.push_str(&format!(" (filter {}: {shown} of {all})", escape(f.text.as_bytes())));
+        } else if self.hide && self.filtered_out > 0 {
+            note.push_str(&format!(" ({} hidden)", self.filtered_out));
         }
         let path = escape(&self.shown_path(self.cwd));
         let room = (w - 6).saturating_sub(width(&note));
@@ -277,6 +277,8 @@ impl Browser<'_> {
                 "(could not be read)"
             } else if self.filter.is_some() {
                 "(nothing here matches the filter; Esc clears it)"
+            } else if self.hide && self.filtered_out > 0 {
+                "(only hidden entries here; e shows them)"
             } else {
                 "(empty directory)"
             };
@@ -416,7 +418,7 @@ impl Browser<'_> {
             };
             x = scr.put(row, x, &format!("{text} "), paint(self.tint(Style::PLAIN, Color::Yellow)));
         }
-        if self.sort == SortKey::Mtime {
+        if self.sort == SortKey::Mtime || self.show_mtime {
             let t = self.mtime_for(id).map_or_else(|| "-".to_string(), time_text);
             x = scr.put(row, x, &format!("{t:>16} "), base);
         }
@@ -655,7 +657,15 @@ impl Browser<'_> {
                 lines.push(format!("Once:      {} (disk, sharing once)", sized(sh.disk_once)));
             }
         }
-        if let Some(t) = self.mtime_for(id) {
+        let stat = self.stat_for_info(id);
+        if let Some(st) = &stat {
+            lines.push(format!("Mode:      {} ({:04o})", mode_text(st.mode), st.mode & 0o7777));
+            let name = |n: &Option<String>, id: u32| {
+                n.as_ref().map_or(id.to_string(), |n| format!("{} ({id})", escape(n.as_bytes())))
+            };
+            lines.push(format!("Owner:     {}   Group: {}", name(&st.owner, st.uid), name(&st.group, st.gid)));
+        }
+        if let Some(t) = stat.map(|st| st.mtime).or_else(|| self.mtime_for(id)) {
             lines.push(format!("Modified:  {}", time_text(t)));
         }
         if let Some((_, ino, nlink)) = a.link_of(id) {
@@ -720,6 +730,33 @@ pub(super) fn wrap(text: &str, cols: usize) -> Vec<String> {
     }
     lines.push(line);
     lines
+}
+
+/// `st_mode` as `ls -l` writes it: the type, then three `rwx` triples with the set-id
+/// and sticky bits in the execute places.
+pub(super) fn mode_text(mode: u32) -> String {
+    let kind = match mode & 0o170000 {
+        0o040000 => 'd',
+        0o120000 => 'l',
+        0o020000 => 'c',
+        0o060000 => 'b',
+        0o010000 => 'p',
+        0o140000 => 's',
+        _ => '-',
+    };
+    let mut out = String::from(kind);
+    for (shift, special, on_exec, off_exec) in [(6, 0o4000, 's', 'S'), (3, 0o2000, 's', 'S'), (0, 0o1000, 't', 'T')] {
+        let bits = (mode >> shift) & 7;
+        out.push(if bits & 4 != 0 { 'r' } else { '-' });
+        out.push(if bits & 2 != 0 { 'w' } else { '-' });
+        out.push(match (bits & 1 != 0, mode & special != 0) {
+            (true, true) => on_exec,
+            (false, true) => off_exec,
+            (true, false) => 'x',
+            (false, false) => '-',
+        });
+    }
+    out
 }
 
 /// What a confirmation says about the mount points inside what it deletes.

@@ -82,6 +82,8 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
   -x, --one-file-system  do not enter other file systems
       --exclude=PATTERN  skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+      --exclude-caches   skip directories holding a valid CACHEDIR.TAG
+      --exclude-kernfs   skip mounts of kernel file systems (proc, sysfs, ...)
   -L, --dereference      follow symbolic links (deleting never follows them)
   -j, --threads=N        scan with N threads, 1 to 1024 (also DFDU_THREADS=N);
                          default on Linux: four per usable CPU, 4 to 32

@@ -172,6 +172,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     }
     if args.walk.input.is_none() {
         browser.set_mtime_source(Box::new(mtime_of_path));
+        browser.set_stat_source(Box::new(stat_of_path));
         browser.set_mounts_source(Box::new(mounts_at_path));
     }
     std::thread::scope(|s| {
@@ -237,6 +238,41 @@ pub(super) fn mtime_of_path(path: &[u8]) -> Option<i64> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(path)).ok().map(|m| m.mtime())
+}
+
+/// Mode, owner, group and mtime of `path` (not followed), with the owner's and group's
+/// names from `/etc/passwd` and `/etc/group`.
+#[cfg(unix)]
+pub(super) fn stat_of_path(path: &[u8]) -> Option<EntryStat> {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    // The first field of the first `name:x:id:...` line of `file` for `id`, from at most
+    // 16 MiB of it (a huge file is no reason to stall the browser).
+    let id_name = |file: &str, id: u32| -> Option<String> {
+        let mut text = String::new();
+        std::fs::File::open(file).ok()?.take(16 << 20).read_to_string(&mut text).ok()?;
+        text.lines().find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            (f.nth(1)?.parse::<u32>().ok()? == id && !name.is_empty()).then(|| name.to_string())
+        })
+    };
+    let m = std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(path)).ok()?;
+    Some(EntryStat {
+        mode: m.mode(),
+        uid: m.uid(),
+        gid: m.gid(),
+        owner: id_name("/etc/passwd", m.uid()),
+        group: id_name("/etc/group", m.gid()),
+        mtime: m.mtime(),
+    })
+}
+
+#[cfg(not(unix))]
+pub(super) fn stat_of_path(_path: &[u8]) -> Option<EntryStat> {
+    // No owners and modes of this kind here; the box shows what the scan knows.
+    None
 }
 
 #[cfg(not(unix))]

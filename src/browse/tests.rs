@@ -900,3 +900,100 @@ fn find_lists_matches_of_the_whole_tree_largest_first_and_jumps() {
     j.keys(&[Enter, Esc]);
     assert!(!j.text().contains("Find sub"), "Esc closes the results");
 }
+
+/// Issue 29.5: `m` shows the mtime column whatever the sort; the `i` box shows mode,
+/// owner, group and mtime, read when it shows an entry (each opening reads again).
+#[test]
+fn the_mtime_column_and_the_info_box_stat() {
+    use std::cell::Cell;
+    let (a, r) = sample();
+    let reads = Cell::new(0);
+    let mut j = Journey::new(&a, r);
+    j.b.set_mtime_source(Box::new(|_: &[u8]| Some(1_800_000_000)));
+    j.b.set_stat_source(Box::new(|p: &[u8]| {
+        reads.set(reads.get() + 1);
+        let dir = p.ends_with(b"big");
+        Some(EntryStat {
+            mode: if dir { 0o041755 } else { 0o100640 },
+            uid: 1000,
+            gid: 50,
+            owner: dir.then(|| "alice".to_string()),
+            group: None,
+            mtime: 1_700_000_000,
+        })
+    }));
+    j.type_str("m");
+    assert_eq!(j.names(), ["/big", "/mid", "/empty", "small.txt", "zero"], "the sort stays");
+    assert!(row_of(&j, "small.txt").contains("2027-01-1"), "a file's mtime: {}", j.text());
+    j.type_str("m");
+    assert!(!row_of(&j, "small.txt").contains("2027-01-1"), "m again hides it");
+    j.type_str("i");
+    let t = j.text();
+    assert!(t.contains("Mode:      drwxr-xr-t (1755)"), "{t}");
+    assert!(t.contains("Owner:     alice (1000)   Group: 50"), "{t}");
+    assert!(t.contains("Modified:  2023-11-1"), "the stat's mtime: {t}");
+    assert_eq!(reads.get(), 1);
+    j.draw();
+    assert_eq!(reads.get(), 1, "not read again for the same entry");
+    j.keys(&[Key::End]);
+    assert!(j.text().contains("Mode:      -rw-r----- (0640)"), "{}", j.text());
+    assert_eq!(reads.get(), 2, "read for the entry the box came to show");
+    j.type_str("ii");
+    assert_eq!(reads.get(), 3, "read again when it opens again");
+}
+
+#[test]
+fn modes_read_as_ls_writes_them() {
+    for (mode, want) in [
+        (0o100644, "-rw-r--r--"),
+        (0o040755, "drwxr-xr-x"),
+        (0o041777, "drwxrwxrwt"),
+        (0o104755, "-rwsr-xr-x"),
+        (0o102644, "-rw-r-Sr--"),
+        (0o120777, "lrwxrwxrwx"),
+        (0o020600, "crw-------"),
+        (0o010000, "p---------"),
+    ] {
+        assert_eq!(mode_text(mode), want, "{mode:o}");
+    }
+}
+
+/// The info box's stat against the file system: `stat`'s mode, owner and mtime.
+#[test]
+fn the_info_stat_reads_the_file_system() {
+    let dir = std::env::temp_dir().join(format!("dfdu-browse-stat-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("f");
+    std::fs::write(&f, b"x").unwrap();
+    let out = std::process::Command::new("stat").args(["-c", "%f %u %U %Y"]).arg(&f).output();
+    let st = run::stat_of_path(f.to_str().unwrap().as_bytes()).expect("a file that exists");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        eprintln!("SKIP: the_info_stat_reads_the_file_system needs stat(1)");
+        return;
+    };
+    let want = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let got = format!("{:x} {} {} {}", st.mode, st.uid, st.owner.unwrap_or_default(), st.mtime);
+    assert_eq!(got, want);
+}
+
+/// Issue 29.4: `e` hides dotfiles and excluded entries from the listing (the totals keep
+/// them) and shows them again.
+#[test]
+fn e_hides_dotfiles_and_excluded_entries() {
+    let json = br#"[1,2,{"progname":"t"},[{"name":"/r"},{"name":".hidden","asize":100,"dsize":4096},{"name":"skipped.o","excluded":"pattern"},[{"name":".git"},{"name":"x","asize":10,"dsize":4096}],{"name":"kept","asize":5000,"dsize":8192}]]"#;
+    let a = Arena::new();
+    let imported = crate::tree::ncdu::import(&json[..], &a).expect("valid export");
+    let mut j = Journey::new(&a, imported.root);
+    j.type_str("n");
+    assert_eq!(j.names(), ["/.git", ".hidden", "kept", "skipped.o"]);
+    let footer = j.screen.row_text(23);
+    j.type_str("e");
+    assert_eq!(j.names(), ["kept"]);
+    assert!(j.screen.row_text(1).contains("(3 hidden)"), "{}", j.text());
+    assert!(j.text().contains("Dotfiles and excluded entries hidden"), "{}", j.text());
+    assert_eq!(j.screen.row_text(23), footer, "the totals still count them");
+    j.type_str("e");
+    assert_eq!(j.names(), ["/.git", ".hidden", "kept", "skipped.o"]);
+}

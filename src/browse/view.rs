@@ -200,6 +200,24 @@ pub(super) struct Trail {
 /// Stats a path for its modification time (seconds); the browser's only file access.
 pub type MtimeOf<'a> = Box<dyn Fn(&[u8]) -> Option<i64> + 'a>;
 
+/// What the info box shows of an entry on disk, read when the box shows it (nothing of
+/// it is kept per entry).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryStat {
+    /// `st_mode`: the type and permission bits.
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// The names of the owner and group, where the system's files have them.
+    pub owner: Option<String>,
+    pub group: Option<String>,
+    /// Seconds since the epoch.
+    pub mtime: i64,
+}
+
+/// Stats a path (without following a symlink) for the info box.
+pub type StatOf<'a> = Box<dyn Fn(&[u8]) -> Option<EntryStat> + 'a>;
+
 /// Counts the mount points at or below a path; `None` where the platform cannot list them.
 pub type MountsOf<'a> = Box<dyn Fn(&[u8]) -> Option<u64> + 'a>;
 
@@ -232,6 +250,11 @@ pub struct Browser<'a> {
     /// Rows the listing had at the last frame (page keys move by this).
     pub(super) rows: usize,
     pub(super) mtime_of: Option<MtimeOf<'a>>,
+    /// Stats an entry for the info box, and what it read for the entry shown there.
+    pub(super) stat_of: Option<StatOf<'a>>,
+    pub(super) info_stat: Option<(u32, Option<EntryStat>)>,
+    /// The mtime column, shown whatever the sort (`m`).
+    pub(super) show_mtime: bool,
     /// Counts the mount points at or below a path (asked before a delete).
     pub(super) mounts_of: Option<MountsOf<'a>>,
     /// File mtimes of the shown directory, by entry id.
@@ -252,8 +275,10 @@ pub struct Browser<'a> {
     pub(super) input: Option<Input>,
     pub(super) filter: Option<Pattern>,
     pub(super) found: Option<Found>,
-    /// Entries of the shown directory the filter hides.
+    /// Entries of the shown directory the filter (or `hide`) leaves out.
     pub(super) filtered_out: usize,
+    /// Dotfiles and excluded entries are left out of the listing (`e`).
+    pub(super) hide: bool,
     pub(super) compare: Option<Compare>,
     /// Set while the shown directory is a removed one (see `Trail`).
     pub(super) trail: Option<Trail>,
@@ -287,6 +312,9 @@ impl<'a> Browser<'a> {
             stale: true,
             rows: 1,
             mtime_of: None,
+            stat_of: None,
+            info_stat: None,
+            show_mtime: false,
             mounts_of: None,
             mtimes: HashMap::new(),
             busy: false,
@@ -298,6 +326,7 @@ impl<'a> Browser<'a> {
             filter: None,
             found: None,
             filtered_out: 0,
+            hide: false,
             compare: None,
             trail: None,
         }
@@ -450,6 +479,11 @@ impl<'a> Browser<'a> {
         self.mtime_of = Some(f);
     }
 
+    /// Lets the info box stat the entry it shows (mode, owner, group, mtime).
+    pub fn set_stat_source(&mut self, f: StatOf<'a>) {
+        self.stat_of = Some(f);
+    }
+
     /// Lets the browser count the mount points inside a selection before a delete.
     pub fn set_mounts_source(&mut self, f: MountsOf<'a>) {
         self.mounts_of = Some(f);
@@ -507,6 +541,22 @@ impl<'a> Browser<'a> {
         } else {
             disk
         }
+    }
+
+    /// The entry's mode, owner, group and mtime for the info box: read once when the box
+    /// comes to show it, nothing for what is not on disk (an import, a removed row).
+    pub(super) fn stat_for_info(&mut self, id: u32) -> Option<EntryStat> {
+        if let Some((seen, st)) = &self.info_stat {
+            if *seen == id {
+                return st.clone();
+            }
+        }
+        let st = match &self.stat_of {
+            Some(f) if !self.is_gone(id) => f(&child_path(self.a, self.cwd, id)),
+            _ => None,
+        };
+        self.info_stat = Some((id, st.clone()));
+        st
     }
 
     pub(super) fn mtime_for(&mut self, id: u32) -> Option<i64> {
@@ -582,6 +632,10 @@ impl<'a> Browser<'a> {
         if let Some(f) = &self.filter {
             let names = &self.names;
             items.retain(|it| f.matches(names.get(it.id)));
+        }
+        if self.hide {
+            let (a, names) = (self.a, &self.names);
+            items.retain(|it| !names.get(it.id).starts_with(b".") && a.flags(it.id) & arena::F_EXCLUDED == 0);
         }
         self.filtered_out = before - items.len();
         self.sort_items(&mut items);
@@ -758,6 +812,16 @@ impl<'a> Browser<'a> {
                 self.stale = true;
             }
             Key::Char('c') => self.show_count = !self.show_count,
+            Key::Char('m') => self.show_mtime = !self.show_mtime,
+            Key::Char('e') => {
+                self.hide = !self.hide;
+                self.stale = true;
+                self.say(if self.hide {
+                    "Dotfiles and excluded entries hidden (e shows them; the totals still count them)."
+                } else {
+                    "Dotfiles and excluded entries shown."
+                });
+            }
             Key::Char('g') => {
                 self.graph = match self.graph {
                     Graph::Bar => Graph::Percent,
@@ -766,7 +830,11 @@ impl<'a> Browser<'a> {
                     Graph::Off => Graph::Bar,
                 }
             }
-            Key::Char('i') if self.sel_id.is_some() => self.modal = Modal::Info,
+            Key::Char('i') if self.sel_id.is_some() => {
+                // Read afresh each time the box opens.
+                self.info_stat = None;
+                self.modal = Modal::Info;
+            }
             Key::Char('i') => self.say("Nothing to show: this directory is empty."),
             Key::Char('?') => self.modal = Modal::Help { page: 0, top: 0 },
             Key::Char(' ') => self.toggle_mark(),

@@ -307,6 +307,8 @@ impl<W: Write> Run<'_, W> {
             fd_budget: self.fd_budget,
             check_moved: o.deref != Deref::All,
             shared: false,
+            exclude_caches: false,
+            exclude_kernfs: false,
         };
         let fold_links = self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All;
         let keep = Keep {

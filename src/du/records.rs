@@ -486,7 +486,7 @@ impl Sink for Records {
             }
             // A loop is left out entirely, as GNU du leaves out fts's FTS_DC when the
             // cycle goes through a mount point.
-            Seen::Excluded | Seen::OtherFs(_) | Seen::Before | Seen::Loop(_) => return,
+            Seen::Excluded | Seen::ExcludedDir(_) | Seen::OtherFs(_) | Seen::Before | Seen::Loop(_) => return,
         };
         if keep.collect_inodes {
             l.inodes.push((meta.dev, meta.ino));

@@ -374,6 +374,24 @@ fn split(path: &Path) -> Option<(&Path, &OsStr)> {
     Some((dir, name))
 }
 
+/// Creates `path` as a new file of ours (O_EXCL, mode 0600, never through a symlink) in
+/// a directory reached and judged as the hash file's is: `--plan`'s script.
+pub fn create_new(path: &Path) -> Result<File, String> {
+    let shown = path.display();
+    let (dir_path, name) = split(path).ok_or_else(|| format!("'{shown}' does not name a file"))?;
+    let euid = platform::effective_uid();
+    let mut judge = |p: &Path, d, e| euid.and_then(|uid| distrust_step(p, d, e, uid));
+    let dir = match platform::open_write_dir(dir_path, &mut judge) {
+        Ok(d) => d,
+        Err(platform::WalkError::Refused(why)) => return Err(format!("'{shown}' is not safe to create: {why}")),
+        Err(platform::WalkError::Os(e)) => {
+            return Err(format!("cannot open the directory of '{shown}': {}", platform::errno_text(e)))
+        }
+    };
+    platform::open_at_nofollow(&dir, name, true)
+        .map_err(|e| format!("cannot create '{shown}': {}", platform::errno_text(e)))
+}
+
 /// What became of one attempt at opening the hash file.
 enum Opened {
     File(File),

@@ -6,17 +6,21 @@
 //! `parse` (options, help) → the scan (`scan.rs`'s pool into `sink::FilesSink`: regular
 //! files only, 56 bytes each plus the name) → `find` (size, one inode one file, a 4 KiB
 //! sample at each end, whole-file BLAKE3; `cache` stands in for reads) → extent layouts
-//! (FIEMAP, to see copies that already share) → output (this file) → `dedupe`.
+//! (FIEMAP, to see copies that already share) → output (this file) → `dedupe`, or
+//! `act` (`--delete`, `--hardlink`, `--symlink`; `plan` writes them as a script).
 //!
 //! Layering: this folder uses `scan`, `exclude`, `units`, `quote`, `meta` and the
 //! platform functions named in `platform/linux/dupes.rs`; nothing outside it imports it
 //! except `main.rs`'s dispatch.
 
+mod act;
 mod blocks;
 mod cache;
 mod dedupe;
+mod dirs;
 mod find;
 mod open;
+mod plan;
 mod sink;
 #[cfg(test)]
 mod tests;
@@ -80,6 +84,15 @@ pub struct Args {
     /// `--blocks`, `--block-size`: block mode after whole files (`blocks.rs`).
     pub blocks: bool,
     pub block_bytes: Option<u64>,
+    /// `--delete`, `--hardlink`, `--symlink`.
+    pub action: Option<act::Action>,
+    /// `--keep` and `--keep-path` rules, in the order given (empty: `act::DEFAULT_KEEP`).
+    pub keep: Vec<act::Keep>,
+    pub force_metadata: bool,
+    /// `--plan FILE`: the actions as a shell script, nothing changed.
+    pub plan: Option<OsString>,
+    /// `--dirs`: directories with identical trees instead of files.
+    pub dirs: bool,
 }
 
 const DUPES_HELP: &str = "\
@@ -113,6 +126,8 @@ files cannot be made to look alike), on a fixed pool of threads.
   -x, --one-file-system do not enter other file systems
       --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+      --exclude-caches  skip directories holding a valid CACHEDIR.TAG
+      --exclude-kernfs  skip mounts of kernel file systems (proc, sysfs, ...)
   -j, --threads=N       scan and read with N threads
       --hashfile=FILE   remember what was read in FILE (dfdu's own format,
                         64 bytes per file, keyed by device and inode, trusted
@@ -130,6 +145,46 @@ files cannot be made to look alike), on a fixed pool of threads.
       --help            show this help
       --version         show the version
 
+Acting on the groups, and directories (where extents can be shared, 'dfdu
+dedupe' is better: it keeps every file, and the kernel compares the bytes):
+      --delete          remove every member of each group but the one kept
+      --hardlink        replace them by hard links to the kept file (one file
+                        system only; a member whose owner or mode differs from
+                        the kept file's is skipped, see --force-metadata)
+      --symlink         replace them by symbolic links to the kept file
+                        (relative within one PATH, else absolute)
+      --keep=RULE[,RULE]...  which file is kept: oldest, newest (mtime),
+                        shortest, longest (path), first-arg (under the earliest
+                        PATH); the first rule that tells two apart decides, ties
+                        go by path order; default first-arg,oldest
+      --keep-path=DIR   a rule too, in its place among them: prefer files in DIR
+      --force-metadata  --hardlink a member whose owner or mode differs (the
+                        link has the kept file's)
+      --dry-run         check and print everything, change nothing
+      --plan=FILE       write the actions as a shell script to FILE (created new,
+                        mode 0600), change nothing; 'sh FILE' runs it later, each
+                        action guarded by 'cmp' against the kept file
+      --dirs            list, or act on, directories whose whole trees are
+                        identical (same names, structure and contents; not
+                        empty; holding nothing the scan does not keep: a
+                        symlink, an empty file, an excluded or unreadable
+                        entry) instead of files, the largest first; one inside
+                        a listed directory is listed with it; an action on a
+                        tree acts on each of its files, then removes its
+                        emptied directories (--delete, --symlink: which then
+                        links the directory itself)
+  Each hard-link name of a member goes with it; the kept file's names are never
+  touched. Right before acting on a member, dfdu compares it byte for byte with
+  the kept file and checks that neither changed since the scan (size, mtime,
+  ctime, device and inode, every directory on the way opened without following
+  a symlink); a member that fails is skipped and reported. A replacement is made
+  under a new name and renamed over the member: the path is never missing.
+  Printed: 'keep: PATH', then for each other name 'delete: PATH', 'hardlink:
+  PATH', 'symlink: PATH -> TARGET' or 'skip: PATH (why)', a blank line after
+  each group (--json: an \"actions\" list); the summary gives groups acted on,
+  bytes of duplicates, the free space gained (statfs) and what was skipped, and
+  why.
+
 Files whose extents are all shared already (reflinks, an earlier dedupe) are
 reported with the others but not counted as reclaimable ('[shared]' in the
 summary, \"already_shared\" in JSON).
@@ -138,8 +193,8 @@ Names are printed as they are, so a name holding a newline reads as two paths:
 -0 and --json are the formats that hold any name. On a terminal, names are
 quoted as ls quotes them ('a b', 'x'$'\\n''y'), so that no name can drive it.
 
-Exit status: 0 when everything could be read, 1 when something could not,
-2 for bad usage.
+Exit status: 0 when everything could be read (and every action was done), 1
+when something could not be read or a member was skipped, 2 for bad usage.
 ";
 
 const DEDUPE_HELP: &str = "\
@@ -177,8 +232,8 @@ extents already are the kept one's.
                         larger blocks take less memory and find less
       --help            show this help
       --version         show the version
-  plus every option of 'dfdu dupes' (see 'dfdu dupes --help'); the groups are
-  printed only with --json, -S or -0, or without -q
+  plus every option of 'dfdu dupes' but its actions (see 'dfdu dupes --help');
+  the groups are printed only with --json, -S or -0, or without -q
 
 Report (standard error): bytes submitted, bytes the kernel deduplicated, what
 it refused ('data differs': those files' hash-file entries are dropped, so the
@@ -217,6 +272,11 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
         verify: false,
         blocks: false,
         block_bytes: None,
+        action: None,
+        keep: Vec::new(),
+        force_metadata: false,
+        plan: None,
+        dirs: false,
     };
     let help = if mode == Mode::Dupes { DUPES_HELP } else { DEDUPE_HELP };
     let mut cli = Cli::new(prog, cmd, help, args);
@@ -226,7 +286,29 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
             Short('0') | Long("null") => a.nul = true,
             Long("json") => a.json = true,
             Short('q') | Long("quiet") => a.quiet = true,
-            Long("dry-run") if mode == Mode::Dedupe => a.dry_run = true,
+            Long("dry-run") => a.dry_run = true,
+            Long(l @ ("delete" | "hardlink" | "symlink")) if mode == Mode::Dupes => {
+                let action = match l {
+                    "delete" => act::Action::Delete,
+                    "hardlink" => act::Action::Hardlink,
+                    _ => act::Action::Symlink,
+                };
+                if a.action.is_some_and(|x| x != action) {
+                    return Err(cli.bad("--delete, --hardlink and --symlink exclude each other"));
+                }
+                a.action = Some(action);
+            }
+            Long("keep") if mode == Mode::Dupes => {
+                let v = cli.value()?;
+                match act::parse_keep(&String::from_utf8_lossy(&os_bytes(&v))) {
+                    Ok(rules) => a.keep.extend(rules),
+                    Err(w) => return Err(cli.bad(format!("invalid keep rule {}", quoteaf(w.as_bytes())))),
+                }
+            }
+            Long("keep-path") if mode == Mode::Dupes => a.keep.push(act::Keep::Under(os_bytes(&cli.value()?))),
+            Long("force-metadata") if mode == Mode::Dupes => a.force_metadata = true,
+            Long("plan") if mode == Mode::Dupes => a.plan = Some(cli.value()?),
+            Long("dirs") if mode == Mode::Dupes => a.dirs = true,
             Long("allow-readonly") if mode == Mode::Dedupe => a.allow_readonly = true,
             Long("verify") => a.verify = true,
             Long("blocks") if mode == Mode::Dedupe => a.blocks = true,
@@ -265,6 +347,17 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
     }
     if [a.sizes, a.nul, a.json].iter().filter(|&&x| x).count() > 1 && a.json {
         return Err(cli.bad("--json cannot be combined with -S or -0"));
+    }
+    if a.mode == Mode::Dupes
+        && a.action.is_none()
+        && (a.dry_run || a.plan.is_some() || a.force_metadata || !a.keep.is_empty())
+    {
+        return Err(cli.bad(
+            "--dry-run, --plan, --keep, --keep-path and --force-metadata need --delete, --hardlink or --symlink",
+        ));
+    }
+    if a.action.is_some() && (a.sizes || a.nul) {
+        return Err(cli.bad("-S and -0 list groups: not with --delete, --hardlink or --symlink"));
     }
     if a.min_size > a.max_size {
         return Err(cli.bad("--min-size is larger than --max-size"));
@@ -384,6 +477,17 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         None => None,
     };
     let (hash_handle, cache) = hashfile.unwrap_or_default();
+    // Created before the scan: a plan that cannot be written is known before any work.
+    let mut plan_file = match &a.plan {
+        Some(path) => match cache::create_new(std::path::Path::new(path)) {
+            Ok(f) => Some(f),
+            Err(msg) => {
+                eprintln!("{cmd}: {msg}");
+                return 1;
+            }
+        },
+        None => None,
+    };
     let sink = FilesSink::new(Found::default(), a.min_size, a.max_size);
     let stats = Stats::default();
     let phase = AtomicU8::new(PHASE_SCAN);
@@ -439,6 +543,31 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         };
         dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts, &cache)
     });
+    let dir_groups = a.dirs.then(|| dirs::dir_groups(&found, &o.groups));
+    let acted = a.action.map(|action| {
+        pause_before_act();
+        let args: Vec<Vec<u8>> = a.paths.iter().map(|p| os_bytes(p)).collect();
+        let keep = if a.keep.is_empty() { &act::DEFAULT_KEEP[..] } else { &a.keep[..] };
+        let dry_run = a.dry_run || a.plan.is_some();
+        let opts = act::Options { action, keep, args: &args, dry_run, force_metadata: a.force_metadata };
+        let handles = open::Handles::new(&found, fd_budget);
+        match &dir_groups {
+            Some(dg) => act::run_dirs(&handles, dg, &opts),
+            None => act::run(&handles, &o.groups, &opts),
+        }
+    });
+    if let Some(dg) = &dir_groups {
+        // Printed as file groups are: each directory's path stands for its tree.
+        o.groups = dg.iter().map(dirs::DirGroup::as_group).collect();
+    }
+    if let (Some(file), Some(r)) = (plan_file.as_mut(), &acted) {
+        let cwd = std::env::current_dir().map(|d| os_bytes(d.as_os_str())).unwrap_or_else(|_| b".".to_vec());
+        let text = plan::script(r, &cwd, &cmd);
+        if let Err(e) = file.write_all(&text).and_then(|()| file.sync_all()) {
+            eprintln!("{cmd}: cannot write the plan: {}", out::io_text(&e));
+            status = 1;
+        }
+    }
     // Saved after dedupe: a range the kernel refused makes entries stale, dropped here.
     if let Some(h) = hash_handle {
         let key = |i: &u32| (found.files[*i as usize].dev, found.files[*i as usize].ino);
@@ -450,6 +579,16 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
             eprintln!("{cmd}: {msg}");
             status = 1;
         }
+    }
+    if let Some(r) = &acted {
+        let dry_run = a.dry_run || a.plan.is_some();
+        if let Err(code) = out::finish(&cmd, print_actions(a, &o.groups, r, &stats, start, dry_run)) {
+            return code;
+        }
+        if !a.quiet && !a.json {
+            eprint!("{}", r.text(&cmd, dry_run));
+        }
+        return if r.skipped() > 0 { 1 } else { status };
     }
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
         if let Err(code) = out::finish(&cmd, print_groups(a, &o.groups, &stats, start, report.as_ref())) {
@@ -471,6 +610,49 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         }
     }
     status
+}
+
+/// A test's hook, in debug builds only: with `DFDU_TEST_PAUSE_BEFORE_ACT` naming a FIFO,
+/// the run waits between finding the groups and acting on them until the test, having
+/// opened the FIFO for writing (which waits for this open), changes what it wants and
+/// closes it.
+fn pause_before_act() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    if let Some(fifo) = std::env::var_os("DFDU_TEST_PAUSE_BEFORE_ACT") {
+        if let Ok(mut f) = std::fs::File::open(fifo) {
+            let _ = io::Read::read_to_end(&mut f, &mut Vec::new());
+        }
+    }
+}
+
+/// The action lines (`act::Report::write_lines`), or the JSON document with the groups
+/// and the actions.
+fn print_actions(
+    a: &Args,
+    groups: &[Group],
+    r: &act::Report,
+    stats: &Stats,
+    start: Instant,
+    dry_run: bool,
+) -> io::Result<()> {
+    let stdout = io::stdout();
+    let quote = stdout.is_terminal();
+    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    if a.json {
+        let mut doc = Vec::new();
+        write_groups(&mut doc, a, groups, stats, start, None, false)?;
+        // The groups' document with the actions added before its closing brace.
+        let cut = doc.len().saturating_sub(2);
+        out.write_all(&doc[..cut])?;
+        out.write_all(b",\n")?;
+        out.write_all(r.json(dry_run).as_bytes())?;
+        out.write_all(b"}\n")?;
+    } else {
+        r.write_lines(&mut out, quote)?;
+    }
+    out.flush()
 }
 
 /// (cache hits, extra hard-link names).

@@ -56,6 +56,15 @@ struct Checked {
     others_may_write: bool,
 }
 
+/// The checked handle of a file's directory (`Handles::parent`).
+pub struct Parent(Arc<Checked>);
+
+impl Parent {
+    pub fn dir(&self) -> &Dir {
+        &self.0.dir
+    }
+}
+
 #[derive(Default)]
 struct Cached {
     dirs: HashMap<u32, Arc<Checked>>,
@@ -115,6 +124,48 @@ impl<'a> Handles<'a> {
             }
             _ => Err(Refused::Changed),
         }
+    }
+
+    /// A checked handle of the directory holding `f`, and `f`'s name in it: where
+    /// `act.rs` removes or replaces it. A file argument's directory is opened by its path
+    /// as given (the scan followed it too), its last name being the file's.
+    pub fn parent(&self, f: &FileRec) -> Result<(Parent, Vec<u8>), Refused> {
+        let name = self.found.file_name(f);
+        if f.dir != ARGS_DIR {
+            return Ok((Parent(self.dir(f.dir)?), name.to_vec()));
+        }
+        let cut = name.iter().rposition(|&b| b == b'/');
+        let (dir, last) = match cut {
+            Some(0) => (&b"/"[..], &name[1..]),
+            Some(i) => (&name[..i], &name[i + 1..]),
+            None => (&b"."[..], name),
+        };
+        let dir = platform::open_path(&cname(dir)?, platform::Follow::Yes).map_err(dir_error)?;
+        let others_may_write = platform::dir_others_may_write(&dir).map_err(Refused::Os)?;
+        Ok((Parent(Arc::new(Checked { dir, others_may_write })), last.to_vec()))
+    }
+
+    /// A checked handle of the directory holding directory `token`, and `token`'s name in
+    /// it: where `--dirs` removes it. A root's parent is opened by the root's path as
+    /// given, as the scan resolved it.
+    pub fn dir_parent(&self, token: u32) -> Result<(Parent, Vec<u8>), Refused> {
+        let rec = &self.found.dirs[token as usize];
+        let name = self.found.dir_name(token);
+        if rec.parent != NO_DIR {
+            return Ok((Parent(self.dir(rec.parent)?), name.to_vec()));
+        }
+        let trimmed = match name {
+            [rest @ .., b'/'] if !rest.is_empty() => rest,
+            n => n,
+        };
+        let (dir, last) = match trimmed.iter().rposition(|&b| b == b'/') {
+            Some(0) => (&b"/"[..], &trimmed[1..]),
+            Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
+            None => (&b"."[..], trimmed),
+        };
+        let dir = platform::open_path(&cname(dir)?, platform::Follow::Yes).map_err(dir_error)?;
+        let others_may_write = platform::dir_others_may_write(&dir).map_err(Refused::Os)?;
+        Ok((Parent(Arc::new(Checked { dir, others_may_write })), last.to_vec()))
     }
 
     /// A checked handle of directory `token`.

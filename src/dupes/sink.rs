@@ -55,6 +55,11 @@ pub struct Found {
     pub names: Vec<u8>,
     /// (directory token, entry name or empty for the directory itself, error).
     pub errors: Vec<(u32, Vec<u8>, Errno)>,
+    /// Directories holding an entry not kept here (a symlink, an empty file, a file
+    /// outside the size limits, an excluded, unreadable or other-file-system entry, a
+    /// directory beyond the token space): `--dirs` never calls their trees duplicates.
+    /// A token may be listed more than once.
+    pub incomplete: Vec<u32>,
 }
 
 impl Found {
@@ -128,6 +133,8 @@ pub struct Local {
     /// (name offset in `names`, length, dev, ino).
     subdirs: Vec<(usize, usize, u64, u64)>,
     errors: Vec<(Vec<u8>, Errno)>,
+    /// An entry of this listing was not kept (`Found::incomplete`).
+    unkept: bool,
 }
 
 /// The sink: files between `min_size` and `max_size` (inclusive), directories to enter.
@@ -167,6 +174,7 @@ impl Sink for FilesSink {
                 Kind::File => {
                     self.files_seen.fetch_add(1, Ordering::Relaxed);
                     if meta.size < self.min_size || meta.size > self.max_size {
+                        local.unkept = true;
                         return;
                     }
                     local.files.push(FileRec {
@@ -182,11 +190,19 @@ impl Sink for FilesSink {
                     local.names.extend_from_slice(name);
                 }
                 // Symlinks are never followed; devices, FIFOs and sockets hold no data.
-                Kind::Symlink | Kind::Other => {}
+                Kind::Symlink | Kind::Other => local.unkept = true,
             },
-            Seen::Error(e) => local.errors.push((name.to_vec(), e)),
+            Seen::Error(e) => {
+                local.unkept = true;
+                local.errors.push((name.to_vec(), e));
+            }
             // A loop (a bind mount of an ancestor) is never entered: its files are already seen.
-            Seen::Excluded | Seen::OtherFs(_) | Seen::Repeat(_) | Seen::Loop(_) | Seen::Before => {}
+            Seen::Excluded
+            | Seen::ExcludedDir(_)
+            | Seen::OtherFs(_)
+            | Seen::Repeat(_)
+            | Seen::Loop(_)
+            | Seen::Before => local.unkept = true,
         }
     }
 
@@ -205,6 +221,7 @@ impl Sink for FilesSink {
                 u32::try_from(found.dirs.len()).map_err(|_| ()).and_then(|t| if t == NO_DIR { Err(()) } else { Ok(t) })
             else {
                 self.overflow.store(true, Ordering::Relaxed);
+                local.unkept = true;
                 continue;
             };
             found.dirs.push(DirRec { parent: dir, name_off: base + off as u64, name_len: len as u32, dev, ino });
@@ -217,11 +234,17 @@ impl Sink for FilesSink {
         }
         if let Some(Listed { error: Some((e, _)), .. }) = listed {
             found.errors.push((dir, Vec::new(), e));
+            local.unkept = true;
+        }
+        if std::mem::take(&mut local.unkept) {
+            found.incomplete.push(dir);
         }
         local.names.clear();
     }
 
     fn unreadable(&self, dir: u32, err: Errno) {
-        self.found.lock().unwrap().errors.push((dir, Vec::new(), err));
+        let mut found = self.found.lock().unwrap();
+        found.errors.push((dir, Vec::new(), err));
+        found.incomplete.push(dir);
     }
 }

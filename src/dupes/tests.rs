@@ -332,6 +332,12 @@ impl Reader for Swapped {
     fn sorts_by_inode(dir: &Self::Dir) -> bool {
         Native::sorts_by_inode(dir)
     }
+    fn kernel_fs(dir: &Self::Dir) -> bool {
+        Native::kernel_fs(dir)
+    }
+    fn cachedir_tagged(dir: &Self::Dir) -> bool {
+        Native::cachedir_tagged(dir)
+    }
     fn lookups_serialize(dir: &Self::Dir) -> bool {
         Native::lookups_serialize(dir)
     }

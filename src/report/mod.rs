@@ -35,6 +35,8 @@ pub struct ScanArgs {
     /// `-O`: the export is ncdu's binary format, not JSON.
     pub binary: bool,
     pub treemap: Option<OsString>,
+    /// `--treemap-size=WxH`: the picture's coordinates (it scales to any window).
+    pub treemap_size: crate::tree::treemap::Canvas,
     /// Read extent maps where the file system can share extents (`--shared`, default).
     pub shared: bool,
     /// Rank the largest directories by exclusive bytes.
@@ -58,6 +60,8 @@ apparent size, counts of entries, and its largest directories and files.
   -x, --one-file-system do not enter other file systems
       --exclude=PATTERN skip entries matching PATTERN (shell glob, as du)
   -X, --exclude-from=FILE  skip entries matching any pattern in FILE
+      --exclude-caches  skip directories holding a valid CACHEDIR.TAG
+      --exclude-kernfs  skip mounts of kernel file systems (proc, sysfs, ...)
   -L, --dereference     follow symbolic links
   -j, --threads=N       scan with N threads, 1 to 1024 (also DFDU_THREADS=N);
                         default on Linux: four per usable CPU, 4 to 32
@@ -78,7 +82,11 @@ apparent size, counts of entries, and its largest directories and files.
                         frames: no compression; ncdu -O writes compressed ones)
       --treemap=FILE    also draw the tree as an SVG treemap in FILE (sized by
                         disk usage, or by apparent size with --apparent-size;
-                        coloured by top-level directory; hover shows path and size)
+                        a title with the root and its total, directory headers,
+                        coloured by top-level directory with a legend; hover
+                        shows path and size; scales to the window)
+      --treemap-size=WxH  the treemap's proportions in pixels (default
+                        1200x800; 300 to 20000 each)
   -f FILE               report on an export (ncdu 1.x/2.x, gdu, dfdu; JSON, JSON
                         compressed with zstd, ncdu 2's binary format) instead of
                         scanning; - reads standard input
@@ -107,6 +115,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         output: None,
         binary: false,
         treemap: None,
+        treemap_size: Default::default(),
         // Off by default: on btrfs and XFS the extent maps cost 2.5-4x the plain scan's
         // CPU time (docs/shared-extents.md), above the 1.5x the issue allows for "on".
         shared: false,
@@ -131,6 +140,18 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
                 (a.output, a.binary) = (Some(cli.value()?), binary);
             }
             Long("treemap") => a.treemap = Some(cli.value()?),
+            Long("treemap-size") => {
+                let v = cli.value()?;
+                match crate::tree::treemap::parse_size(&v.to_string_lossy()) {
+                    Some(c) => a.treemap_size = c,
+                    None => {
+                        return Err(cli.bad(format!(
+                            "invalid --treemap-size {} (WIDTHxHEIGHT, 300 to 20000 each)",
+                            quoteaf(&os_bytes(&v))
+                        )))
+                    }
+                }
+            }
             Short('q') | Long("quiet") => a.quiet = true,
             Value(v) => a.dirs.push(v),
             _ if a.sizes.take(&opt, &mut cli, SizeSet::Report)? => {}
@@ -569,7 +590,9 @@ fn write_files(args: &ScanArgs, arena: &Arena, roots: &[u32], stdout: &mut dyn W
     if let Some(file) = &args.treemap {
         let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
         std::fs::File::create(file)
-            .and_then(|f| crate::tree::treemap::write_svg(arena, root, m, &mut io::BufWriter::new(f)))
+            .and_then(|f| {
+                crate::tree::treemap::write_svg(arena, root, m, args.treemap_size, &mut io::BufWriter::new(f))
+            })
             .map_err(|e| cannot_write(file, e))?;
     }
     Ok(())

@@ -234,6 +234,11 @@ impl Sink for ArenaSink<'_> {
                 self.pending(l, pos, name, arena::KIND_FILE | arena::F_ERROR, None, false)
             }
             Seen::Excluded => self.pending(l, pos, name, arena::KIND_OTHER | arena::F_EXCLUDED, None, false),
+            // A directory as an imported excluded one is: no size, its identity kept.
+            Seen::ExcludedDir(m) => {
+                let shown = Meta { blocks: 0, size: 0, ..*m };
+                self.pending(l, pos, name, arena::KIND_DIR | arena::F_EXCLUDED, Some(&shown), false)
+            }
             Seen::OtherFs(m) => self.pending(l, pos, name, kind_bits(m.kind) | arena::F_OTHER_FS, Some(m), false),
             Seen::Repeat(m) => self.pending(l, pos, name, arena::KIND_SYMLINK, Some(m), false),
             // Listed with its inode for the browser's checks, but no size: it is counted

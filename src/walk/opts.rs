@@ -7,7 +7,7 @@
 //!   It answers `--help` (the command's text, given to `Cli::new`) and `--version`
 //!   itself, through `out::print_stdout`, so every command answers them alike.
 //! * `WalkOpts`: the options that say what to walk and how (`-x`, `--exclude`, `-X`,
-//!   `-L`, `-j`) and the scanner settings they describe (`WalkOpts::walk`).
+//!   `--exclude-caches`, `--exclude-kernfs`, `-L`, `-j`) and the scanner settings they describe (`WalkOpts::walk`).
 //!   `tree::roots::WalkArgs` adds `-f` (read an export instead) for the commands that
 //!   can import one; `dupes` uses `WalkOpts` as it is, without `-L`.
 //! * `SizeOpts`: how sizes are shown and what a report holds (`-b`, `-h`, `--si`, `-k`,
@@ -128,6 +128,9 @@ pub struct WalkOpts {
     pub exclude: Exclude,
     pub follow: bool,
     pub threads: Option<usize>,
+    /// `--exclude-caches`, `--exclude-kernfs` (see `Walk`).
+    pub exclude_caches: bool,
+    pub exclude_kernfs: bool,
 }
 
 impl WalkOpts {
@@ -155,6 +158,8 @@ impl WalkOpts {
                 }
             }
             Short('L') | Long("dereference") if follow_ok => self.follow = true,
+            Long("exclude-caches") => self.exclude_caches = true,
+            Long("exclude-kernfs") => self.exclude_kernfs = true,
             Short('j') | Long("threads") => {
                 let v = cli.value()?;
                 match v.to_str().and_then(thread_count) {
@@ -187,6 +192,8 @@ impl WalkOpts {
             fd_budget,
             check_moved: false,
             shared: false,
+            exclude_caches: self.exclude_caches,
+            exclude_kernfs: self.exclude_kernfs,
         }
     }
 }

@@ -25,6 +25,11 @@ pub trait Reader: 'static {
         each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
     ) -> Result<(), Errno>;
     fn sorts_by_inode(dir: &Self::Dir) -> bool;
+    /// `dir` is on a kernel file system (proc, sysfs, cgroup, ...): `--exclude-kernfs`.
+    fn kernel_fs(dir: &Self::Dir) -> bool;
+    /// `dir` holds a valid `CACHEDIR.TAG` (a regular file that starts with the signature
+    /// of the Cache Directory Tagging Specification): `--exclude-caches`.
+    fn cachedir_tagged(dir: &Self::Dir) -> bool;
     /// Lookups of names in `dir` that miss the cache serialize (XFS): several threads
     /// stat'ing one directory then cost more than one.
     fn lookups_serialize(dir: &Self::Dir) -> bool;
@@ -84,6 +89,19 @@ macro_rules! reader_impl {
                 m::sorts_by_inode(dir)
             }
             #[inline]
+            fn kernel_fs(dir: &Self::Dir) -> bool {
+                use $m as m;
+                m::kernel_fs(dir)
+            }
+            fn cachedir_tagged(dir: &Self::Dir) -> bool {
+                use $m as m;
+                // Opened only if it is a regular file, never following a symlink.
+                match m::open_file_at(dir, c"CACHEDIR.TAG", true) {
+                    Ok((Some(f), _)) => tag_is_valid(f),
+                    _ => false,
+                }
+            }
+            #[inline]
             fn lookups_serialize(dir: &Self::Dir) -> bool {
                 use $m as m;
                 m::lookups_serialize(dir)
@@ -111,6 +129,16 @@ macro_rules! reader_impl {
             }
         }
     };
+}
+
+/// The signature a `CACHEDIR.TAG` starts with (bford.info/cachedir).
+pub const CACHEDIR_SIGNATURE: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55";
+
+/// Whether the open tag file `f` starts with `CACHEDIR_SIGNATURE`.
+fn tag_is_valid(mut f: std::fs::File) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; CACHEDIR_SIGNATURE.len()];
+    f.read_exact(&mut head).is_ok() && head == CACHEDIR_SIGNATURE
 }
 
 /// Associated types per reader, kept apart so the macro above stays one shape.

@@ -130,6 +130,10 @@ pub struct Walk<'a> {
     /// Read the extent map of each regular file on a file system that can share extents
     /// (`Sink::extents`); elsewhere this changes nothing.
     pub shared: bool,
+    /// Leave out (as excluded) directories that hold a valid `CACHEDIR.TAG`
+    /// (`--exclude-caches`), and mount points of kernel file systems (`--exclude-kernfs`).
+    pub exclude_caches: bool,
+    pub exclude_kernfs: bool,
 }
 
 #[cfg(test)]
@@ -148,6 +152,8 @@ impl<'a> Walk<'a> {
             fd_budget: 64,
             check_moved: false,
             shared: false,
+            exclude_caches: false,
+            exclude_kernfs: false,
         }
     }
 }
@@ -161,6 +167,9 @@ pub enum Seen<'m> {
     Error(Errno),
     /// Matched an exclude pattern (not stat'ed).
     Excluded,
+    /// A directory left out after its stat: it holds a cache tag (`--exclude-caches`)
+    /// or is a kernel file system's mount (`--exclude-kernfs`). Not entered, no size.
+    ExcludedDir(&'m Meta),
     /// On another device under `-x`.
     OtherFs(&'m Meta),
     /// A directory already being scanned under another name (`-L`).

@@ -48,6 +48,11 @@ impl Scratch {
         )
     }
 
+    /// `mount -t FSTYPE none at` (proc, sysfs, ...), unmounted when the scratch dir is dropped.
+    pub fn mount_fs(&mut self, fstype: &str, at: &Path) -> Result<(), String> {
+        self.mount(&["-t".as_ref(), fstype.as_ref(), "none".as_ref()], at)
+    }
+
     /// `mount --bind from at`, unmounted when the scratch dir is dropped.
     pub fn mount_bind(&mut self, from: &Path, at: &Path) -> Result<(), String> {
         self.mount(&["--bind".as_ref(), from.as_os_str()], at)

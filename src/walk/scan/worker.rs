@@ -606,6 +606,8 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
         let seen = if walk.one_fs_dev.is_some_and(|dev| dev != meta.dev) {
             Seen::OtherFs(meta)
+        } else if meta.kind == Kind::Dir && self.left_out(node, dir, name, meta) {
+            Seen::ExcludedDir(meta)
         } else if !walk.seen_before.is_empty() && walk.seen_before.contains(&(meta.dev, meta.ino)) {
             Seen::Before
         } else if meta.kind == Kind::Dir && walk.follow_all && self.is_repeat(node, meta) {
@@ -619,6 +621,20 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         if walk.shared && meta.kind == Kind::File && meta.blocks > 0 && matches!(seen, Seen::Ok(_)) {
             self.extents(node, dir, name, pos, meta);
         }
+    }
+
+    /// Whether directory `name` of `dir` is left out by `--exclude-caches` (it holds a
+    /// valid `CACHEDIR.TAG`) or `--exclude-kernfs` (a mount of a kernel file system: only
+    /// a directory on another device than its parent is asked). One more open of the
+    /// directory, only with those options.
+    fn left_out(&self, node: &Node<R::Dir>, dir: &R::Dir, name: &CStr, meta: &Meta) -> bool {
+        let walk = self.shared.walk;
+        let kernfs = walk.exclude_kernfs && meta.dev != node.dev;
+        if !(kernfs || walk.exclude_caches) {
+            return false;
+        }
+        let Ok(sub) = R::open_at(dir, name, Follow::when(walk.follow_all)) else { return false };
+        (kernfs && R::kernel_fs(&sub)) || (walk.exclude_caches && R::cachedir_tagged(&sub))
     }
 
     /// Whether directory `dir` on device `dev` lies on a file system that can share
