@@ -13,15 +13,11 @@
 
 mod common;
 
-use common::tmux::{self, listing, write, Term};
-use common::Scratch;
+use common::tmux::{have_tmux, listing, write, Term};
+use common::{du_b1, du_bytes, Scratch};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
-
-fn have_tmux() -> bool {
-    tmux::have_tmux("the real-terminal journeys of dfdu browse")
-}
 
 /// A tree with distinct sizes, so the size order is known.
 fn sample(root: &Path) {
@@ -438,12 +434,7 @@ fn a_change_column_and_sort_against_an_older_export() {
 
 /// `du`'s figures for `dir`: (disk bytes, apparent bytes, entries below).
 fn du_figures(dir: &Path) -> (u64, u64, u64) {
-    let du = |flag: &str| -> u64 {
-        let out = Command::new("du").args(["-s", flag]).arg(dir).output().expect("du runs");
-        assert!(out.status.success(), "du {flag}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().parse().unwrap()
-    };
-    (du("-B1"), du("-b"), listing(dir).len() as u64)
+    (du_b1(dir), du_bytes(&["-sb"], dir), listing(dir).len() as u64)
 }
 
 fn grouped(n: u64) -> String {
@@ -549,11 +540,6 @@ fn write_synced(path: &Path, n_bytes: usize) {
         left -= n;
     }
     f.sync_all().unwrap();
-}
-
-/// `du -sB1`.
-fn du_b1(path: &Path) -> u64 {
-    du_figures(path).0
 }
 
 /// `n` bytes as the browser writes a size (1024-based, one decimal), trimmed.

@@ -17,7 +17,7 @@
 mod common;
 
 use common::dupes::*;
-use common::{dfdu_path, notice, Scratch};
+use common::{dfdu_path, json_num, notice, run_ok, Scratch};
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;

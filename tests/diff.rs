@@ -5,24 +5,14 @@
 
 mod common;
 
-use common::Scratch;
+use common::{dfdu_path, run_ok, Scratch};
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn dfdu() -> &'static str {
-    env!("CARGO_BIN_EXE_dfdu")
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn du_b1(path: &Path) -> i128 {
-    let out = run(Command::new("du").arg("-sB1").arg(path));
-    String::from_utf8_lossy(&out.stdout).split('\t').next().unwrap().trim().parse().unwrap()
+/// `du -sB1 PATH` (`common::du_b1`) as a signed number, for differences.
+fn du_signed(path: &Path) -> i128 {
+    common::du_b1(path).into()
 }
 
 /// Deterministic file contents (not zeros, so no file system can make them sparse).
@@ -57,7 +47,7 @@ fn trees(root: &Path, big_bytes: usize) -> (std::path::PathBuf, std::path::PathB
         }
     }
     let new = root.join("new");
-    run(Command::new("cp").arg("-a").arg(&old).arg(&new));
+    run_ok(Command::new("cp").arg("-a").arg(&old).arg(&new));
     write_data(&new.join("d1/s2/t/u/big"), big_bytes, 99);
     fs::remove_dir_all(new.join("d3")).unwrap();
     write_data(&new.join("d5/s0/grown"), 3_000_000, 98);
@@ -87,7 +77,7 @@ fn lists(json: &[u8]) -> Vec<String> {
 }
 
 fn diff_json(old: &Path, new: &Path, extra: &[&str]) -> Vec<u8> {
-    run(Command::new(dfdu()).args(["diff", "--json"]).args(extra).arg(old).arg(new)).stdout
+    run_ok(Command::new(dfdu_path()).args(["diff", "--json"]).args(extra).arg(old).arg(new)).stdout
 }
 
 #[test]
@@ -95,19 +85,20 @@ fn diff_of_directories_names_exactly_the_changed_ones_with_du_sizes() {
     let scratch = Scratch::new("diff-dirs");
     let (old, new) = trees(&scratch.dir, 100_000_000);
     let got = lists(&diff_json(&old, &new, &["--min-change", "4K"]));
-    let dir_change = |rel: &str| du_b1(&new.join(rel)) - du_b1(&old.join(rel));
+    let dir_change = |rel: &str| du_signed(&new.join(rel)) - du_signed(&old.join(rel));
     let mut want = vec![
         format!("grew\td1/s2/t/u\t{}", dir_change("d1/s2/t/u")),
         format!("grew\td5/s0\t{}", dir_change("d5/s0")),
-        format!("added\td1/s2/t/u/big\t{}", du_b1(&new.join("d1/s2/t/u/big"))),
-        format!("added\td5/s0/grown\t{}", du_b1(&new.join("d5/s0/grown"))),
-        format!("removed\td3\t{}", du_b1(&old.join("d3"))),
-        format!("total\t.\t{}", du_b1(&new) - du_b1(&old)),
+        format!("added\td1/s2/t/u/big\t{}", du_signed(&new.join("d1/s2/t/u/big"))),
+        format!("added\td5/s0/grown\t{}", du_signed(&new.join("d5/s0/grown"))),
+        format!("removed\td3\t{}", du_signed(&old.join("d3"))),
+        format!("total\t.\t{}", du_signed(&new) - du_signed(&old)),
     ];
     want.sort();
     assert_eq!(got, want);
     // The text report names the same directories.
-    let text = String::from_utf8(run(Command::new(dfdu()).args(["diff", "-b"]).arg(&old).arg(&new)).stdout).unwrap();
+    let text =
+        String::from_utf8(run_ok(Command::new(dfdu_path()).args(["diff", "-b"]).arg(&old).arg(&new)).stdout).unwrap();
     for needle in ["d1/s2/t/u  (", "d5/s0  (", "d3/"] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
@@ -115,7 +106,7 @@ fn diff_of_directories_names_exactly_the_changed_ones_with_du_sizes() {
     // Apparent sizes against du --apparent-size -sB1.
     let got = lists(&diff_json(&old, &new, &["--apparent-size", "--min-change", "1M"]));
     let app = |p: &Path| -> i128 {
-        let out = run(Command::new("du").args(["-sB1", "--apparent-size"]).arg(p));
+        let out = run_ok(Command::new("du").args(["-sB1", "--apparent-size"]).arg(p));
         String::from_utf8_lossy(&out.stdout).split('\t').next().unwrap().trim().parse().unwrap()
     };
     let total = app(&new) - app(&old);
@@ -142,16 +133,16 @@ fn exports_from_dfdu_ncdu_and_gdu_give_the_same_changes() {
     let mut sides = Vec::new();
     for (i, tree) in [&old, &new].into_iter().enumerate() {
         let dfdu_export = scratch.dir.join(format!("dfdu{i}.json"));
-        run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&dfdu_export).arg(tree));
+        run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-o"]).arg(&dfdu_export).arg(tree));
         sides.push(("dfdu", i, dfdu_export));
         if have("ncdu", "--version") {
             let e = scratch.dir.join(format!("ncdu{i}.json"));
-            run(Command::new("ncdu").arg("-0").arg("-o").arg(&e).arg(tree));
+            run_ok(Command::new("ncdu").arg("-0").arg("-o").arg(&e).arg(tree));
             sides.push(("ncdu", i, e));
         }
         if have("gdu", "--version") {
             let e = scratch.dir.join(format!("gdu{i}.json"));
-            run(Command::new("gdu").args(["-n", "-p", "-o"]).arg(&e).arg(tree).stdout(Stdio::null()));
+            run_ok(Command::new("gdu").args(["-n", "-p", "-o"]).arg(&e).arg(tree).stdout(Stdio::null()));
             sides.push(("gdu", i, e));
         }
     }
@@ -168,14 +159,16 @@ fn exports_from_dfdu_ncdu_and_gdu_give_the_same_changes() {
                 assert_eq!(got, from_dirs, "{} old, {} new", o.0, n.0);
             } else {
                 assert_eq!(names(&got), names(&from_dirs), "{} old, {} new", o.0, n.0);
-                let big = format!("added\td1/s2/t/u/big\t{}", du_b1(&new.join("d1/s2/t/u/big")));
+                let big = format!("added\td1/s2/t/u/big\t{}", du_signed(&new.join("d1/s2/t/u/big")));
                 assert!(got.contains(&big), "{got:?}");
             }
         }
     }
     // Standard input for one side.
     let stdin_file = fs::File::open(&olds[0].2).unwrap();
-    let out = run(Command::new(dfdu()).args(["diff", "--json", "--min-change", "4K", "-"]).arg(&new).stdin(stdin_file));
+    let out = run_ok(
+        Command::new(dfdu_path()).args(["diff", "--json", "--min-change", "4K", "-"]).arg(&new).stdin(stdin_file),
+    );
     assert_eq!(lists(&out.stdout), from_dirs);
 }
 
@@ -185,19 +178,19 @@ fn a_damaged_export_gets_the_import_error_with_its_offset() {
     let t = scratch.subdir("t");
     fs::write(t.join("f"), b"x").unwrap();
     let good = scratch.dir.join("good.json");
-    run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&good).arg(&t));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-o"]).arg(&good).arg(&t));
     let mut data = fs::read(&good).unwrap();
     let cut = data.len() / 2;
     data.truncate(cut);
     let bad = scratch.dir.join("bad.json");
     fs::write(&bad, &data).unwrap();
     for (o, n) in [(&bad, &t), (&t, &bad)] {
-        let out = Command::new(dfdu()).arg("diff").arg(o).arg(n).output().unwrap();
+        let out = Command::new(dfdu_path()).arg("diff").arg(o).arg(n).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains("bad.json") && err.contains(&format!("byte {cut}:")), "{err}");
     }
-    let out = Command::new(dfdu()).args(["diff", "only-one"]).output().unwrap();
+    let out = Command::new(dfdu_path()).args(["diff", "only-one"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -216,10 +209,10 @@ fn a_directory_whose_two_subdirectories_each_explain_half_is_listed() {
             write_data(&old.join(sub).join("f"), 5000, 7);
         }
         let new = scratch.dir.join(format!("{case}-new"));
-        run(Command::new("cp").arg("-a").arg(&old).arg(&new));
+        run_ok(Command::new("cp").arg("-a").arg(&old).arg(&new));
         write_data(&new.join("top/d/s1/more"), s1_bytes, 1);
         write_data(&new.join("top/d/s2/more"), 40960, 2);
-        let change = |rel: &str| du_b1(&new.join(rel)) - du_b1(&old.join(rel));
+        let change = |rel: &str| du_signed(&new.join(rel)) - du_signed(&old.join(rel));
         let (d, s1, s2) = (change("top/d"), change("top/d/s1"), change("top/d/s2"));
         assert_eq!(d, s1 + s2, "{case}: d's own blocks did not change");
         assert_eq!(s1 == s2, tie, "{case}: du -sB1 gives s1 {s1}, s2 {s2}");
@@ -231,14 +224,14 @@ fn a_directory_whose_two_subdirectories_each_explain_half_is_listed() {
                 format!(
                     "{}\ttop/d/s1/more\t{}",
                     if sign > 0 { "added" } else { "removed" },
-                    du_b1(&new.join("top/d/s1/more"))
+                    du_signed(&new.join("top/d/s1/more"))
                 ),
                 format!(
                     "{}\ttop/d/s2/more\t{}",
                     if sign > 0 { "added" } else { "removed" },
-                    du_b1(&new.join("top/d/s2/more"))
+                    du_signed(&new.join("top/d/s2/more"))
                 ),
-                format!("total\t.\t{}", sign * (du_b1(&new) - du_b1(&old))),
+                format!("total\t.\t{}", sign * (du_signed(&new) - du_signed(&old))),
             ];
             if tie {
                 want.push(format!("{word}\ttop/d\t{}", sign * d));
@@ -259,9 +252,10 @@ fn a_write_error_is_reported_like_scan_reports_it() {
     fs::write(t.join("f"), b"x").unwrap();
     for json in [false, true] {
         let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-        let out = Command::new(dfdu()).arg("diff").args(json.then_some("--json")).arg(&t).arg(&t).stdout(full).output();
+        let out =
+            Command::new(dfdu_path()).arg("diff").args(json.then_some("--json")).arg(&t).arg(&t).stdout(full).output();
         let out = out.unwrap();
-        let want = format!("{} diff: write error: No space left on device\n", dfdu());
+        let want = format!("{} diff: write error: No space left on device\n", dfdu_path().display());
         assert_eq!(
             (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
             (Some(1), want),
@@ -305,7 +299,7 @@ fn unreadable_entries_are_named_as_scan_names_them() {
             }
         }
     };
-    let bin = common::copy_executable(Path::new(dfdu()), &scratch.subdir("bin"), "dfdu");
+    let bin = common::copy_executable(&dfdu_path(), &scratch.subdir("bin"), "dfdu");
     let as_nobody = |args: &[&str]| {
         let mut c = Command::new(&bin);
         c.args(args).current_dir(&scratch.dir).env("LC_ALL", "C").uid(65534).gid(65534);
@@ -337,9 +331,9 @@ fn min_change_keeps_an_entry_of_exactly_that_size() {
     let old = scratch.subdir("old");
     write_data(&old.join("f"), 3000, 3);
     let new = scratch.dir.join("new");
-    run(Command::new("cp").arg("-a").arg(&old).arg(&new));
+    run_ok(Command::new("cp").arg("-a").arg(&old).arg(&new));
     write_data(&new.join("added"), 20000, 4);
-    let size = du_b1(&new.join("added"));
+    let size = du_signed(&new.join("added"));
     let added = |min: i128| {
         let got = lists(&diff_json(&old, &new, &["--min-change", &min.to_string()]));
         got.iter().any(|l| l == &format!("added\tadded\t{size}"))
@@ -351,7 +345,7 @@ fn min_change_keeps_an_entry_of_exactly_that_size() {
 /// Every file that is not a directory below `root` with its disk usage from `find`'s
 /// `%b` (512-byte blocks, as `du -B1` counts a file without other links).
 fn file_blocks(root: &Path) -> std::collections::BTreeMap<String, i128> {
-    let out = run(Command::new("find").arg(root).args(["!", "-type", "d", "-printf", "%P\\t%b\\n"]));
+    let out = run_ok(Command::new("find").arg(root).args(["!", "-type", "d", "-printf", "%P\\t%b\\n"]));
     let text = String::from_utf8(out.stdout).unwrap();
     text.lines()
         .map(|l| l.split_once('\t').unwrap())
@@ -396,7 +390,8 @@ fn diff_files_lists_every_changed_file_with_its_sizes() {
     got.sort();
     assert_eq!(got, want);
     // The text report, the largest first: the new 3 MB and 2 MB files, then the grown one.
-    let text = run(Command::new(dfdu()).args(["diff", "-b", "--files", "--top", "3"]).arg(&old).arg(&new)).stdout;
+    let text =
+        run_ok(Command::new(dfdu_path()).args(["diff", "-b", "--files", "--top", "3"]).arg(&old).arg(&new)).stdout;
     let text = String::from_utf8(text).unwrap();
     let files = &text[text.find("files that grew (").unwrap_or_else(|| panic!("no file list in:\n{text}"))..];
     let (o, n) = (before["d0/f00"], after["d0/f00"]);

@@ -15,6 +15,7 @@
 
 mod common;
 
+use common::differential::*;
 use common::*;
 use std::path::Path;
 

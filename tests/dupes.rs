@@ -21,7 +21,7 @@
 mod common;
 
 use common::dupes::*;
-use common::{dfdu_path, is_root, notice, Scratch};
+use common::{dfdu_path, is_root, json_num, notice, Scratch};
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;

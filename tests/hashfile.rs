@@ -11,7 +11,7 @@
 mod common;
 
 use common::dupes::*;
-use common::{dfdu_path, is_root, Scratch};
+use common::{dfdu_path, is_root, json_num, run_ok, Scratch};
 use std::fs;
 use std::os::unix::fs::{lchown, symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::tmux::{self, listing_with_sizes, write, Term, WAIT};
+use common::tmux::{have_tmux, listing_with_sizes, write, Term, WAIT};
 use common::Scratch;
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
@@ -22,10 +22,6 @@ use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------
 // Harness: mounts and deep chains (scratch trees and the terminal are in tests/common).
-
-fn have_tmux() -> bool {
-    tmux::have_tmux("the hostile-tree journeys of dfdu browse")
-}
 
 /// Whether this test may mount; prints `SKIP:` when not (and fails if it must run).
 fn can_mount(test: &str) -> bool {

@@ -366,7 +366,7 @@ fn zsh_completion_parses_and_lists_every_option() {
 
 #[test]
 fn zsh_completes_in_a_terminal() {
-    if !have_or_skip("zsh", "the zsh terminal completion test") || !have_tmux("the zsh terminal completion test") {
+    if !have_or_skip("zsh", "the zsh terminal completion test") || !have_tmux() {
         return;
     }
     let scratch = Scratch::new("zsh-completion");

@@ -4,19 +4,9 @@
 
 mod common;
 
-use common::Scratch;
+use common::{dfdu_path, du_bytes, json_field, run_ok, Scratch};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn dfdu() -> &'static str {
-    env!("CARGO_BIN_EXE_dfdu")
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
+use std::process::Command;
 
 /// A generated tree (the benchmark generator, small): hard links across directories,
 /// symlinks of every kind, sparse files, odd names.
@@ -27,19 +17,8 @@ fn tree(dir: &Path) -> PathBuf {
     t
 }
 
-/// The number after `"key":` in a JSON report (first occurrence).
-fn field(json: &str, key: &str) -> u64 {
-    let at = json.find(&format!("\"{key}\":")).unwrap_or_else(|| panic!("no {key} in {json}")) + key.len() + 3;
-    json[at..].chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
-}
-
 fn report(args: &[&str]) -> String {
-    String::from_utf8(run(Command::new(dfdu()).arg("scan").arg("--json").args(args)).stdout).unwrap()
-}
-
-fn du_bytes(args: &[&str], path: &Path) -> u64 {
-    let out = run(Command::new("du").args(args).arg(path));
-    String::from_utf8_lossy(&out.stdout).split('\t').next().unwrap().trim().parse().unwrap()
+    String::from_utf8(run_ok(Command::new(dfdu_path()).arg("scan").arg("--json").args(args)).stdout).unwrap()
 }
 
 /// Everything after the header line (the header carries program and timestamp), with
@@ -68,16 +47,16 @@ fn totals_and_counts_match_du_and_find() {
     let dir = scratch.dir.clone();
     let t = tree(&dir);
     let json = report(&["-q", &t.to_string_lossy()]);
-    assert_eq!(field(&json, "disk_bytes"), du_bytes(&["-sB1"], &t), "disk usage vs du -sB1");
-    assert_eq!(field(&json, "apparent_bytes"), du_bytes(&["-sb"], &t), "apparent size vs du -sb");
-    let find = run(Command::new("find").arg(&t).args(["-printf", "%y\\n"]));
+    assert_eq!(json_field(&json, "disk_bytes"), du_bytes(&["-sB1"], &t), "disk usage vs du -sB1");
+    assert_eq!(json_field(&json, "apparent_bytes"), du_bytes(&["-sb"], &t), "apparent size vs du -sb");
+    let find = run_ok(Command::new("find").arg(&t).args(["-printf", "%y\\n"]));
     let kinds = String::from_utf8(find.stdout).unwrap();
     let count = |k: &str| kinds.lines().filter(|l| *l == k).count() as u64;
-    assert_eq!(field(&json, "entries"), kinds.lines().count() as u64);
-    assert_eq!(field(&json, "dirs"), count("d"));
-    assert_eq!(field(&json, "files"), count("f"));
-    assert_eq!(field(&json, "symlinks"), count("l"));
-    assert!(field(&json, "hardlinked_files") > 0 && field(&json, "duplicate_link_names") > 0);
+    assert_eq!(json_field(&json, "entries"), kinds.lines().count() as u64);
+    assert_eq!(json_field(&json, "dirs"), count("d"));
+    assert_eq!(json_field(&json, "files"), count("f"));
+    assert_eq!(json_field(&json, "symlinks"), count("l"));
+    assert!(json_field(&json, "hardlinked_files") > 0 && json_field(&json, "duplicate_link_names") > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -91,8 +70,8 @@ fn ncdu_reads_our_export_and_writes_it_back_the_same() {
     let t = tree(&dir);
     let ours = dir.join("ours.json");
     let theirs = dir.join("theirs.json");
-    run(Command::new(dfdu()).args(["scan", "-q", "--exclude", "*.log", "-o"]).arg(&ours).arg(&t));
-    run(Command::new("ncdu").arg("-f").arg(&ours).arg("-o").arg(&theirs).env("TERM", "dumb"));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "--exclude", "*.log", "-o"]).arg(&ours).arg(&t));
+    run_ok(Command::new("ncdu").arg("-f").arg(&ours).arg("-o").arg(&theirs).env("TERM", "dumb"));
     let (a, b) = (body(&ours), body(&theirs));
     assert!(a.len() > 100_000, "the export is too small to mean anything");
     let has = |needle: &[u8]| a.windows(needle.len()).any(|w| w == needle);
@@ -112,12 +91,12 @@ fn we_read_ncdus_export_with_the_same_totals_as_our_scan() {
     let dir = scratch.dir.clone();
     let t = tree(&dir);
     let theirs = dir.join("ncdu.json");
-    run(Command::new("ncdu").args(["-0", "-o"]).arg(&theirs).arg(&t));
+    run_ok(Command::new("ncdu").args(["-0", "-o"]).arg(&theirs).arg(&t));
     let imported = report(&["-f", &theirs.to_string_lossy()]);
     let scanned = report(&["-q", &t.to_string_lossy()]);
     for key in ["disk_bytes", "apparent_bytes", "entries", "dirs", "files", "nonregular", "hardlinked_files", "errors"]
     {
-        assert_eq!(field(&imported, key), field(&scanned, key), "{key}");
+        assert_eq!(json_field(&imported, key), json_field(&scanned, key), "{key}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -128,13 +107,13 @@ fn export_import_export_gives_the_same_bytes() {
     let dir = scratch.dir.clone();
     let t = tree(&dir);
     let (one, two) = (dir.join("one.json"), dir.join("two.json"));
-    run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&one).arg(&t));
-    run(Command::new(dfdu()).args(["scan", "-q", "-f"]).arg(&one).arg("-o").arg(&two));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-o"]).arg(&one).arg(&t));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-f"]).arg(&one).arg("-o").arg(&two));
     assert!(body(&one) == body(&two), "round trip changed the export");
     // And through standard input and output.
     let piped = Command::new("sh")
         .arg("-c")
-        .arg(format!("'{}' scan -o - -f - < '{}'", dfdu(), one.display()))
+        .arg(format!("'{}' scan -o - -f - < '{}'", dfdu_path().display(), one.display()))
         .output()
         .unwrap();
     assert!(piped.status.success());
@@ -149,7 +128,7 @@ fn bad_exports_are_refused_with_an_offset_and_status_1() {
     let dir = scratch.dir.clone();
     let f = dir.join("bad.json");
     std::fs::write(&f, b"[1,2,{},[{\"name\":\"/x\",\"asize\":-5}]]").unwrap();
-    let out = Command::new(dfdu()).args(["scan", "-f"]).arg(&f).output().unwrap();
+    let out = Command::new(dfdu_path()).args(["scan", "-f"]).arg(&f).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("byte 30:") && err.contains("unsigned"), "{err}");
@@ -162,7 +141,7 @@ fn unreadable_entries_are_reported_and_exit_1() {
     let dir = scratch.dir.clone();
     std::fs::create_dir_all(dir.join("t/locked/inner")).unwrap();
     std::fs::write(dir.join("t/file"), b"x").unwrap();
-    let uid = run(Command::new("id").arg("-u")).stdout;
+    let uid = run_ok(Command::new("id").arg("-u")).stdout;
     if uid.trim_ascii() == b"0" {
         // Root reads everything: run as nobody, on a tree nobody may traverse. The way to
         // the scratch directory is left as it is (this test once made /tmp 0755, no longer
@@ -179,17 +158,17 @@ fn unreadable_entries_are_reported_and_exit_1() {
     std::fs::set_permissions(dir.join("t/locked"), std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
     let mut cmd = if uid.trim_ascii() == b"0" {
         let copy = dir.join("dfdu");
-        std::fs::copy(dfdu(), &copy).unwrap();
+        std::fs::copy(dfdu_path(), &copy).unwrap();
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(copy);
         c
     } else {
-        Command::new(dfdu())
+        Command::new(dfdu_path())
     };
     let out = cmd.args(["scan", "--json", "-q"]).arg(dir.join("t")).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("could not be read"));
-    assert_eq!(field(&String::from_utf8_lossy(&out.stdout), "errors"), 1);
+    assert_eq!(json_field(&String::from_utf8_lossy(&out.stdout), "errors"), 1);
     std::fs::set_permissions(dir.join("t/locked"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -199,7 +178,7 @@ fn unreadable_entries_are_reported_and_exit_1() {
 /// entered, and ncdu reads that export back.
 #[test]
 fn bind_mount_loop_is_marked_and_not_entered() {
-    let uid = run(Command::new("id").arg("-u")).stdout;
+    let uid = run_ok(Command::new("id").arg("-u")).stdout;
     if uid.trim_ascii() != b"0" {
         eprintln!("SKIP: bind_mount_loop_is_marked_and_not_entered needs root to bind-mount");
         return;
@@ -217,7 +196,8 @@ fn bind_mount_loop_is_marked_and_not_entered() {
         return;
     }
     let export = dir.join("export.json");
-    let scanned = Command::new(dfdu()).args(["scan", "--json", "-q", "-o"]).arg(&export).arg(&bl).output().unwrap();
+    let scanned =
+        Command::new(dfdu_path()).args(["scan", "--json", "-q", "-o"]).arg(&export).arg(&bl).output().unwrap();
     let reexport = have_ncdu().then(|| {
         let theirs = dir.join("theirs.json");
         let st = Command::new("ncdu").arg("-f").arg(&export).arg("-o").arg(&theirs).env("TERM", "dumb").status();
@@ -226,9 +206,9 @@ fn bind_mount_loop_is_marked_and_not_entered() {
     let du = du_bytes(&["-sB1"], &bl);
     assert!(scanned.status.success(), "{}", String::from_utf8_lossy(&scanned.stderr));
     let json = String::from_utf8_lossy(&scanned.stdout);
-    assert_eq!(field(&json, "disk_bytes"), du, "disk usage vs du -sB1 (which leaves the loop out)");
-    assert_eq!(field(&json, "loops"), 1, "{json}");
-    assert_eq!(field(&json, "entries"), 5, "bl, file, sub, deeper, deeper/x: {json}");
+    assert_eq!(json_field(&json, "disk_bytes"), du, "disk usage vs du -sB1 (which leaves the loop out)");
+    assert_eq!(json_field(&json, "loops"), 1, "{json}");
+    assert_eq!(json_field(&json, "entries"), 5, "bl, file, sub, deeper, deeper/x: {json}");
     let data = std::fs::read(&export).unwrap();
     let has = |needle: &[u8]| data.windows(needle.len()).any(|w| w == needle);
     assert!(has(b"{\"name\":\"sub\",\"excluded\":\"otherfs\"}"), "{}", String::from_utf8_lossy(&data));
@@ -254,14 +234,18 @@ fn gdu_export_with_hard_links_equals_du_less_directory_blocks() {
     let dir = scratch.dir.clone();
     let t = tree(&dir);
     let export = dir.join("gdu.json");
-    run(Command::new("gdu").args(["-n", "-o"]).arg(&export).arg(&t));
+    run_ok(Command::new("gdu").args(["-n", "-o"]).arg(&export).arg(&t));
     let data = std::fs::read(&export).unwrap();
     let needle = b"\"hlnkc\":true";
     assert!(data.windows(needle.len()).any(|w| w == needle), "the tree has hard links gdu marks");
-    let find = run(Command::new("find").arg(&t).args(["-type", "d", "-printf", "%b\\n"]));
+    let find = run_ok(Command::new("find").arg(&t).args(["-type", "d", "-printf", "%b\\n"]));
     let dir_blocks: u64 = String::from_utf8(find.stdout).unwrap().lines().map(|l| l.parse::<u64>().unwrap()).sum();
     let imported = report(&["-f", &export.to_string_lossy()]);
-    assert_eq!(field(&imported, "disk_bytes"), du_bytes(&["-sB1"], &t) - dir_blocks * 512, "gdu import vs du -sB1");
+    assert_eq!(
+        json_field(&imported, "disk_bytes"),
+        du_bytes(&["-sB1"], &t) - dir_blocks * 512,
+        "gdu import vs du -sB1"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -280,7 +264,7 @@ const SAME: [&str; 9] = [
 
 fn same_report(a: &str, b: &str, what: &str) {
     for key in SAME {
-        assert_eq!(field(a, key), field(b, key), "{key}: {what}");
+        assert_eq!(json_field(a, key), json_field(b, key), "{key}: {what}");
     }
 }
 
@@ -294,17 +278,21 @@ fn binary_export_read_back_equals_the_scan() {
     let t = tree(&dir);
     let (bin, from_scan, from_bin) = (dir.join("t.ncdu"), dir.join("scan.json"), dir.join("bin.json"));
     let scanned = report(&["-q", "--exclude", "*.log", "-O", &bin.to_string_lossy(), &t.to_string_lossy()]);
-    run(Command::new(dfdu()).args(["scan", "-q", "--exclude", "*.log", "-o"]).arg(&from_scan).arg(&t));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "--exclude", "*.log", "-o"]).arg(&from_scan).arg(&t));
     let data = std::fs::read(&bin).unwrap();
     assert!(data.starts_with(b"\xbfncduEX1") && data.len() > 100_000, "a binary export of some size");
     let back = report(&["-f", &bin.to_string_lossy()]);
-    assert!(field(&scanned, "excluded") > 0 && field(&scanned, "hardlinked_files") > 0, "{scanned}");
+    assert!(json_field(&scanned, "excluded") > 0 && json_field(&scanned, "hardlinked_files") > 0, "{scanned}");
     same_report(&scanned, &back, "scan vs its binary export read back");
-    run(Command::new(dfdu()).args(["scan", "-f"]).arg(&bin).arg("-o").arg(&from_bin));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-f"]).arg(&bin).arg("-o").arg(&from_bin));
     assert!(body(&from_scan) == body(&from_bin), "the binary export read back exports other JSON than the scan");
     let piped = Command::new("sh")
         .arg("-c")
-        .arg(format!("'{0}' scan -q --exclude '*.log' -O - '{1}' | '{0}' scan --json -f -", dfdu(), t.display()))
+        .arg(format!(
+            "'{0}' scan -q --exclude '*.log' -O - '{1}' | '{0}' scan --json -f -",
+            dfdu_path().display(),
+            t.display()
+        ))
         .output()
         .unwrap();
     assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
@@ -346,7 +334,7 @@ fn the_independent_reader_parses_our_binary_export() {
     let t = tree(&dir);
     let (bin, json) = (dir.join("t.ncdu"), dir.join("t.json"));
     let scanned = report(&["-q", "--exclude", "*.log", "-O", &bin.to_string_lossy(), &t.to_string_lossy()]);
-    run(Command::new(dfdu()).args(["scan", "-q", "-f"]).arg(&bin).arg("-o").arg(&json));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-f"]).arg(&bin).arg("-o").arg(&json));
     let compare = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ncdu-reader/compare.py");
     let venv = python.parent().and_then(Path::parent).unwrap().to_path_buf();
     let out =
@@ -358,10 +346,10 @@ fn the_independent_reader_parses_our_binary_export() {
         String::from_utf8_lossy(&out.stderr)
     );
     let root: Vec<u64> = text.lines().next().unwrap().split(' ').skip(1).map(|v| v.parse().unwrap()).collect();
-    assert_eq!(root[0], field(&scanned, "disk_bytes"), "the root's cumulative disk usage");
-    assert_eq!(root[1], field(&scanned, "apparent_bytes"), "the root's cumulative apparent size");
-    assert_eq!(root[2] + 1, field(&scanned, "entries"), "the root's item count");
-    assert_eq!(root[3] + 1, field(&scanned, "entries"), "the entries ncdu-reader found");
+    assert_eq!(root[0], json_field(&scanned, "disk_bytes"), "the root's cumulative disk usage");
+    assert_eq!(root[1], json_field(&scanned, "apparent_bytes"), "the root's cumulative apparent size");
+    assert_eq!(root[2] + 1, json_field(&scanned, "entries"), "the root's item count");
+    assert_eq!(root[3] + 1, json_field(&scanned, "entries"), "the entries ncdu-reader found");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -377,10 +365,10 @@ fn zstd_compressed_json_reads_as_the_plain_export() {
     let dir = scratch.dir.clone();
     let t = tree(&dir);
     let json = dir.join("t.json");
-    run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&json).arg(&t));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-o"]).arg(&json).arg(&t));
     let plain = report(&["-f", &json.to_string_lossy()]);
     let zst = dir.join("t.json.zst");
-    run(Command::new("zstd").args(["-q", "-19", "-f", "-o"]).arg(&zst).arg(&json));
+    run_ok(Command::new("zstd").args(["-q", "-19", "-f", "-o"]).arg(&zst).arg(&json));
     // Two frames: the export cut in two, each half compressed on its own.
     let data = std::fs::read(&json).unwrap();
     let (a, b) = data.split_at(data.len() / 2);
@@ -389,7 +377,7 @@ fn zstd_compressed_json_reads_as_the_plain_export() {
     for (k, half) in [a, b].iter().enumerate() {
         let part = dir.join(format!("half{k}"));
         std::fs::write(&part, half).unwrap();
-        run(Command::new("zstd").args(["-q", "-3", "-f"]).arg(&part));
+        run_ok(Command::new("zstd").args(["-q", "-3", "-f"]).arg(&part));
         frames.extend(std::fs::read(dir.join(format!("half{k}.zst"))).unwrap());
     }
     std::fs::write(&two, frames).unwrap();
@@ -399,7 +387,7 @@ fn zstd_compressed_json_reads_as_the_plain_export() {
     }
     let piped = Command::new("sh")
         .arg("-c")
-        .arg(format!("'{}' scan --json -f - < '{}'", dfdu(), zst.display()))
+        .arg(format!("'{}' scan --json -f - < '{}'", dfdu_path().display(), zst.display()))
         .output()
         .unwrap();
     assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
@@ -409,7 +397,7 @@ fn zstd_compressed_json_reads_as_the_plain_export() {
     let mid = bad.len() / 2;
     bad.truncate(mid);
     std::fs::write(&zst, &bad).unwrap();
-    let out = Command::new(dfdu()).args(["scan", "-f"]).arg(&zst).output().unwrap();
+    let out = Command::new(dfdu_path()).args(["scan", "-f"]).arg(&zst).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }

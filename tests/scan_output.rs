@@ -13,26 +13,23 @@
 
 mod common;
 
-use common::{build, is_root, Scratch};
+use common::{build, dfdu_path, is_root, Scratch};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn dfdu() -> PathBuf {
-    common::dfdu_path()
-}
-
 /// `dfdu ARGS` with stdout going to `stdout` (piped when `None`).
 fn run_with(args: &[&str], stdout: Option<Stdio>, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(dfdu());
+    let mut cmd = Command::new(dfdu_path());
     cmd.args(args).envs(env.iter().copied()).stdin(Stdio::null()).stderr(Stdio::piped());
     cmd.stdout(stdout.unwrap_or_else(Stdio::piped));
     cmd.output().unwrap_or_else(|e| panic!("dfdu {args:?}: {e}"))
 }
 
-fn run(args: &[&str]) -> Output {
+/// `dfdu ARGS`, its output piped.
+fn run_dfdu(args: &[&str]) -> Output {
     run_with(args, None, &[])
 }
 
@@ -42,7 +39,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// The message prefix of a subcommand, as dfdu prints it (argv[0] is the test's path).
 fn prefix(sub: &str) -> String {
-    format!("{} {sub}: ", dfdu().display())
+    format!("{} {sub}: ", dfdu_path().display())
 }
 
 fn dev_full() -> Stdio {
@@ -97,7 +94,7 @@ fn json_report_of_a_hostile_import_parses() {
     let scratch = Scratch::new("scan-output-json");
     let f = scratch.dir.join("hostile.json");
     write(&f, HOSTILE_EXPORT);
-    let out = run(&["scan", "-f", f.to_str().unwrap(), "--json"]);
+    let out = run_dfdu(&["scan", "-f", f.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(python(&out.stdout, "d['source']"), r#""import of a a\u001bb\u2028c\"d\\e\n export""#);
     assert_eq!(python(&out.stdout, "d['roots'][0]['path']"), r#""/r\u0001\u2028""#);
@@ -115,7 +112,7 @@ fn export_of_a_hostile_import_parses_and_ncdu_reads_it() {
     let scratch = Scratch::new("scan-output-export");
     let f = scratch.dir.join("hostile.json");
     write(&f, HOSTILE_EXPORT);
-    let out = run(&["scan", "-f", f.to_str().unwrap(), "-o", "-"]);
+    let out = run_dfdu(&["scan", "-f", f.to_str().unwrap(), "-o", "-"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(python(&out.stdout, "d[3][0]['name']"), r#""/r\u0001\u2028""#);
     assert_eq!(python(&out.stdout, "d[3][1]['name']"), r#""f\u0002\u007f\u2029""#);
@@ -141,12 +138,12 @@ fn json_of_a_scanned_tree_with_control_characters_parses() {
     }
     fs::create_dir(root.join(std::ffi::OsStr::from_bytes(b"dir\x7f"))).unwrap();
     let root = root.to_str().unwrap();
-    let report = run(&["scan", "-q", "--json", root]);
+    let report = run_dfdu(&["scan", "-q", "--json", root]);
     assert!(report.status.success(), "{}", text(&report.stderr));
     assert_eq!(python(&report.stdout, "d['roots'][0]['files']"), "4");
     let names = python(&report.stdout, "sorted(f['path'].rsplit('/',1)[1] for f in d['roots'][0]['largest_files'])");
     assert_eq!(names, r#"["ctl\u0001\u001b", "nl\nx", "q\"b\\", "\u2028sep"]"#);
-    let export = run(&["scan", "-q", "-o", "-", root]);
+    let export = run_dfdu(&["scan", "-q", "-o", "-", root]);
     assert!(export.status.success(), "{}", text(&export.stderr));
     assert_eq!(python(&export.stdout, "len(d[3])"), "6");
 }
@@ -167,16 +164,16 @@ fn imported_sizes_saturate_instead_of_wrapping() {
     let f = scratch.dir.join("huge.json");
     write(&f, json.as_bytes());
     let f = f.to_str().unwrap();
-    let report = run(&["scan", "-f", f, "--json"]);
+    let report = run_dfdu(&["scan", "-f", f, "--json"]);
     assert!(report.status.success(), "{}", text(&report.stderr));
     assert_eq!(python(&report.stdout, "d['roots'][0]['disk_bytes']"), u64::MAX.to_string());
     assert_eq!(python(&report.stdout, "d['roots'][0]['apparent_bytes']"), u64::MAX.to_string());
-    let plain = text(&run(&["scan", "-f", f, "-b"]).stdout);
+    let plain = text(&run_dfdu(&["scan", "-f", f, "-b"]).stdout);
     assert!(plain.contains("  disk usage         Infinity\n"), "{plain}");
     // The re-export keeps each entry's own size: importing it again saturates again.
     let again = scratch.dir.join("again.json");
-    write(&again, &run(&["scan", "-f", f, "-o", "-"]).stdout);
-    let report = run(&["scan", "-f", again.to_str().unwrap(), "--json"]);
+    write(&again, &run_dfdu(&["scan", "-f", f, "-o", "-"]).stdout);
+    let report = run_dfdu(&["scan", "-f", again.to_str().unwrap(), "--json"]);
     assert_eq!(python(&report.stdout, "d['roots'][0]['disk_bytes']"), u64::MAX.to_string());
 }
 
@@ -195,9 +192,9 @@ fn scanned_sizes_saturate_like_du() {
     build(&root, &["z a 9223372036854775807", "z b 9223372036854775807", "z sub/c 9223372036854775807"]);
     let du = Command::new("du").arg("-sb").arg(&root).output().unwrap();
     assert!(text(&du.stdout).starts_with("Infinity\t"), "the reference: {}", text(&du.stdout));
-    let report = run(&["scan", "-q", "--json", root.to_str().unwrap()]);
+    let report = run_dfdu(&["scan", "-q", "--json", root.to_str().unwrap()]);
     assert_eq!(python(&report.stdout, "d['roots'][0]['apparent_bytes']"), u64::MAX.to_string());
-    let plain = text(&run(&["scan", "-q", "-b", root.to_str().unwrap()]).stdout);
+    let plain = text(&run_dfdu(&["scan", "-q", "-b", root.to_str().unwrap()]).stdout);
     assert!(plain.contains("  apparent size      Infinity\n"), "{plain}");
 }
 
@@ -229,7 +226,7 @@ fn du_mode_write_errors_match_gnu_du() {
     build(&root, &["f a 100", "f b/c 5000"]);
     for args in [&["."][..], &["-a", "."], &["-a", ".", "missing"], &["--help"], &["--version"]] {
         let mut outcomes = Vec::new();
-        for program in [PathBuf::from("/usr/bin/du"), dfdu()] {
+        for program in [PathBuf::from("/usr/bin/du"), dfdu_path()] {
             let out = Command::new(&program)
                 .arg0("du")
                 .args(args)
@@ -284,7 +281,7 @@ fn scan_names_what_it_could_not_read_like_du() {
             .unwrap()
     };
     let du = as_nobody(Path::new("/usr/bin/du"), &["."]);
-    let scan = as_nobody(&dfdu(), &["scan", "-q", "--json", "."]);
+    let scan = as_nobody(&dfdu_path(), &["scan", "-q", "--json", "."]);
     let mut want: Vec<String> = text(&du.stderr).lines().map(|l| l.replacen("du: ", "dfdu scan: ", 1)).collect();
     let mut got: Vec<String> = text(&scan.stderr).lines().map(str::to_string).collect();
     let summary = got.pop().unwrap_or_default();
@@ -311,7 +308,7 @@ fn missing_or_non_directory_roots_exit_1() {
     build(&root, &["f file 10", "d dir/sub", "d dir2"]);
     let p = |name: &str| root.join(name).to_str().unwrap().to_string();
     let (file, dir, dir2, missing) = (p("file"), p("dir"), p("dir2"), p("missing"));
-    let ok = run(&["scan", "-q", &dir]);
+    let ok = run_dfdu(&["scan", "-q", &dir]);
     assert_eq!(ok.status.code(), Some(0), "the control: {}", text(&ok.stderr));
     // The wording is checked in `messages_use_one_prefix_right_plurals_and_no_rust_wording`;
     // here the exit status, and that the message names the root and the reason.
@@ -327,7 +324,7 @@ fn missing_or_non_directory_roots_exit_1() {
     for &(roots, reported, message) in cases {
         let mut args = vec!["scan", "-q"];
         args.extend_from_slice(roots);
-        let out = run(&args);
+        let out = run_dfdu(&args);
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         assert_eq!(out.status.code(), Some(1), "{roots:?}: {stderr}");
         let names = |l: &str| l.replace('\'', "").contains(message);
@@ -350,7 +347,7 @@ fn export_sizes_are_stat_sizes_in_their_own_fields() {
     let nums: Vec<u64> = text(&st.stdout).split_whitespace().map(|w| w.parse().unwrap()).collect();
     let (size, disk) = (nums[0], nums[1] * nums[2]);
     assert_ne!(size, disk, "the test needs a file whose two sizes differ");
-    let out = run(&["scan", "-q", "-o", "-", root.to_str().unwrap()]);
+    let out = run_dfdu(&["scan", "-q", "-o", "-", root.to_str().unwrap()]);
     assert_eq!(python(&out.stdout, "[e for e in d[3][1:] if e['name'] == 'known'][0]['asize']"), size.to_string());
     assert_eq!(python(&out.stdout, "[e for e in d[3][1:] if e['name'] == 'known'][0]['dsize']"), disk.to_string());
 }
@@ -368,10 +365,10 @@ fn imported_excluded_entries_stay_excluded_through_reexport() {
         br#"[1,2,{"progname":"ncdu"},[{"name":"/r"},{"name":"a.o","excluded":"pattern"},[{"name":"skipdir","excluded":"pattern"}],{"name":"kept","asize":10,"dsize":4096}]]"#,
     );
     let f = f.to_str().unwrap();
-    let report = run(&["scan", "-f", f, "--json"]);
+    let report = run_dfdu(&["scan", "-f", f, "--json"]);
     assert_eq!(python(&report.stdout, "d['roots'][0]['excluded']"), "2");
     assert_eq!(python(&report.stdout, "d['roots'][0]['files']"), "1");
-    let export = run(&["scan", "-f", f, "-o", "-"]);
+    let export = run_dfdu(&["scan", "-f", f, "-o", "-"]);
     let excluded = "sorted((e[0] if isinstance(e, list) else e)['name'] for e in d[3][1:] if (e[0] if isinstance(e, list) else e).get('excluded') == 'pattern')";
     assert_eq!(python(&export.stdout, excluded), r#"["a.o", "skipdir"]"#);
 }
@@ -385,13 +382,13 @@ fn entries_add_up_with_exclude() {
     let root = scratch.subdir("tree");
     build(&root, &["f a.o 10", "f b.o 10", "f sub/c.o 10", "f keep 10", "s link keep", "d sub/empty"]);
     let root = root.to_str().unwrap();
-    let report = run(&["scan", "-q", "--json", "--exclude=*.o", root]);
+    let report = run_dfdu(&["scan", "-q", "--json", "--exclude=*.o", root]);
     let sum = "d['roots'][0]['dirs'] + d['roots'][0]['files'] + d['roots'][0]['symlinks'] + d['roots'][0]['other'] + d['roots'][0]['excluded'] + d['roots'][0]['unstatable'] + d['roots'][0]['loops']";
     assert_eq!(python(&report.stdout, "d['roots'][0]['entries']"), python(&report.stdout, sum));
     assert_eq!(python(&report.stdout, "d['roots'][0]['excluded']"), "3");
     let find = Command::new("find").arg(root).output().unwrap();
     assert_eq!(python(&report.stdout, "d['roots'][0]['entries']"), text(&find.stdout).lines().count().to_string());
-    let plain = text(&run(&["scan", "-q", "--exclude=*.o", root]).stdout);
+    let plain = text(&run_dfdu(&["scan", "-q", "--exclude=*.o", root]).stdout);
     assert!(plain.contains("(3 directories, 1 file, 1 symlink, 0 other, 3 excluded)"), "{plain}");
 }
 
@@ -400,7 +397,7 @@ fn messages_use_one_prefix_right_plurals_and_no_rust_wording() {
     let scratch = Scratch::new("scan-output-messages");
     let root = scratch.subdir("tree");
     build(&root, &["d empty"]);
-    let out = run(&["scan", "/nonexistent"]);
+    let out = run_dfdu(&["scan", "/nonexistent"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(err.lines().all(|l| l.starts_with(&prefix("scan"))), "{err}");
@@ -414,7 +411,7 @@ fn messages_use_one_prefix_right_plurals_and_no_rust_wording() {
         &["dupes", "-X", "/nonexistent", "."],
         &["diff", "-X", "/nonexistent", ".", "."],
     ] {
-        let out = run(args);
+        let out = run_dfdu(args);
         let err = text(&out.stderr);
         assert!(!err.contains("os error") && err.contains("No such file or directory"), "{args:?}: {err}");
         assert!(err.starts_with(&prefix(args[0])), "{args:?}: {err}");
@@ -426,19 +423,19 @@ fn messages_use_one_prefix_right_plurals_and_no_rust_wording() {
         (&["scan", "-f", tree][..], "Is a directory"),
         (&["scan", "-q", "--treemap", "/nonexistent/t.svg", tree], "No such file or directory"),
     ] {
-        let out = run(args);
+        let out = run_dfdu(args);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.starts_with(&prefix("scan")) && err.ends_with(&format!(": {reason}\n")), "{args:?}: {err}");
         assert!(!err.contains("os error"), "{args:?}: {err}");
     }
-    let empty = text(&run(&["scan", "-q", root.join("empty").to_str().unwrap()]).stdout);
+    let empty = text(&run_dfdu(&["scan", "-q", root.join("empty").to_str().unwrap()]).stdout);
     assert!(empty.contains("(1 directory, 0 files, 0 symlinks, 0 other)"), "{empty}");
     for sub in ["scan", "browse"] {
-        let v = run(&[sub, "--version"]);
+        let v = run_dfdu(&[sub, "--version"]);
         assert!(v.status.success() && text(&v.stdout).starts_with("dfdu "), "{sub} --version: {}", text(&v.stderr));
     }
-    let both = run(&["scan", "--json", "-o", "-", root.to_str().unwrap()]);
+    let both = run_dfdu(&["scan", "--json", "-o", "-", root.to_str().unwrap()]);
     assert_eq!(both.status.code(), Some(2));
     assert!(text(&both.stderr).starts_with(&format!("{}--json and -o - both write", prefix("scan"))));
     assert!(both.stdout.is_empty());
@@ -456,14 +453,15 @@ fn dfdu_threads_is_checked_like_dash_j() {
             let want = format!("{}invalid number of threads '{bad}' in DFDU_THREADS\n", prefix(sub));
             assert_eq!((out.status.code(), text(&out.stderr)), (Some(2), want), "DFDU_THREADS={bad} dfdu {sub}");
         }
-        let du = Command::new(dfdu()).arg0("du").args(["-s", root]).env("LC_ALL", "C").envs(env).output().unwrap();
-        let dash_j = Command::new(dfdu()).arg0("du").args(["-s", "-j", bad, root]).env("LC_ALL", "C").output().unwrap();
+        let du = Command::new(dfdu_path()).arg0("du").args(["-s", root]).env("LC_ALL", "C").envs(env).output().unwrap();
+        let dash_j =
+            Command::new(dfdu_path()).arg0("du").args(["-s", "-j", bad, root]).env("LC_ALL", "C").output().unwrap();
         assert_eq!(du.status.code(), dash_j.status.code(), "du: DFDU_THREADS={bad} answers as -j {bad}");
         assert_eq!(text(&du.stderr).replace(" in DFDU_THREADS", ""), text(&dash_j.stderr), "DFDU_THREADS={bad}");
     }
     let ok = run_with(&["scan", "-q", root], None, &[("DFDU_THREADS", "3")]);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
-    let help = text(&Command::new(dfdu()).arg0("du").arg("--help").output().unwrap().stdout);
+    let help = text(&Command::new(dfdu_path()).arg0("du").arg("--help").output().unwrap().stdout);
     assert!(help.contains("four per usable") && help.contains("4 to 32"), "the default the code uses:\n{help}");
     // Issue 24, item 15: du's help named only scan and browse of the subcommands.
     for sub in ["scan", "browse", "diff", "dupes", "dedupe"] {

@@ -16,21 +16,12 @@
 //! Without root or the tools, each test prints `SKIP:` and passes, unless
 //! `DFDU_REQUIRE_ROOT=1`, where it fails instead.
 
+mod common;
+
+use common::dupes::have;
+use common::{dfdu_path, is_root, json_num};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn dfdu() -> &'static str {
-    env!("CARGO_BIN_EXE_dfdu")
-}
-
-fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
-}
 
 /// True when the test can run; otherwise prints why (or fails under DFDU_REQUIRE_ROOT=1).
 fn can_run(test: &str, tools: &[&str]) -> bool {
@@ -147,15 +138,12 @@ fn btrfs_du(paths: &[String]) -> Vec<[u64; 3]> {
         .collect()
 }
 
-fn json_u64(json: &str, key: &str) -> Option<u64> {
-    let pat = format!("\"{key}\":");
-    let i = json.find(&pat)?;
-    json[i + pat.len()..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().ok()
-}
-
 fn scan_export(root: &Path) -> String {
-    let out =
-        Command::new(dfdu()).args(["scan", "--shared", "-q", "-b", "-o", "-"]).arg(root).output().expect("run dfdu");
+    let out = Command::new(dfdu_path())
+        .args(["scan", "--shared", "-q", "-b", "-o", "-"])
+        .arg(root)
+        .output()
+        .expect("run dfdu");
     assert!(out.status.success(), "dfdu scan: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -233,23 +221,23 @@ fn btrfs_every_directory_matches_btrfs_filesystem_du() {
     let root = &want[0];
     assert!(root[1] > 0 && root[2] > 0 && root[0] > root[1] + root[2], "root figures {root:?}");
     // The JSON report carries the root's figures.
-    let out = Command::new(dfdu()).args(["scan", "--shared", "-q", "--json"]).arg(&top).output().unwrap();
+    let out = Command::new(dfdu_path()).args(["scan", "--shared", "-q", "--json"]).arg(&top).output().unwrap();
     let json = String::from_utf8_lossy(&out.stdout);
     let shared = &json[json.find("\"shared\":").expect("a shared object")..];
-    assert_eq!(json_u64(shared, "total_bytes"), Some(root[0]));
-    assert_eq!(json_u64(shared, "exclusive_bytes"), Some(root[1]));
-    assert_eq!(json_u64(shared, "set_shared_bytes"), Some(root[2]));
+    assert_eq!(json_num(shared, "total_bytes"), Some(root[0]));
+    assert_eq!(json_num(shared, "exclusive_bytes"), Some(root[1]));
+    assert_eq!(json_num(shared, "set_shared_bytes"), Some(root[2]));
     // Sharing counted once: less than the plain disk usage, more than the shared set.
-    let once = json_u64(shared, "disk_bytes_once").unwrap();
-    let disk = json_u64(&json, "disk_bytes").unwrap();
+    let once = json_num(shared, "disk_bytes_once").unwrap();
+    let disk = json_num(&json, "disk_bytes").unwrap();
     assert!(once < disk && once >= root[1] + root[2], "disk once {once}, disk {disk}, {root:?}");
     // --no-shared asks nothing and reports nothing.
-    let out = Command::new(dfdu()).args(["scan", "--no-shared", "-q", "--json"]).arg(&top).output().unwrap();
+    let out = Command::new(dfdu_path()).args(["scan", "--no-shared", "-q", "--json"]).arg(&top).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("\"shared\""));
     // An import reads the figures back: the same export again.
     let file = m.at.join("export.json");
     std::fs::write(&file, &export).unwrap();
-    let again = Command::new(dfdu()).args(["scan", "-q", "-f"]).arg(&file).args(["-o", "-"]).output().unwrap();
+    let again = Command::new(dfdu_path()).args(["scan", "-q", "-f"]).arg(&file).args(["-o", "-"]).output().unwrap();
     let again = String::from_utf8_lossy(&again.stdout);
     assert_eq!(export_dirs(&again), dirs, "import → export keeps every directory's figures");
     // Debian's ncdu loads the export with the extra keys and writes it out again.
@@ -366,7 +354,7 @@ fn used_bytes(dir: &Path) -> u64 {
 }
 
 fn shared_json(root: &Path) -> String {
-    let out = Command::new(dfdu()).args(["scan", "--shared", "-q", "--json"]).arg(root).output().unwrap();
+    let out = Command::new(dfdu_path()).args(["scan", "--shared", "-q", "--json"]).arg(root).output().unwrap();
     let json = String::from_utf8_lossy(&out.stdout).into_owned();
     json[json.find("\"shared\":").expect("a shared object")..].to_string()
 }
@@ -395,7 +383,7 @@ fn xfs_disk_once_is_the_space_taken_and_exclusive_is_what_delete_frees() {
          sync"
     ));
     let taken = used_bytes(&m.at) - before;
-    let once = json_u64(&shared_json(&top), "disk_bytes_once").unwrap();
+    let once = json_num(&shared_json(&top), "disk_bytes_once").unwrap();
     // Inodes and directory blocks come on top of the data: allow 256 KiB of metadata.
     let slack = 256 * 1024;
     assert!(once <= taken && taken - once <= slack, "disk once {once}, statfs used {taken}");
@@ -434,7 +422,7 @@ fn ext4_asks_no_fiemap() {
     let out = Command::new("strace")
         .args(["-f", "-e", "trace=ioctl,fstatfs", "-o"])
         .arg(&log)
-        .arg(dfdu())
+        .arg(dfdu_path())
         .args(["scan", "--shared", "-q", "--json"])
         .arg(&top)
         .output()
@@ -446,7 +434,7 @@ fn ext4_asks_no_fiemap() {
     let with = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(!with.contains("\"shared\""), "no sharing figures on ext4");
     // And the report is the one a scan without sharing gives (but for the time it took).
-    let without = Command::new(dfdu()).args(["scan", "--no-shared", "-q", "--json"]).arg(&top).output().unwrap();
+    let without = Command::new(dfdu_path()).args(["scan", "--no-shared", "-q", "--json"]).arg(&top).output().unwrap();
     assert!(without.status.success());
     let untimed = |json: &str| {
         let at = json.find("\"elapsed_seconds\":").expect("elapsed_seconds");
@@ -473,7 +461,7 @@ fn btrfs_asks_fiemap_once_per_file_with_blocks() {
     let out = Command::new("strace")
         .args(["-f", "-e", "trace=ioctl", "-o"])
         .arg(&log)
-        .arg(dfdu())
+        .arg(dfdu_path())
         .args(["scan", "--shared", "-q", "--json"])
         .arg(&top)
         .output()
@@ -502,7 +490,7 @@ struct Tmux {
 impl Tmux {
     fn start(dir: &Path) -> Tmux {
         let socket = format!("dfdu-shared-{}", std::process::id());
-        let cmd = format!("LC_ALL=C.UTF-8 '{}' browse --shared '{}'; sleep 600", dfdu(), dir.display());
+        let cmd = format!("LC_ALL=C.UTF-8 '{}' browse --shared '{}'; sleep 600", dfdu_path().display(), dir.display());
         let t = Tmux { socket };
         t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "sh", "-c", &cmd]);
         t

@@ -6,13 +6,9 @@
 
 mod common;
 
-use common::Scratch;
-use std::path::{Path, PathBuf};
+use common::{dfdu_path, Scratch};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn dfdu() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_dfdu"))
-}
 
 /// Builds trees with Python's `*at` calls, since std cannot create paths this deep.
 fn python(script: &str, cwd: &Path) {
@@ -20,7 +16,8 @@ fn python(script: &str, cwd: &Path) {
     assert!(st.success(), "tree builder failed");
 }
 
-fn run(prog: &Path, args: &[&str], cwd: &Path, wrap: Option<&[&str]>, threads: &str) -> Output {
+/// Runs `prog` as `du` (argv[0], or under the `wrap` command) in `cwd`.
+fn run_as_du(prog: &Path, args: &[&str], cwd: &Path, wrap: Option<&[&str]>, threads: &str) -> Output {
     use std::os::unix::process::CommandExt;
     let mut cmd = match wrap {
         Some(w) => {
@@ -53,8 +50,8 @@ fn same_as_du(args: &[&str], cwd: &Path, wrap: Option<&[&str]>) {
 }
 
 fn same_as_du_threads(args: &[&str], cwd: &Path, wrap: Option<&[&str]>, threads: &str) {
-    let want = run(Path::new("du"), args, cwd, None, "1");
-    let got = run(&dfdu(), args, cwd, wrap, threads);
+    let want = run_as_du(Path::new("du"), args, cwd, None, "1");
+    let got = run_as_du(&dfdu_path(), args, cwd, wrap, threads);
     assert_eq!(
         want.status.code(),
         got.status.code(),
@@ -128,7 +125,7 @@ fn same_stream_as_du(args: &[&str], cwd: &Path, threads: &str) {
             .spawn()
             .expect("timeout runs")
     };
-    let (mut want, mut got) = (start(Path::new("/usr/bin/du")), start(&dfdu()));
+    let (mut want, mut got) = (start(Path::new("/usr/bin/du")), start(&dfdu_path()));
     let errors = |child: &mut std::process::Child| {
         let mut pipe = child.stderr.take().unwrap();
         std::thread::spawn(move || {
@@ -224,7 +221,7 @@ fn low_open_file_limits_lose_no_entries() {
         // dfdu scan: every entry counted, no error.
         let out = Command::new("prlimit")
             .arg(limit)
-            .arg(dfdu())
+            .arg(dfdu_path())
             .args(["scan", "-j", "8", "t"])
             .current_dir(&dir)
             .output()
@@ -256,7 +253,7 @@ fn threads_that_cannot_start_are_done_without() {
     same_as_du_threads(&["-a", "t"], &dir, Some(wrap), "32");
     let out = Command::new("prlimit")
         .args(["--as=41943040"])
-        .arg(dfdu())
+        .arg(dfdu_path())
         .args(["scan", "-j", "32", "t"])
         .current_dir(&dir)
         .output()
@@ -272,7 +269,7 @@ fn threads_that_cannot_start_are_done_without() {
         same_as_du_threads(&["-a", "t"], &dir, Some(wrap), "64");
         let out = Command::new("prlimit")
             .args(["--as=419430400"])
-            .arg(dfdu())
+            .arg(dfdu_path())
             .args(["scan", "-j", "64", "t"])
             .current_dir(&dir)
             .output()
@@ -307,7 +304,7 @@ fn du_runs_when_no_thread_can_be_created() {
          open('t/d%d/f%d'%(i%40,i),'wb').write(b'q'*(i*700))\n",
         &dir,
     );
-    let bin = common::copy_executable(&dfdu(), &scratch.subdir("bin"), "du");
+    let bin = common::copy_executable(&dfdu_path(), &scratch.subdir("bin"), "du");
     let as_nobody = |program: &Path, args: &[&str], threads: &str, budget: &str| {
         let mut c = Command::new("timeout");
         c.args(["60", "prlimit", "--nproc=1:1"]).arg(program).args(args).current_dir(&dir).env("LC_ALL", "C");
@@ -326,7 +323,7 @@ fn du_runs_when_no_thread_can_be_created() {
         }
     }
     // The benchmark's yardstick too (`dfdu floor`): the same sums as without the limit.
-    let dfdu_bin = common::copy_executable(&dfdu(), &scratch.subdir("bin"), "dfdu");
+    let dfdu_bin = common::copy_executable(&dfdu_path(), &scratch.subdir("bin"), "dfdu");
     let floor = |wrap: &[&str], threads: &str| {
         let mut c = Command::new(wrap[0]);
         c.args(&wrap[1..]).arg(&dfdu_bin).arg("floor").args(["-j", threads, "t"]).current_dir(&dir);
@@ -350,7 +347,7 @@ fn files0_from_a_pipe_is_done_as_it_is_read() {
     let scratch = Scratch::new("files0");
     let dir = scratch.dir.clone();
     python("import os\nos.makedirs('a/b')\nopen('a/f','wb').write(b'x'*9000)\nopen('g','wb').write(b'y')\n", &dir);
-    let mut child = Command::new(dfdu())
+    let mut child = Command::new(dfdu_path())
         .arg("--files0-from=-")
         .current_dir(&dir)
         .env("LC_ALL", "C")
@@ -396,12 +393,12 @@ fn files0_from_a_pipe_is_done_as_it_is_read() {
     // The same list in one piece: GNU du's bytes.
     let du = Command::new("sh")
         .arg("-c")
-        .arg(format!("printf 'a\\0missing\\0\\0g' | du --files0-from=- 2>&1; printf 'a\\0missing\\0\\0g' | {} --files0-from=- 2>&1", dfdu().display()))
+        .arg(format!("printf 'a\\0missing\\0\\0g' | du --files0-from=- 2>&1; printf 'a\\0missing\\0\\0g' | {} --files0-from=- 2>&1", dfdu_path().display()))
         .current_dir(&dir)
         .env("LC_ALL", "C")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&du.stdout).replace(&dfdu().display().to_string(), "du");
+    let text = String::from_utf8_lossy(&du.stdout).replace(&dfdu_path().display().to_string(), "du");
     let half = text.len() / 2;
     assert_eq!(text[..half], text[half..], "GNU du, then dfdu:\n{text}");
 }
@@ -455,8 +452,8 @@ fn portable_reader_agrees_with_native() {
     for args in
         [&["-a", "."][..], &["-ab", "."], &["--inodes", "-a", "."], &["-aL", "."], &["-s", "a", "e"], &["-S", "."]]
     {
-        let native = run(&dfdu(), args, &dir, None, "2");
-        let mut cmd = Command::new(dfdu());
+        let native = run_as_du(&dfdu_path(), args, &dir, None, "2");
+        let mut cmd = Command::new(dfdu_path());
         let portable =
             cmd.args(args).current_dir(&dir).env("LC_ALL", "C").env("DFDU_READER", "portable").output().unwrap();
         assert_eq!(native.stdout, portable.stdout, "readers disagree for {args:?}");
@@ -479,7 +476,7 @@ fn directory_moved_during_the_walk() {
     let scratch = Scratch::new("moved-dir");
     for (i, args) in [&["-a", "t"][..], &["t"]].into_iter().enumerate() {
         let want = run_moving(Path::new("du"), args, &scratch.dir.join(format!("du{i}")));
-        let got = run_moving(&dfdu(), args, &scratch.dir.join(format!("dfdu{i}")));
+        let got = run_moving(&dfdu_path(), args, &scratch.dir.join(format!("dfdu{i}")));
         assert!(!want.stdout.is_empty(), "du printed nothing for {args:?}");
         assert_eq!(String::from_utf8_lossy(&want.stdout), String::from_utf8_lossy(&got.stdout), "stdout for {args:?}");
         // The program name differs (du by PATH, dfdu by its path); what follows must not.
@@ -563,7 +560,7 @@ fn summary_with_subtrees_folded_while_the_first_is_held() {
          \x20if top != 't/s05/m4': os.utime(top, (1000, 1000))\n",
         &dir,
     );
-    let first = run(Path::new("du"), &["-d1", "t"], &dir, None, "1");
+    let first = run_as_du(Path::new("du"), &["-d1", "t"], &dir, None, "1");
     let first = String::from_utf8(first.stdout).unwrap();
     let held = first.lines().next().and_then(|l| l.split('\t').nth(1)).expect("du -d1 lists a subdirectory");
     let held = dir.join(held);
@@ -619,7 +616,7 @@ fn summary_of_several_arguments_counts_a_bind_mounted_directory_once() {
         &dir,
     );
     scratch.mount_bind(&u.join("sA/x"), &u.join("sB")).expect("bind mount");
-    let first = run(Path::new("du"), &["-d1", "u"], &dir, None, "1");
+    let first = run_as_du(Path::new("du"), &["-d1", "u"], &dir, None, "1");
     let first = String::from_utf8(first.stdout).unwrap();
     assert_eq!(first.lines().next().and_then(|l| l.split('\t').nth(1)), Some("u/held"), "tmpfs lists the newest first");
     let held = dir.join("u/held");
@@ -671,9 +668,9 @@ fn big_folder_on_xfs_stat_ed_by_its_lister_alone() {
     for args in [&["-s", "big"][..], &["big"], &["-a", "big"], &["-s", "--inodes", "big"], &["-a", "-b", "big"]] {
         same_as_du_threads(args, &dir, Some(wrap), "4");
     }
-    let want = run(Path::new("du"), &["-sB1", "big"], &dir, None, "1");
+    let want = run_as_du(Path::new("du"), &["-sB1", "big"], &dir, None, "1");
     let want: u64 = String::from_utf8_lossy(&want.stdout).split('\t').next().unwrap().parse().unwrap();
-    let got = run(&dfdu(), &["scan", "--json", "big"], &dir, Some(wrap), "4");
+    let got = run_as_du(&dfdu_path(), &["scan", "--json", "big"], &dir, Some(wrap), "4");
     let got = String::from_utf8_lossy(&got.stdout).into_owned();
-    assert_eq!(common::dupes::json_num(&got, "disk_bytes"), Some(want), "dfdu scan's total against du -sB1: {got}");
+    assert_eq!(common::json_num(&got, "disk_bytes"), Some(want), "dfdu scan's total against du -sB1: {got}");
 }

@@ -5,26 +5,11 @@
 
 mod common;
 
-use common::Scratch;
+use common::{dfdu_path, du_bytes, run_ok, Scratch};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn dfdu() -> &'static str {
-    env!("CARGO_BIN_EXE_dfdu")
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn du_b1(args: &[&str], path: &Path) -> u64 {
-    let out = run(Command::new("du").args(args).arg(path));
-    String::from_utf8_lossy(&out.stdout).split('\t').next().unwrap().trim().parse().unwrap()
-}
+use std::process::Command;
 
 /// A tree of directories three deep with files of many sizes (so some merge into "small
 /// items") and names that are not plain text.
@@ -67,7 +52,7 @@ fn rects(svg: &Path) -> Vec<Box> {
         for e in r.iter(ns+'rect'):\n  b=e.get('data-bytes')\n  if b is None: continue\n\
         \x20 t=e.find(ns+'title').text.split('\\n')[0]\n\
         \x20 print(e.get('x'),e.get('y'),e.get('width'),e.get('height'),b,e.get('data-header','0'),t.encode('unicode_escape').decode(),sep='\\t')";
-    let out = run(Command::new("python3").args(["-c", script]).arg(svg));
+    let out = run_ok(Command::new("python3").args(["-c", script]).arg(svg));
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -126,7 +111,7 @@ fn check_areas(svg: &Path, total: u64, t: &Path, du_args: &[&str]) {
         if let Some(rel) = b.path.strip_prefix(&format!("{root}/")) {
             let p = t.join(rel);
             if !b.path.contains("small items") && p.exists() {
-                assert_eq!(b.bytes, du_b1(du_args, &p), "{}: size vs du", b.path);
+                assert_eq!(b.bytes, du_bytes(du_args, &p), "{}: size vs du", b.path);
                 checked_with_du += 1;
             }
         }
@@ -141,22 +126,22 @@ fn treemap_is_valid_svg_with_areas_proportional_to_du_sizes() {
     let scratch = Scratch::new("treemap");
     let t = tree(&scratch.dir);
     let svg = scratch.dir.join("map.svg");
-    run(Command::new(dfdu()).args(["scan", "-q", "--treemap"]).arg(&svg).arg(&t));
-    check_areas(&svg, du_b1(&["-sB1"], &t), &t, &["-sB1"]);
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "--treemap"]).arg(&svg).arg(&t));
+    check_areas(&svg, du_bytes(&["-sB1"], &t), &t, &["-sB1"]);
     let text = fs::read_to_string(&svg).unwrap();
     assert!(text.contains("a&lt;b&gt;&amp;&quot;q&quot;&apos;") && text.contains('\u{2401}'), "escaped names");
 
     // By apparent size, against du's apparent sizes.
     let app = scratch.dir.join("app.svg");
-    run(Command::new(dfdu()).args(["scan", "-q", "--apparent-size", "--treemap"]).arg(&app).arg(&t));
-    check_areas(&app, du_b1(&["-sB1", "--apparent-size"], &t), &t, &["-sB1", "--apparent-size"]);
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "--apparent-size", "--treemap"]).arg(&app).arg(&t));
+    check_areas(&app, du_bytes(&["-sB1", "--apparent-size"], &t), &t, &["-sB1", "--apparent-size"]);
 
     // From an export, and again: the same bytes.
     let export = scratch.dir.join("t.json");
-    run(Command::new(dfdu()).args(["scan", "-q", "-o"]).arg(&export).arg(&t));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-o"]).arg(&export).arg(&t));
     let (m1, m2) = (scratch.dir.join("m1.svg"), scratch.dir.join("m2.svg"));
     for m in [&m1, &m2] {
-        run(Command::new(dfdu()).args(["scan", "-q", "-f"]).arg(&export).arg("--treemap").arg(m));
+        run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-f"]).arg(&export).arg("--treemap").arg(m));
     }
     assert_eq!(fs::read(&m1).unwrap(), fs::read(&m2).unwrap(), "deterministic");
     assert_eq!(fs::read(&m1).unwrap(), fs::read(&svg).unwrap(), "the export draws what the scan drew");
@@ -173,16 +158,18 @@ fn treemap_renders_in_headless_chromium() {
     let scratch = Scratch::new("treemap-png");
     let t = tree(&scratch.dir);
     let svg = scratch.dir.join("map.svg");
-    run(Command::new(dfdu()).args(["scan", "-q", "--treemap"]).arg(&svg).arg(&t));
+    run_ok(Command::new(dfdu_path()).args(["scan", "-q", "--treemap"]).arg(&svg).arg(&t));
     let png = scratch.dir.join("map.png");
     let profile = scratch.subdir("profile");
-    run(Command::new("chromium")
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
-        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg("--window-size=1200,800")
-        .arg(format!("file://{}", svg.display())));
+    run_ok(
+        Command::new("chromium")
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+            .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--screenshot={}", png.display()))
+            .arg("--window-size=1200,800")
+            .arg(format!("file://{}", svg.display())),
+    );
     let data = fs::read(&png).expect("chromium wrote no PNG");
     assert_eq!(&data[..8], b"\x89PNG\r\n\x1a\n");
     // The IHDR chunk: 1200 x 800.
@@ -225,12 +212,14 @@ fn chromium_texts(dir: &Path, svg: &Path) -> ([f64; 4], Vec<Shown>) {
     );
     fs::write(&page, html).unwrap();
     let profile = dir.join("profile");
-    let out = run(Command::new("chromium")
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
-        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display())));
+    let out = run_ok(
+        Command::new("chromium")
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+            .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("--dump-dom")
+            .arg(format!("file://{}", page.display())),
+    );
     let dom = String::from_utf8_lossy(&out.stdout);
     let start = dom.find("<pre id=\"r\">").expect("the page's result") + 12;
     let result = &dom[start..start + dom[start..].find("</pre>").unwrap()];
@@ -328,8 +317,9 @@ fn treemap_names_the_largest_directories_visibly_in_chromium() {
     xtask::gen::main([&args[..], &[generated.clone().into()]].concat()).unwrap_or_else(|e| panic!("gen: {e}"));
     for (t, measure) in [(&usr, "--apparent-size"), (&generated, "--no-shared")] {
         let svg = scratch.dir.join("map.svg");
-        let report =
-            run(Command::new(dfdu()).args(["scan", "-q", "-b", "--json", measure, "--treemap"]).arg(&svg).arg(t));
+        let report = run_ok(
+            Command::new(dfdu_path()).args(["scan", "-q", "-b", "--json", measure, "--treemap"]).arg(&svg).arg(t),
+        );
         let report = String::from_utf8(report.stdout).unwrap();
         let key = if measure == "--apparent-size" { "\"apparent_bytes\":" } else { "\"disk_bytes\":" };
         let total: String =

@@ -27,15 +27,13 @@
 
 mod common;
 
-use common::Scratch;
+use common::{json_field, Scratch, SYSTEM_DU};
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const SYSTEM_DU: &str = "/usr/bin/du";
 
 /// The dfdu.exe under test, or `None` (with a notice) when Wine tests are not wanted.
 fn wine_exe() -> Option<PathBuf> {
@@ -221,10 +219,7 @@ fn split_linked(mut lines: Vec<(PathBuf, u64)>, args: &[&str]) -> (Vec<(PathBuf,
 
 /// The number after `"key":` in a JSON report.
 fn json_number(json: &[u8], key: &str) -> u64 {
-    let needle = format!("\"{key}\":");
-    let at = json.windows(needle.len()).position(|w| w == needle.as_bytes()).expect(&needle) + needle.len();
-    let digits: Vec<u8> = json[at..].iter().copied().take_while(u8::is_ascii_digit).collect();
-    String::from_utf8(digits).unwrap().parse().unwrap()
+    json_field(&String::from_utf8_lossy(json), key)
 }
 
 /// `dfdu scan --json` under Wine against the Linux dfdu on the same tree: counts exactly,

@@ -6,6 +6,9 @@
 //! Test data is written with plain `write` calls (never `cp`, which may reflink).
 
 use super::{dfdu_path, is_root, notice, Scratch};
+// Where the dupes tests look for them (`use common::dupes::*`); they live in bin.rs and json.rs.
+#[allow(unused_imports)]
+pub use super::{json_num, run_ok};
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -145,12 +148,6 @@ pub fn show(g: &Groups) -> String {
         .map(|s| s.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect::<Vec<_>>().join("\n"))
         .collect::<Vec<_>>()
         .join("\n\n")
-}
-
-pub fn json_num(s: &str, key: &str) -> Option<u64> {
-    let at = s.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let digits: String = s[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
 }
 
 pub fn have(tool: &str) -> bool {
@@ -366,12 +363,6 @@ pub fn lines_reaching<'a>(log: &'a str, path: &Path) -> Vec<&'a str> {
     let p = path.to_string_lossy();
     let (inside, exact) = (format!("<{p}/"), format!("<{p}>"));
     log.lines().filter(|l| l.contains(&inside) || l.contains(&exact)).collect()
-}
-
-/// Runs `cmd` and fails the test, with its standard error, when it does not succeed.
-pub fn run_ok(cmd: &mut Command) {
-    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// Flips the byte at `offset` of `file`'s first extent on XFS by writing the `image`

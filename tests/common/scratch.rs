@@ -4,7 +4,16 @@
 
 #![allow(dead_code)]
 
-use super::*;
+use super::bin::notice;
+use super::words::words;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 static N_SCRATCH: AtomicUsize = AtomicUsize::new(0);
 

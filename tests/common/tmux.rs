@@ -18,12 +18,13 @@ use std::time::{Duration, Instant};
 /// How long a test waits for the screen it expects.
 pub const WAIT: Duration = Duration::from_secs(30);
 
-/// Whether tmux runs here; prints `SKIP: ...` naming `what` when not, and fails when
-/// `DFDU_REQUIRE_TMUX` says it must be there.
-pub fn have_tmux(what: &str) -> bool {
+/// Whether tmux runs here; prints `SKIP: ...` naming the test (the harness names each
+/// test's thread after it) when not, and fails when `DFDU_REQUIRE_TMUX` says it must be there.
+pub fn have_tmux() -> bool {
     let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP: tmux is not installed; {what} did not run");
+        let test = std::thread::current().name().unwrap_or("a terminal test").to_string();
+        eprintln!("SKIP: tmux is not installed; {test} did not run");
         assert!(std::env::var_os("DFDU_REQUIRE_TMUX").is_none(), "DFDU_REQUIRE_TMUX is set but tmux is missing");
     }
     ok
