@@ -4,7 +4,7 @@
 //! totals, the directories that grew and shrank most, the entries added and removed,
 //! and with `--files` the files that grew and shrank most.
 
-use crate::meta::os_bytes;
+use crate::meta::{os_bytes, Kind};
 use crate::out;
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{parse_with_suffix, THRESHOLD_SUFFIXES};
@@ -131,9 +131,9 @@ fn errors_below(a: &Arena, root: u32) -> u64 {
     while let Some(d) = stack.pop() {
         for id in a.children(d).unwrap_or(0..0) {
             let f = a.flags(id);
-            if f & arena::F_ERROR != 0 {
+            if f.contains(arena::F_ERROR) {
                 n += 1;
-            } else if f & 3 == arena::KIND_DIR {
+            } else if f.is_dir() {
                 let sub = a.dir_of(id);
                 n += u64::from(a.dir_flags(sub) & arena::D_READ_ERROR != 0);
                 if a.dir_flags(sub) & arena::D_ERROR_BELOW != 0 {
@@ -242,9 +242,9 @@ fn signed_text(old: u64, new: u64, args: &DiffArgs) -> String {
 
 fn kind_word(a: &Arena, id: u32) -> &'static str {
     match a.kind(id) {
-        arena::KIND_DIR => "dir",
-        arena::KIND_SYMLINK => "symlink",
-        arena::KIND_OTHER => "other",
+        Kind::Dir => "dir",
+        Kind::Symlink => "symlink",
+        Kind::Other => "other",
         _ => "file",
     }
 }
@@ -277,7 +277,7 @@ fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, arg
         writeln!(out, "{title} ({count} {}):", if count == 1 { "entry" } else { "entries" })?;
         for &(size, dir, id) in rows.iter() {
             let path = diff::rel_child_path(a, dir, id);
-            let slash = if a.kind(id) == arena::KIND_DIR { "/" } else { "" };
+            let slash = if a.kind(id) == Kind::Dir { "/" } else { "" };
             let signed = format!("{sign}{}", size_text(size, args));
             writeln!(out, "  {signed:>12}  {}{slash}", shown(&path))?;
         }

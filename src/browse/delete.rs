@@ -38,7 +38,7 @@
 //! goes: when the name that carried them is removed, another name carries them
 //! (`Arena::carry_link`), as du and ncdu would count the file on the next scan.
 
-use crate::meta::Errno;
+use crate::meta::{Errno, Kind};
 use crate::platform::{self, Dir, Follow};
 use crate::tree::arena::{self, Arena};
 use std::collections::{HashMap, HashSet};
@@ -244,7 +244,7 @@ impl Links {
                 if kids.is_empty() || !a.dir_live(dir) {
                     continue;
                 }
-                for id in kids.filter(|&id| a.flags(id) & arena::F_HARDLINK != 0) {
+                for id in kids.filter(|&id| a.flags(id).contains(arena::F_HARDLINK)) {
                     if let Some(&key) = files.get(&id) {
                         names.entry(key).or_default().push((dir, id));
                     }
@@ -258,7 +258,7 @@ impl Links {
     /// name of the file is still in the tree, that name carries them from now on.
     fn removed(&mut self, a: &Arena, id: u32) {
         let flags = a.flags(id);
-        if flags & arena::F_HARDLINK == 0 || flags & arena::F_DUP_LINK != 0 {
+        if !flags.contains(arena::F_HARDLINK) || flags.contains(arena::F_DUP_LINK) {
             return;
         }
         let Some((dev, ino, _)) = a.link_of(id) else { return };
@@ -324,14 +324,14 @@ impl Deletion<'_> {
     /// Whether entry `id` is a directory the scan listed (and this walk may empty).
     fn descends(&self, id: u32) -> bool {
         let flags = self.a.flags(id);
-        flags & 3 == arena::KIND_DIR && flags & (arena::F_EXCLUDED | arena::F_OTHER_FS) == 0
+        flags.is_dir() && !flags.intersects(arena::F_EXCLUDED | arena::F_OTHER_FS)
     }
 
     /// An unlisted directory on another file system (`-x`) is a mount point: it is left
     /// alone and reported without a system call. True if `id` was such an entry.
     fn not_entered(&self, dir: u32, id: u32) -> bool {
         let flags = self.a.flags(id);
-        if flags & arena::F_OTHER_FS != 0 && flags & 3 == arena::KIND_DIR {
+        if flags.contains(arena::F_OTHER_FS) && flags.is_dir() {
             self.p.fail(self.a, dir, id, Why::MountPoint);
             return true;
         }
@@ -411,7 +411,7 @@ impl Deletion<'_> {
                 let child = top.next;
                 top.next += 1;
                 top.name_at = a.read_name(top.name_at, &mut child_name);
-                if a.flags(child) & arena::F_REMOVED != 0 {
+                if a.flags(child).contains(arena::F_REMOVED) {
                     continue;
                 }
                 let dir = top.dir;
@@ -466,7 +466,7 @@ impl Deletion<'_> {
     fn remove_leaf(&mut self, k: Option<usize>, dir: u32, id: u32, name: &CString) -> bool {
         let a = self.a;
         let flags = a.flags(id);
-        let unscanned_dir = flags & arena::F_EXCLUDED != 0 && matches!(flags & 3, arena::KIND_DIR | arena::KIND_OTHER);
+        let unscanned_dir = flags.contains(arena::F_EXCLUDED) && matches!(flags.kind(), Kind::Dir | Kind::Other);
         let Some(h) = self.handle(k) else { return false };
         match platform::remove_at(h, name, false) {
             Ok(()) => {

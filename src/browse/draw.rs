@@ -2,6 +2,7 @@
 //! marks and graph, footer, and the help, confirmation and info boxes.
 
 use super::*;
+use crate::meta::Kind;
 use crate::platform;
 use crate::term::{escape, fit, width, Color, Screen, Style};
 use crate::tree::arena::{self};
@@ -303,20 +304,20 @@ impl Browser<'_> {
         if self.is_gone(id) {
             return ('R', Color::Yellow);
         }
-        if flags & arena::F_ERROR != 0 {
+        if flags.contains(arena::F_ERROR) {
             return ('!', Color::Red);
         }
-        if arena::is_loop(flags) {
+        if flags.is_loop() {
             return ('^', Color::Default);
         }
-        if flags & arena::F_EXCLUDED != 0 {
+        if flags.contains(arena::F_EXCLUDED) {
             return ('<', Color::Default);
         }
-        if flags & arena::F_OTHER_FS != 0 {
+        if flags.contains(arena::F_OTHER_FS) {
             return ('>', Color::Default);
         }
-        match flags & 3 {
-            arena::KIND_DIR => {
+        match flags.kind() {
+            Kind::Dir => {
                 let d = a.dir_of(id);
                 let df = a.dir_flags(d);
                 if df & arena::D_READ_ERROR != 0 {
@@ -331,8 +332,8 @@ impl Browser<'_> {
                     (' ', Color::Default)
                 }
             }
-            arena::KIND_SYMLINK | arena::KIND_OTHER => ('@', Color::Default),
-            _ if flags & arena::F_HARDLINK != 0 => ('H', Color::Default),
+            Kind::Symlink | Kind::Other => ('@', Color::Default),
+            _ if flags.contains(arena::F_HARDLINK) => ('H', Color::Default),
             _ => (' ', Color::Default),
         }
     }
@@ -608,14 +609,14 @@ impl Browser<'_> {
     pub(super) fn info_lines(&mut self, id: u32) -> Vec<String> {
         let a = self.a;
         let flags = a.flags(id);
-        let kind = flags & 3;
-        let is_dir = kind == arena::KIND_DIR;
+        let kind = flags.kind();
+        let is_dir = kind == Kind::Dir;
         let kind_text = match kind {
-            _ if arena::is_loop(flags) => "directory loop (one of its own ancestors, not entered)",
-            _ if flags & arena::F_EXCLUDED != 0 => "excluded (not scanned)",
-            arena::KIND_DIR => "directory",
-            arena::KIND_SYMLINK => "symbolic link",
-            arena::KIND_OTHER => "special file",
+            _ if flags.is_loop() => "directory loop (one of its own ancestors, not entered)",
+            _ if flags.contains(arena::F_EXCLUDED) => "excluded (not scanned)",
+            Kind::Dir => "directory",
+            Kind::Symlink => "symbolic link",
+            Kind::Other => "special file",
             _ => "file",
         };
         let (disk, apparent) = if is_dir {
@@ -669,17 +670,17 @@ impl Browser<'_> {
             lines.push(format!("Modified:  {}", time_text(t)));
         }
         if let Some((_, ino, nlink)) = a.link_of(id) {
-            let counted = if flags & arena::F_DUP_LINK != 0 { "; counted under another name" } else { "" };
+            let counted = if flags.contains(arena::F_DUP_LINK) { "; counted under another name" } else { "" };
             lines.push(format!("Links:     {nlink} names, inode {ino}{counted}"));
         }
         let mut notes = Vec::new();
         if self.is_gone(id) {
             notes.push("not on disk: only in the compared tree");
         }
-        if flags & arena::F_ERROR != 0 {
+        if flags.contains(arena::F_ERROR) {
             notes.push("could not be read");
         }
-        if flags & arena::F_OTHER_FS != 0 && !arena::is_loop(flags) {
+        if flags.contains(arena::F_OTHER_FS) && !flags.is_loop() {
             notes.push("on another file system, not entered");
         }
         if is_dir {

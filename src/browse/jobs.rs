@@ -6,7 +6,7 @@ use crate::meta::Kind;
 use crate::platform;
 use crate::platform::Follow;
 use crate::term::{escape, fit, width};
-use crate::tree::arena::{self, Arena, NO_DIR};
+use crate::tree::arena::{Arena, NO_DIR};
 use crate::tree::path::{child_path, dir_path};
 use crate::tree::sink::ArenaSink;
 use crate::walk::threads::spawn_or_run;
@@ -147,7 +147,7 @@ fn start_deleting<'s, 'a: 's>(
     targets: Vec<(u32, u32)>,
     label: String,
 ) -> Job<'a> {
-    let items = |id: u32| if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
+    let items = |id: u32| if a.kind(id) == Kind::Dir { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
     let total = targets.iter().map(|&(_, id)| items(id)).sum();
     let progress = Arc::new(delete::Progress::default());
     let done = Arc::new(Done::default());

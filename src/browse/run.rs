@@ -30,12 +30,12 @@ pub fn count_errors(a: &Arena, root: u32) -> u64 {
         }
         for id in a.children(d).unwrap_or(0..0) {
             let f = a.flags(id);
-            if f & arena::F_REMOVED != 0 {
+            if f.contains(arena::F_REMOVED) {
                 continue;
             }
-            if f & arena::F_ERROR != 0 {
+            if f.contains(arena::F_ERROR) {
                 n += 1;
-            } else if f & 3 == arena::KIND_DIR {
+            } else if f.is_dir() {
                 let sub = a.dir_of(id);
                 n += u64::from(a.dir_flags(sub) & arena::D_READ_ERROR != 0);
                 stack.push(sub);

@@ -2,10 +2,11 @@
 //! sizes, no file system), in the manner of dua-cli's `journeys_readonly.rs`.
 
 use super::*;
+use crate::meta::Kind;
 use crate::platform::Follow;
 use crate::term::{width, Key, Screen};
 use crate::tree::arena::{self, Arena, NO_DIR};
-use crate::tree::arena::{name_cost, NewEntry};
+use crate::tree::arena::{name_cost, Flags, NewEntry};
 use std::collections::BTreeMap;
 
 /// A tree to build: files by path with their size; directories are implied.
@@ -42,7 +43,7 @@ fn tree_in(a: &Arena, name: &[u8], files: &[(&[u8], u64)], unlisted: &[&[u8]]) -
     let id = a.reserve_entries(1).unwrap();
     a.write_entry(
         id,
-        &NewEntry { name: b"", flags: arena::KIND_DIR, ..Default::default() },
+        &NewEntry { name: b"", flags: Flags::of(Kind::Dir), ..Default::default() },
         a.reserve_names(1).unwrap(),
     );
     let root = a.new_dir(id, NO_DIR, 4096, 4096).unwrap();
@@ -57,7 +58,7 @@ fn tree_in(a: &Arena, name: &[u8], files: &[(&[u8], u64)], unlisted: &[&[u8]]) -
         let (mut disk, mut items) = (0, 0);
         for (i, (name, kid)) in kids.iter().enumerate() {
             let id = first + i as u32;
-            let flags = if kid.is_dir { arena::KIND_DIR } else { arena::KIND_FILE };
+            let flags = Flags::of(if kid.is_dir { Kind::Dir } else { Kind::File });
             let e = NewEntry { name, flags, disk_bytes: kid.size, apparent_bytes: kid.size };
             a.write_entry(id, &e, at);
             at += name_cost(name.len()) as u32;
@@ -291,7 +292,7 @@ fn sort_by_mtime_uses_directory_times_and_stats_files() {
     let mut name = Vec::new();
     for id in kids {
         a.child_name(r, id, &mut name);
-        if a.kind(id) == arena::KIND_DIR {
+        if a.kind(id) == Kind::Dir {
             let t = match name.as_slice() {
                 b"big" => 1_600_000_000,
                 b"mid" => 1_700_000_000,

@@ -3,6 +3,7 @@
 //! `Action`.
 
 use super::search::{Found, Input, Pattern};
+use crate::meta::Kind;
 use crate::term::Key;
 use crate::tree::arena::{self, Arena, NO_DIR};
 use crate::tree::path::child_path;
@@ -285,7 +286,7 @@ pub struct Browser<'a> {
 }
 
 pub(super) fn is_dir_entry(a: &Arena, id: u32) -> bool {
-    a.kind(id) == arena::KIND_DIR
+    a.kind(id) == Kind::Dir
 }
 
 impl<'a> Browser<'a> {
@@ -635,7 +636,7 @@ impl<'a> Browser<'a> {
         }
         if self.hide {
             let (a, names) = (self.a, &self.names);
-            items.retain(|it| !names.get(it.id).starts_with(b".") && a.flags(it.id) & arena::F_EXCLUDED == 0);
+            items.retain(|it| !names.get(it.id).starts_with(b".") && !a.flags(it.id).contains(arena::F_EXCLUDED));
         }
         self.filtered_out = before - items.len();
         self.sort_items(&mut items);
@@ -927,7 +928,7 @@ impl<'a> Browser<'a> {
             self.refuse("Wait until the running rescan or deletion has finished.");
             return Action::None;
         }
-        let flags_ok = |id: u32| self.a.flags(id) & (arena::F_EXCLUDED | arena::F_OTHER_FS) == 0;
+        let flags_ok = |id: u32| !self.a.flags(id).intersects(arena::F_EXCLUDED | arena::F_OTHER_FS);
         let dir = match self.sel_id {
             Some(id) if is_dir_entry(self.a, id) && flags_ok(id) && !self.is_gone(id) => self.a.dir_of(id),
             _ => self.cwd,

@@ -397,7 +397,7 @@ impl<W: Write> Run<'_, W> {
             }
         };
         let r = view.rec;
-        if r.flags & REC_UNREADABLE != 0 {
+        if r.flags.contains(REC_UNREADABLE) {
             self.error(format_args!("cannot read directory {}: {}", quoteaf(path), Self::errno_text(Errno(r.errno))));
         }
         sort_items(&r, &mut items);
@@ -475,7 +475,7 @@ impl<W: Write> Run<'_, W> {
             drop(f.items);
             let view = sink.leave(f.rec);
             let r = view.rec;
-            if r.flags & REC_MOVED != 0 {
+            if r.flags.contains(REC_MOVED) {
                 // GNU fts finds the parent gone when it climbs back out ("disinformation":
                 // ENOENT) and stops this argument: no line for it or its ancestors.
                 self.error(format_args!("fts_read failed: {}: {}", quotef(&path), Self::errno_text(Errno::NOENT)));
@@ -483,7 +483,7 @@ impl<W: Write> Run<'_, W> {
             }
             let me = Acc { bytes: r.self_bytes, count: 1, time: view.self_time };
             self.total.add(&me);
-            if r.flags & REC_PARTIAL != 0 {
+            if r.flags.contains(REC_PARTIAL) {
                 self.error(format_args!("{}: {}", quotef(&path), Self::errno_text(Errno(r.errno))));
             }
             let mut shown = me;
@@ -569,7 +569,7 @@ fn sort_items(r: &DirRec, d: &mut DirItems) {
     let key = |it: &records::Item| -> (u32, u64, u32) {
         let batch = it.idx / FTS_BATCH_ENTRIES;
         let batch_len = r.n_entries.saturating_sub(batch * FTS_BATCH_ENTRIES).min(FTS_BATCH_ENTRIES);
-        if r.flags & REC_SORT_BY_INODE != 0 && batch_len > FTS_SORT_THRESHOLD {
+        if r.flags.contains(REC_SORT_BY_INODE) && batch_len > FTS_SORT_THRESHOLD {
             (batch, it.ino, it.idx)
         } else {
             (batch, it.idx as u64, 0)

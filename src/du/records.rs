@@ -44,22 +44,55 @@ pub struct Item {
 }
 const _: () = assert!(std::mem::size_of::<Item>() == 40);
 
-/// Record flags.
-pub const REC_SORT_BY_INODE: u8 = 1;
-pub const REC_UNREADABLE: u8 = 2;
-pub const REC_PARTIAL: u8 = 4;
+/// The flags of one directory record: how to list it, what went wrong, and how far the
+/// workers got with it (the ordered pass waits on those).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecFlags(u8);
+
+impl RecFlags {
+    /// Whether every bit of `bits` is set.
+    pub fn contains(self, bits: RecFlags) -> bool {
+        self.0 & bits.0 == bits.0
+    }
+
+    /// Whether any bit of `bits` is set.
+    pub fn intersects(self, bits: RecFlags) -> bool {
+        self.0 & bits.0 != 0
+    }
+}
+
+impl std::ops::BitOr for RecFlags {
+    type Output = RecFlags;
+    fn bitor(self, bits: RecFlags) -> RecFlags {
+        RecFlags(self.0 | bits.0)
+    }
+}
+
+impl std::ops::BitOrAssign for RecFlags {
+    fn bitor_assign(&mut self, bits: RecFlags) {
+        self.0 |= bits.0;
+    }
+}
+
+/// Its batches of entries are sorted by inode number (see `DirItems`).
+pub const REC_SORT_BY_INODE: RecFlags = RecFlags(1);
+/// Its listing failed before any entry came (GNU's "cannot read directory"), or could not
+/// be opened at all (with `REC_GONE`).
+pub const REC_UNREADABLE: RecFlags = RecFlags(2);
+/// Its listing failed part-way; what came before the error is in.
+pub const REC_PARTIAL: RecFlags = RecFlags(4);
 /// Moved away from its parent while it was being scanned (`Sink::moved`).
-pub const REC_MOVED: u8 = 8;
+pub const REC_MOVED: RecFlags = RecFlags(8);
 /// Every item of the directory is in (`Sink::written`).
-const REC_WRITTEN: u8 = 16;
+const REC_WRITTEN: RecFlags = RecFlags(16);
 /// Its whole subtree is scanned, so `REC_MOVED` is final (`Sink::finished`).
-const REC_FINISHED: u8 = 32;
+const REC_FINISHED: RecFlags = RecFlags(32);
 /// It could not be opened (`Sink::unreadable`): nothing more will come for it.
-const REC_GONE: u8 = 64;
+const REC_GONE: RecFlags = RecFlags(64);
 /// Its whole subtree is summed into it (`Keep::fold_subtrees`): `files_bytes`,
 /// `files_count` and the files' time cover everything below it, and its subdirectories'
 /// records are gone.
-const REC_FOLDED: u8 = 128;
+const REC_FOLDED: RecFlags = RecFlags(128);
 
 /// No record: what the ordered pass asks for when it waits for the end of the scan.
 /// Record ids stay below it (`commit` stops the tree there).
@@ -75,7 +108,7 @@ pub struct DirRec {
     pub files_count: u64,
     pub n_entries: u32,
     pub errno: i32,
-    pub flags: u8,
+    pub flags: RecFlags,
 }
 
 /// The items of one directory, in the order they were committed.
@@ -156,8 +189,8 @@ struct Tree {
     /// The scan has returned: nothing more will come.
     done: bool,
     /// What the ordered pass waits for on `Records::ready`: (record, flags), or
-    /// `(SCAN_END, 0)` for the end of the scan.
-    wanted: Option<(u32, u8)>,
+    /// `(SCAN_END, no flags)` for the end of the scan.
+    wanted: Option<(u32, RecFlags)>,
     /// Workers waiting on `Records::drained` in `throttle`.
     throttled: u32,
 }
@@ -297,10 +330,10 @@ impl Records {
     /// Waits until `ready` holds for record `rec` or the scan is over, then runs `take`
     /// under the lock. While it waits, `Tree::wanted` says what for, and the worker that
     /// sets those flags (`flag`) or ends the scan (`close`) signals `Records::ready`.
-    fn wait_for<T>(&self, rec: u32, ready: u8, take: impl FnOnce(&mut Tree) -> T) -> T {
+    fn wait_for<T>(&self, rec: u32, ready: RecFlags, take: impl FnOnce(&mut Tree) -> T) -> T {
         let mut tree = self.lock();
         loop {
-            if tree.done || tree.slots.get(&rec).is_some_and(|s| s.rec.flags & ready != 0) {
+            if tree.done || tree.slots.get(&rec).is_some_and(|s| s.rec.flags.intersects(ready)) {
                 tree.wanted = None;
                 self.consumer_waits.store(false, Ordering::Relaxed);
                 return take(&mut tree);
@@ -325,7 +358,7 @@ impl Records {
     pub fn enter(&self, rec: u32) -> Entered {
         self.wait_for(rec, REC_WRITTEN | REC_GONE, |tree| {
             let slot = tree.slots.get_mut(&rec);
-            if let Some(s) = slot.as_ref().filter(|s| s.rec.flags & REC_FOLDED != 0) {
+            if let Some(s) = slot.as_ref().filter(|s| s.rec.flags.contains(REC_FOLDED)) {
                 let view = Self::view(Some(s));
                 tree.slots.remove(&rec);
                 return Entered::Folded(view);
@@ -351,11 +384,11 @@ impl Records {
 
     /// Waits for the end of the scan; then, with `-L`, the record of each claimed directory.
     pub fn claims(&self) -> HashMap<(u64, u64), u32> {
-        self.wait_for(SCAN_END, 0, |tree| tree.claims.iter().copied().collect())
+        self.wait_for(SCAN_END, RecFlags::default(), |tree| tree.claims.iter().copied().collect())
     }
 
     /// Sets `flags` (and the error) on record `dir`, if it is still held.
-    fn flag(&self, dir: u32, flags: u8, err: Option<Errno>) {
+    fn flag(&self, dir: u32, flags: RecFlags, err: Option<Errno>) {
         let mut tree = self.lock();
         if let Some(s) = tree.slots.get_mut(&dir) {
             s.rec.flags |= flags;
@@ -363,7 +396,7 @@ impl Records {
                 s.rec.errno = e.0;
             }
         }
-        if tree.wanted.is_some_and(|(rec, ready)| rec == dir && flags & ready != 0) {
+        if tree.wanted.is_some_and(|(rec, ready)| rec == dir && flags.intersects(ready)) {
             self.ready.notify_one();
         }
     }
@@ -403,13 +436,13 @@ impl Records {
         let Some(slot) = tree.slots.get(&dir) else {
             return;
         };
-        if slot.rec.flags & (REC_UNREADABLE | REC_PARTIAL | REC_MOVED) != 0 {
+        if slot.rec.flags.intersects(REC_UNREADABLE | REC_PARTIAL | REC_MOVED) {
             return;
         }
         let no_items = DirItems::default();
         let items = slot.extra.as_ref().map_or(&no_items, |e| &e.items);
         let all_folded = items.items.iter().all(|it| {
-            it.kind == ItemKind::Dir && tree.slots.get(&it.target).is_some_and(|c| c.rec.flags & REC_FOLDED != 0)
+            it.kind == ItemKind::Dir && tree.slots.get(&it.target).is_some_and(|c| c.rec.flags.contains(REC_FOLDED))
         });
         if !all_folded {
             return;
@@ -605,7 +638,9 @@ impl Sink for Records {
                 return;
             }
             match tree.wanted {
-                Some((rec, ready)) if rec == SCAN_END || pending <= limit || feed(rec, ready & REC_FINISHED != 0) => {
+                Some((rec, ready))
+                    if rec == SCAN_END || pending <= limit || feed(rec, ready.contains(REC_FINISHED)) =>
+                {
                     return
                 }
                 _ => {}
@@ -672,7 +707,7 @@ mod tests {
     fn opened(e: Entered) -> (RecView, DirItems) {
         match e {
             Entered::Dir(view, items) => (view, items),
-            Entered::Folded(view) => panic!("record {} ino {} was folded", view.rec.flags, view.rec.ino),
+            Entered::Folded(view) => panic!("record {:?} ino {} was folded", view.rec.flags, view.rec.ino),
         }
     }
 

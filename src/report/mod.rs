@@ -2,7 +2,7 @@
 //! report — totals, counts, the largest directories and files — as text or as a
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
-use crate::meta::{os_bytes, Meta};
+use crate::meta::{os_bytes, Kind, Meta};
 use crate::out::{self, io_text};
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, Scale};
@@ -232,21 +232,21 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
         for id in a.children(dir).unwrap_or(0..0) {
             s.entries += 1;
             let flags = a.flags(id);
-            if arena::is_loop(flags) {
+            if flags.is_loop() {
                 s.loops += 1;
                 continue;
             }
-            if flags & arena::F_EXCLUDED != 0 {
+            if flags.contains(arena::F_EXCLUDED) {
                 s.excluded += 1;
                 continue;
             }
-            if flags & arena::F_ERROR != 0 {
+            if flags.contains(arena::F_ERROR) {
                 s.errors += 1;
                 s.unstatable += 1;
                 continue;
             }
-            match flags & 3 {
-                arena::KIND_DIR => {
+            match flags.kind() {
+                Kind::Dir => {
                     s.dirs += 1;
                     let sub = a.dir_of(id);
                     if a.dir_flags(sub) & arena::D_READ_ERROR != 0 {
@@ -256,14 +256,14 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
                     top_dirs.push((exclusive(sub).unwrap_or_else(|| pick((d, ap))), id, dir));
                     stack.push(sub);
                 }
-                arena::KIND_SYMLINK => s.symlinks += 1,
-                arena::KIND_OTHER => s.other += 1,
+                Kind::Symlink => s.symlinks += 1,
+                Kind::Other => s.other += 1,
                 _ => {
                     s.files += 1;
-                    if flags & arena::F_HARDLINK != 0 {
+                    if flags.contains(arena::F_HARDLINK) {
                         s.hardlinked += 1;
                     }
-                    if flags & arena::F_DUP_LINK != 0 {
+                    if flags.contains(arena::F_DUP_LINK) {
                         s.dup_links += 1;
                     } else {
                         top_files.push((pick(a.own_sizes(id)), id, dir));

@@ -24,6 +24,7 @@
 //! directory, a removed directory lists nothing (it is in the removed list), and a
 //! directory whose two subdirectories grew by the same amount is listed along with both.
 
+use crate::meta::Kind;
 use crate::tree::arena::{self, Arena};
 
 /// Which size a comparison uses.
@@ -51,10 +52,10 @@ pub enum Event {
 /// hard-linked file nothing (it is counted under its first name).
 pub fn entry_size(a: &Arena, id: u32, m: Measure) -> u64 {
     let flags = a.flags(id);
-    let (disk, apparent) = if flags & 3 == arena::KIND_DIR {
+    let (disk, apparent) = if flags.is_dir() {
         let t = a.dir_totals(a.dir_of(id));
         (t.0, t.1)
-    } else if flags & (arena::F_DUP_LINK | arena::F_REMOVED) != 0 {
+    } else if flags.intersects(arena::F_DUP_LINK | arena::F_REMOVED) {
         (0, 0)
     } else {
         a.own_sizes(id)
@@ -92,7 +93,7 @@ impl Listing {
         let mut name = Vec::new();
         for id in range {
             at = a.read_name(at, &mut name);
-            if a.flags(id) & arena::F_REMOVED != 0 {
+            if a.flags(id).contains(arena::F_REMOVED) {
                 continue;
             }
             self.items.push((self.names.len() as u32, name.len() as u32, id));
@@ -150,7 +151,7 @@ pub fn walk(a: &Arena, old_root: u32, new_root: u32, m: Measure, f: &mut dyn FnM
                 }
                 std::cmp::Ordering::Equal => {
                     let (oid, nid) = (oid.unwrap_or(0), nid.unwrap_or(0));
-                    let (odir, ndir) = (a.kind(oid) == arena::KIND_DIR, a.kind(nid) == arena::KIND_DIR);
+                    let (odir, ndir) = (a.kind(oid) == Kind::Dir, a.kind(nid) == Kind::Dir);
                     if odir && ndir {
                         let (os, ns) = (a.dir_of(oid), a.dir_of(nid));
                         explains(dir_size(a, ns, m) as i128 - dir_size(a, os, m) as i128);
@@ -178,7 +179,7 @@ pub fn walk(a: &Arena, old_root: u32, new_root: u32, m: Measure, f: &mut dyn FnM
 
 fn removed(a: &Arena, dir: u32, id: u32, m: Measure, explains: &mut dyn FnMut(i128), ev: &mut Vec<Event>) {
     let size = entry_size(a, id, m);
-    if a.kind(id) == arena::KIND_DIR {
+    if a.kind(id) == Kind::Dir {
         explains(-(size as i128));
     }
     ev.push(Event::Removed { dir, id, size });
@@ -186,7 +187,7 @@ fn removed(a: &Arena, dir: u32, id: u32, m: Measure, explains: &mut dyn FnMut(i1
 
 fn added(a: &Arena, dir: u32, id: u32, m: Measure, explains: &mut dyn FnMut(i128), ev: &mut Vec<Event>) {
     let size = entry_size(a, id, m);
-    if a.kind(id) == arena::KIND_DIR {
+    if a.kind(id) == Kind::Dir {
         explains(size as i128);
     }
     ev.push(Event::Added { dir, id, size });
@@ -196,17 +197,17 @@ fn added(a: &Arena, dir: u32, id: u32, m: Measure, explains: &mut dyn FnMut(i128
 /// not a directory, else for every entry below it that is not one: the files of an entry
 /// added or removed as a whole.
 pub fn files_of(a: &Arena, dir: u32, id: u32, m: Measure, f: &mut dyn FnMut(u32, u32, u64)) {
-    if a.kind(id) != arena::KIND_DIR {
+    if a.kind(id) != Kind::Dir {
         return f(dir, id, entry_size(a, id, m));
     }
     let mut stack = vec![a.dir_of(id)];
     while let Some(d) = stack.pop() {
         for id in a.children(d).unwrap_or(0..0) {
             let flags = a.flags(id);
-            if flags & arena::F_REMOVED != 0 {
+            if flags.contains(arena::F_REMOVED) {
                 continue;
             }
-            if flags & 3 == arena::KIND_DIR {
+            if flags.is_dir() {
                 stack.push(a.dir_of(id));
             } else {
                 f(d, id, entry_size(a, id, m));
@@ -245,18 +246,18 @@ pub fn rel_child_path(a: &Arena, dir: u32, id: u32) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::arena::NewEntry;
+    use crate::tree::arena::{Flags, NewEntry};
 
     /// A root with children `(name, kind, disk bytes)`; directories get an empty listing.
     fn root(a: &Arena, name: &[u8]) -> u32 {
         let e = a.reserve_entries(1).unwrap();
-        a.write_entry(e, &NewEntry { name: b"", flags: arena::KIND_DIR, ..Default::default() }, 0);
+        a.write_entry(e, &NewEntry { name: b"", flags: Flags::of(Kind::Dir), ..Default::default() }, 0);
         let d = a.new_dir(e, arena::NO_DIR, 0, 0).unwrap();
         a.set_root_name(d, name);
         d
     }
 
-    fn list(a: &Arena, dir: u32, kids: &[(&[u8], u8, u64)]) -> Vec<u32> {
+    fn list(a: &Arena, dir: u32, kids: &[(&[u8], Kind, u64)]) -> Vec<u32> {
         let bytes: u64 = kids.iter().map(|k| arena::name_cost(k.0.len())).sum();
         let first = a.reserve_entries(kids.len() as u32).unwrap();
         let names_at = a.reserve_names(bytes).unwrap();
@@ -264,10 +265,10 @@ mod tests {
         let mut at = names_at;
         let mut dirs = Vec::new();
         for (k, &(name, kind, size)) in kids.iter().enumerate() {
-            let e = NewEntry { name, flags: kind, disk_bytes: size, apparent_bytes: size };
+            let e = NewEntry { name, flags: Flags::of(kind), disk_bytes: size, apparent_bytes: size };
             a.write_entry(first + k as u32, &e, at);
             at += arena::name_cost(name.len()) as u32;
-            if kind == arena::KIND_DIR {
+            if kind == Kind::Dir {
                 dirs.push(a.new_dir(first + k as u32, dir, 0, 0).unwrap());
             } else {
                 a.add_here(dir, size, size, 1);
@@ -292,8 +293,8 @@ mod tests {
     fn only_the_deepest_explaining_directory_is_listed() {
         let a = Arena::new();
         let (o, n) = (root(&a, b"old"), root(&a, b"new"));
-        let d = arena::KIND_DIR;
-        let f = arena::KIND_FILE;
+        let d = Kind::Dir;
+        let f = Kind::File;
         let od = list(&a, o, &[(b"a", d, 0), (b"gone", d, 0), (b"x", f, 512)]);
         let nd = list(&a, n, &[(b"a", d, 0), (b"x", f, 512)]);
         let ob = list(&a, od[0], &[(b"b", d, 0)]);
@@ -315,7 +316,7 @@ mod tests {
     /// parent (listed with both); one block more for one of them does. Both signs.
     #[test]
     fn a_half_and_half_change_is_listed_and_one_block_more_is_not() {
-        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        let (d, f) = (Kind::Dir, Kind::File);
         for (s1_bytes, parent_listed) in [(4096u64, true), (4608, false)] {
             let a = Arena::new();
             let (o, n) = (root(&a, b"old"), root(&a, b"new"));
@@ -360,7 +361,7 @@ mod tests {
     /// change: the parent's own files grew, so the parent is listed (and so is the child).
     #[test]
     fn a_child_that_shrank_does_not_explain_a_parent_that_grew() {
-        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        let (d, f) = (Kind::Dir, Kind::File);
         let a = Arena::new();
         let (o, n) = (root(&a, b"old"), root(&a, b"new"));
         let od = list(&a, o, &[(b"d", d, 0)]);
@@ -376,7 +377,7 @@ mod tests {
     /// addition, and the new directory is not entered as a match.
     #[test]
     fn a_file_that_became_a_directory_is_removed_and_added() {
-        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        let (d, f) = (Kind::Dir, Kind::File);
         let a = Arena::new();
         let (o, n) = (root(&a, b"old"), root(&a, b"new"));
         list(&a, o, &[(b"keep", f, 512), (b"x", f, 4096)]);
@@ -391,7 +392,7 @@ mod tests {
     /// them still belong to their own entries.
     #[test]
     fn deleted_entries_are_skipped_and_the_names_after_them_kept() {
-        let (d, f) = (arena::KIND_DIR, arena::KIND_FILE);
+        let (d, f) = (Kind::Dir, Kind::File);
         let a = Arena::new();
         let (o, n) = (root(&a, b"old"), root(&a, b"new"));
         let os = list(&a, o, &[(b"a", f, 512), (b"b", f, 1024), (b"c", d, 0)]);

@@ -11,7 +11,7 @@
 
 use crate::meta::{Errno, Kind, Meta};
 use crate::text::quote::walk_problem;
-use crate::tree::arena::{self, Arena, NewEntry, NO_DIR, NO_ENTRY};
+use crate::tree::arena::{self, Arena, Flags, NewEntry, NO_DIR, NO_ENTRY};
 use crate::tree::path::dir_path;
 use crate::tree::shared::{Collector, FileFigures};
 use crate::walk::extents::FileExtents;
@@ -76,7 +76,7 @@ struct Pending {
     name_pos: u32,
     name_off: u32,
     name_len: u16,
-    flags: u8,
+    flags: Flags,
     descend: bool,
     nlink: u32,
     disk: u64,
@@ -107,15 +107,6 @@ pub struct Local {
     problems: Vec<(Vec<u8>, Errno)>,
     extents: Vec<PendingExtents>,
     ranges: Vec<(u64, u64)>,
-}
-
-fn kind_bits(kind: Kind) -> u8 {
-    match kind {
-        Kind::File => arena::KIND_FILE,
-        Kind::Dir => arena::KIND_DIR,
-        Kind::Symlink => arena::KIND_SYMLINK,
-        Kind::Other => arena::KIND_OTHER,
-    }
 }
 
 impl<'a> ArenaSink<'a> {
@@ -153,8 +144,12 @@ impl<'a> ArenaSink<'a> {
     /// directory index, which is the scan's token for it.
     pub fn add_root(&self, path: &[u8], meta: &Meta) -> Result<u32, arena::Full> {
         let id = self.arena.reserve_entries(1)?;
-        let e =
-            NewEntry { name: b"", flags: arena::KIND_DIR, disk_bytes: meta.disk_bytes(), apparent_bytes: meta.size };
+        let e = NewEntry {
+            name: b"",
+            flags: Flags::of(Kind::Dir),
+            disk_bytes: meta.disk_bytes(),
+            apparent_bytes: meta.size,
+        };
         self.arena.write_entry(id, &e, self.arena.reserve_names(1)?);
         let dir = self.arena.new_dir(id, NO_DIR, meta.disk_bytes(), meta.size)?;
         self.arena.set_root_name(dir, path);
@@ -190,7 +185,7 @@ impl<'a> ArenaSink<'a> {
         self.arena.add_shared_input(collector);
     }
 
-    fn pending(&self, l: &mut Local, pos: Pos, name: &[u8], flags: u8, meta: Option<&Meta>, descend: bool) {
+    fn pending(&self, l: &mut Local, pos: Pos, name: &[u8], flags: Flags, meta: Option<&Meta>, descend: bool) {
         let name_off = l.names.len() as u32;
         l.names.extend_from_slice(name);
         let (disk, apparent, dev, ino, nlink, mtime_sec) =
@@ -219,7 +214,7 @@ impl Sink for ArenaSink<'_> {
     fn entry(&self, l: &mut Local, pos: Pos, name: &[u8], seen: Seen) {
         match seen {
             Seen::Ok(m) => {
-                let mut flags = kind_bits(m.kind);
+                let mut flags = Flags::of(m.kind);
                 // A file whose link count is unknown (nlink 0: NT directory queries) is
                 // only marked once a second name shows up, in `commit`.
                 if m.kind != Kind::Dir && m.nlink > 1 {
@@ -231,21 +226,21 @@ impl Sink for ArenaSink<'_> {
                 if self.problems.is_some() {
                     l.problems.push((name.to_vec(), e));
                 }
-                self.pending(l, pos, name, arena::KIND_FILE | arena::F_ERROR, None, false)
+                self.pending(l, pos, name, Flags::of(Kind::File) | arena::F_ERROR, None, false)
             }
-            Seen::Excluded => self.pending(l, pos, name, arena::KIND_OTHER | arena::F_EXCLUDED, None, false),
+            Seen::Excluded => self.pending(l, pos, name, Flags::of(Kind::Other) | arena::F_EXCLUDED, None, false),
             // A directory as an imported excluded one is: no size, its identity kept.
             Seen::ExcludedDir(m) => {
                 let shown = Meta { blocks: 0, size: 0, ..*m };
-                self.pending(l, pos, name, arena::KIND_DIR | arena::F_EXCLUDED, Some(&shown), false)
+                self.pending(l, pos, name, Flags::of(Kind::Dir) | arena::F_EXCLUDED, Some(&shown), false)
             }
-            Seen::OtherFs(m) => self.pending(l, pos, name, kind_bits(m.kind) | arena::F_OTHER_FS, Some(m), false),
-            Seen::Repeat(m) => self.pending(l, pos, name, arena::KIND_SYMLINK, Some(m), false),
+            Seen::OtherFs(m) => self.pending(l, pos, name, Flags::of(m.kind) | arena::F_OTHER_FS, Some(m), false),
+            Seen::Repeat(m) => self.pending(l, pos, name, Flags::of(Kind::Symlink), Some(m), false),
             // Listed with its inode for the browser's checks, but no size: it is counted
             // where it really is, as an ancestor.
             Seen::Loop(m) => {
                 let shown = Meta { blocks: 0, size: 0, ..*m };
-                self.pending(l, pos, name, arena::KIND_DIR | arena::F_LOOP, Some(&shown), false)
+                self.pending(l, pos, name, Flags::of(Kind::Dir) | arena::F_LOOP, Some(&shown), false)
             }
             Seen::Before => {}
         }
@@ -294,10 +289,10 @@ impl Sink for ArenaSink<'_> {
                 let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
                 let mut flags = p.flags;
                 let unknown_links = p.nlink == 0
-                    && flags & 3 != arena::KIND_DIR
-                    && flags & (arena::F_ERROR | arena::F_EXCLUDED | arena::F_OTHER_FS) == 0;
+                    && !flags.is_dir()
+                    && !flags.intersects(arena::F_ERROR | arena::F_EXCLUDED | arena::F_OTHER_FS);
                 let e = |flags| NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
-                if flags & arena::F_HARDLINK != 0 || unknown_links {
+                if flags.contains(arena::F_HARDLINK) || unknown_links {
                     // Under the lock, so a later name can mark the first one afterwards.
                     let mut links = self.links.lock().unwrap();
                     match links.entry((p.dev, p.ino)) {
@@ -313,15 +308,15 @@ impl Sink for ArenaSink<'_> {
                         }
                     }
                     a.write_entry(id, &e(flags), names_at + p.name_pos);
-                    if flags & arena::F_HARDLINK != 0 {
+                    if flags.contains(arena::F_HARDLINK) {
                         a.note_link(id, p.dev, p.ino, p.nlink.max(2));
                     }
                 } else {
                     a.write_entry(id, &e(flags), names_at + p.name_pos);
                 }
                 items += 1;
-                errors |= flags & arena::F_ERROR != 0;
-                if flags & 3 == arena::KIND_DIR {
+                errors |= flags.contains(arena::F_ERROR);
+                if flags.is_dir() {
                     let Ok(sub) = a.new_dir(id, dir, p.disk, p.apparent) else { break };
                     a.set_dir_stat(sub, p.ino, p.mtime_sec);
                     if p.dev != dir_dev {
@@ -339,7 +334,7 @@ impl Sink for ArenaSink<'_> {
                         a.publish_children(sub, id, 0);
                         a.set_dir_flags(sub, arena::D_DONE);
                     }
-                } else if flags & arena::F_DUP_LINK == 0 {
+                } else if !flags.contains(arena::F_DUP_LINK) {
                     disk = disk.saturating_add(p.disk);
                     apparent = apparent.saturating_add(p.apparent);
                 }
@@ -364,7 +359,7 @@ impl Sink for ArenaSink<'_> {
             let mut c = self.shared.lock().unwrap();
             for x in &l.extents {
                 // What the arena charged: nothing for a further name of a counted file.
-                let dup = first != NO_ENTRY && a.flags(first + x.idx) & arena::F_DUP_LINK != 0;
+                let dup = first != NO_ENTRY && a.flags(first + x.idx).contains(arena::F_DUP_LINK);
                 let charged = if dup || first == NO_ENTRY { 0 } else { x.disk };
                 let f = FileFigures { total: x.total, shared: x.shared, disk: x.disk, charged };
                 let entry = if first == NO_ENTRY { NO_ENTRY } else { first + x.idx };

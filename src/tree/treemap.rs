@@ -32,6 +32,7 @@
 //!   pictures, so any name gives valid XML.
 //! * Deterministic: children are ordered by size, then by name; no clock, no hash order.
 
+use crate::meta::Kind;
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
 use crate::tree::diff::{entry_size, Measure};
@@ -337,7 +338,7 @@ fn layout(a: &Arena, root: u32, m: Measure, total: u64, map: Rect) -> Drawn {
                 continue;
             }
             let hue = open.hue.or((open.depth == 0).then_some((k as u32 * 1375 / 10) % 360));
-            let is_dir = item.id != SMALL && a.kind(item.id) == arena::KIND_DIR;
+            let is_dir = item.id != SMALL && a.kind(item.id) == Kind::Dir;
             let hue = if open.depth == 0 && !is_dir { None } else { hue };
             if open.depth == 0 && is_dir {
                 d.legend.push((item.name.clone(), hue.unwrap_or(0), item.size));

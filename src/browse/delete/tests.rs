@@ -227,7 +227,7 @@ fn a_hard_linked_file_counts_until_its_last_name_goes() {
     // Which name carries the sizes depends on thread timing: delete in an order
     // that removes the carrier before the last name, whichever it is.
     let mut names = ["one/a", "one/b", "two/c"].map(|n| (n, find(&a, r, n)));
-    names.sort_by_key(|(_, (_, id))| a.flags(*id) & arena::F_DUP_LINK != 0);
+    names.sort_by_key(|(_, (_, id))| a.flags(*id).contains(arena::F_DUP_LINK));
     for &(name, (dir, id)) in &names[..2] {
         let p = Progress::default();
         delete(&a, dir, id, &p);
@@ -515,7 +515,7 @@ fn delete_all_removes_each_mark_and_nothing_else() {
         ["a/one", "b/sub", "b/sub/two", "c", "swapped"].iter().map(|p| find(&a, r, p)).collect();
     let gone_disk: u64 = [marks[0], marks[1], marks[3]]
         .iter()
-        .map(|&(_, id)| if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).0 } else { a.own_sizes(id).0 })
+        .map(|&(_, id)| if a.kind(id) == Kind::Dir { a.dir_totals(a.dir_of(id)).0 } else { a.own_sizes(id).0 })
         .sum();
     std::fs::remove_dir_all(t.join("swapped")).unwrap();
     std::os::unix::fs::symlink(t.join("outside"), t.join("swapped")).unwrap();

@@ -45,7 +45,7 @@ use super::*;
 impl Arena {
     /// Whether entry `id` was deleted.
     pub fn removed(&self, id: u32) -> bool {
-        self.flags(id) & F_REMOVED != 0
+        self.flags(id).contains(F_REMOVED)
     }
 
     /// Takes entry `id`, a child of directory `dir`, out of the tree: marks it removed and
@@ -53,15 +53,15 @@ impl Arena {
     /// items, plus itself) from the totals that hold it (`sub_up`). False if it was gone
     /// already.
     pub fn remove(&self, dir: u32, id: u32) -> bool {
-        let was = self.entries.at(id).flags_blocks.fetch_or((F_REMOVED as u32) << 24, AcqRel);
-        let flags = (was >> 24) as u8;
-        if flags & F_REMOVED != 0 {
+        let was = self.entries.at(id).flags_blocks.fetch_or(F_REMOVED.in_word(), AcqRel);
+        let flags = Flags::of_word(was);
+        if flags.contains(F_REMOVED) {
             return false;
         }
-        let (disk, apparent, items) = if flags & 3 == KIND_DIR {
+        let (disk, apparent, items) = if flags.is_dir() {
             let t = self.dir_totals(self.dir_of(id));
             (t.0, t.1, t.2 + 1)
-        } else if flags & F_DUP_LINK != 0 {
+        } else if flags.contains(F_DUP_LINK) {
             (0, 0, 1)
         } else {
             let s = self.own_sizes(id);
@@ -76,8 +76,8 @@ impl Arena {
     /// still holds the data, so its sizes join `to_dir` and the ancestors that hold it again (as
     /// `du` and ncdu would count them on the next scan). False if it carried them already.
     pub fn carry_link(&self, to_dir: u32, to: u32) -> bool {
-        let was = self.entries.at(to).flags_blocks.fetch_and(!((F_DUP_LINK as u32) << 24), AcqRel);
-        if (was >> 24) as u8 & F_DUP_LINK == 0 {
+        let was = self.entries.at(to).flags_blocks.fetch_and(!F_DUP_LINK.in_word(), AcqRel);
+        if !Flags::of_word(was).contains(F_DUP_LINK) {
             return false;
         }
         let (disk, apparent) = self.own_sizes(to);
@@ -172,7 +172,7 @@ impl Arena {
                 // Only a record that belongs here (a directory entry whose record could not
                 // be made when the arena was full holds no index of its own).
                 let sub = self.dir_of(id);
-                if self.kind(id) == KIND_DIR && self.dir_entry(sub) == id && self.dir_parent(sub) == dir {
+                if self.kind(id) == Kind::Dir && self.dir_entry(sub) == id && self.dir_parent(sub) == dir {
                     stack.push(sub);
                 }
             }

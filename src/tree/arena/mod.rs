@@ -52,17 +52,20 @@
 //! back what a rescan replaced) is in `change.rs`; the chunked storage in `chunked.rs`;
 //! the unit tests in `tests.rs`.
 
+use crate::meta::Kind;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::Mutex;
 
 mod change;
 mod chunked;
+mod flags;
 mod shared;
 #[cfg(test)]
 mod tests;
 
 pub use chunked::Chunked;
+pub use flags::*;
 
 /// "No id": the arena never hands out this entry id or directory index (reserving stops
 /// below `ID_END`), so a `u32` that may name no entry or directory holds it. Keeping "none"
@@ -80,33 +83,6 @@ const ID_END: u64 = NONE as u64 - 1;
 pub const UNLISTED: u32 = u32::MAX;
 /// An apparent size that lives in the overflow table.
 const OVERFLOW: u32 = u32::MAX;
-
-/// Entry kinds (low two bits of the flags byte).
-pub const KIND_FILE: u8 = 0;
-pub const KIND_DIR: u8 = 1;
-pub const KIND_SYMLINK: u8 = 2;
-pub const KIND_OTHER: u8 = 3;
-/// `stat` (for a file) or listing (for a directory) failed.
-pub const F_ERROR: u8 = 1 << 2;
-/// Excluded by a pattern.
-pub const F_EXCLUDED: u8 = 1 << 3;
-/// On another file system and not entered (`-x`).
-pub const F_OTHER_FS: u8 = 1 << 4;
-/// A file with more than one link.
-pub const F_HARDLINK: u8 = 1 << 5;
-/// A directory that is one of its own ancestors (a bind mount loop): not entered, not
-/// counted. Both "excluded" and "other file system" bits, so every reader that skips
-/// those skips a loop too (`is_loop` tells it apart).
-pub const F_LOOP: u8 = F_EXCLUDED | F_OTHER_FS;
-
-/// Whether entry flags mark a loop (`F_LOOP`).
-pub fn is_loop(flags: u8) -> bool {
-    flags & F_LOOP == F_LOOP
-}
-/// A further name of a multiply-linked file already counted elsewhere.
-pub const F_DUP_LINK: u8 = 1 << 6;
-/// Deleted by the browser: no longer part of the tree or of any total.
-pub const F_REMOVED: u8 = 1 << 7;
 
 /// One entry: two words, see the module doc.
 #[derive(Default)]
@@ -182,7 +158,7 @@ pub enum Full {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NewEntry<'a> {
     pub name: &'a [u8],
-    pub flags: u8,
+    pub flags: Flags,
     pub disk_bytes: u64,
     pub apparent_bytes: u64,
 }
@@ -320,7 +296,7 @@ impl Arena {
         Ok(first as u32)
     }
 
-    /// Creates the directory record for entry `entry` (already written with KIND_DIR).
+    /// Creates the directory record for entry `entry` (already written as a directory).
     pub fn new_dir(&self, entry: u32, parent: u32, own_disk: u64, own_apparent: u64) -> Result<u32, Full> {
         let id = self.next_dir.fetch_add(1, Relaxed);
         if id >= ID_END {
@@ -415,7 +391,7 @@ impl Arena {
         self.put_name(e.name, name_at);
         let slot = self.entries.at(id);
         let mut blocks = 0;
-        if e.flags & 3 != KIND_DIR {
+        if !e.flags.is_dir() {
             let b = e.disk_bytes.div_ceil(512);
             if b >= BLOCKS_OVERFLOW as u64 || e.apparent_bytes >= OVERFLOW as u64 {
                 self.overflow.lock().unwrap().insert(id, (e.disk_bytes, e.apparent_bytes));
@@ -426,7 +402,7 @@ impl Arena {
                 slot.apparent.store(e.apparent_bytes as u32, Relaxed);
             }
         }
-        slot.flags_blocks.store((e.flags as u32) << 24 | blocks, Release);
+        slot.flags_blocks.store(e.flags.in_word() | blocks, Release);
     }
 
     fn put_name(&self, name: &[u8], at: u32) {
@@ -506,17 +482,17 @@ impl Arena {
 
     // ---- reading ----
 
-    pub fn flags(&self, id: u32) -> u8 {
-        (self.entries.at(id).flags_blocks.load(Acquire) >> 24) as u8
+    pub fn flags(&self, id: u32) -> Flags {
+        Flags::of_word(self.entries.at(id).flags_blocks.load(Acquire))
     }
 
     /// Adds flag bits to a written entry.
-    pub fn add_flags(&self, id: u32, bits: u8) {
-        self.entries.at(id).flags_blocks.fetch_or((bits as u32) << 24, AcqRel);
+    pub fn add_flags(&self, id: u32, bits: Flags) {
+        self.entries.at(id).flags_blocks.fetch_or(bits.in_word(), AcqRel);
     }
 
-    pub fn kind(&self, id: u32) -> u8 {
-        self.flags(id) & 3
+    pub fn kind(&self, id: u32) -> Kind {
+        self.flags(id).kind()
     }
 
     /// The directory index of a directory entry.
@@ -526,7 +502,7 @@ impl Arena {
 
     /// (disk bytes, apparent bytes) of the entry itself (for a directory: its own inode).
     pub fn own_sizes(&self, id: u32) -> (u64, u64) {
-        if self.kind(id) == KIND_DIR {
+        if self.kind(id) == Kind::Dir {
             return self.dir_own(self.dir_of(id));
         }
         let e = self.entries.at(id);
@@ -550,7 +526,7 @@ impl Arena {
             let Some(kids) = self.children(d) else { continue };
             for id in kids {
                 let flags = self.flags(id);
-                if flags & 3 != KIND_DIR || flags & F_REMOVED != 0 {
+                if !flags.is_dir() || flags.contains(F_REMOVED) {
                     continue;
                 }
                 let sub = self.dir_of(id);

@@ -18,7 +18,11 @@ fn children(a: &Arena, dir: u32, kids: &[NewEntry]) -> u32 {
 
 fn root(a: &Arena, own: u64) -> u32 {
     let id = a.reserve_entries(1).unwrap();
-    a.write_entry(id, &NewEntry { name: b"", flags: KIND_DIR, ..Default::default() }, a.reserve_names(1).unwrap());
+    a.write_entry(
+        id,
+        &NewEntry { name: b"", flags: Flags::of(Kind::Dir), ..Default::default() },
+        a.reserve_names(1).unwrap(),
+    );
     let dir = a.new_dir(id, NO_DIR, own, own).unwrap();
     a.set_root_name(dir, b"/the/root");
     dir
@@ -34,9 +38,14 @@ fn entries_round_trip_and_overflow() {
         &a,
         r,
         &[
-            NewEntry { name: &long, flags: KIND_FILE, disk_bytes: 8192, apparent_bytes: 5000 },
-            NewEntry { name: b"\xffbig\n", flags: KIND_FILE | F_HARDLINK, disk_bytes: huge, apparent_bytes: huge },
-            NewEntry { name: b"", flags: KIND_SYMLINK, disk_bytes: 0, apparent_bytes: 3 },
+            NewEntry { name: &long, flags: Flags::of(Kind::File), disk_bytes: 8192, apparent_bytes: 5000 },
+            NewEntry {
+                name: b"\xffbig\n",
+                flags: Flags::of(Kind::File) | F_HARDLINK,
+                disk_bytes: huge,
+                apparent_bytes: huge,
+            },
+            NewEntry { name: b"", flags: Flags::of(Kind::Symlink), disk_bytes: 0, apparent_bytes: 3 },
         ],
     );
     assert!(a.children(r).is_none(), "unlisted until published");
@@ -50,7 +59,7 @@ fn entries_round_trip_and_overflow() {
     a.child_name(r, first + 2, &mut name);
     assert_eq!(name, b"");
     assert_eq!(a.dir_name(r), b"/the/root");
-    assert_eq!(a.flags(first + 1), KIND_FILE | F_HARDLINK);
+    assert_eq!(a.flags(first + 1), Flags::of(Kind::File) | F_HARDLINK);
     assert_eq!(a.own_sizes(first), (8192, 5000));
     assert_eq!(a.own_sizes(first + 1), (huge, huge));
     assert_eq!(a.own_sizes(first + 2), (0, 3));
@@ -62,7 +71,7 @@ fn entries_round_trip_and_overflow() {
 fn completion_cascades_to_ancestors() {
     let a = Arena::new();
     let r = root(&a, 0);
-    let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+    let e = children(&a, r, &[NewEntry { name: b"s", flags: Flags::of(Kind::Dir), ..Default::default() }]);
     let s = a.new_dir(e, r, 0, 0).unwrap();
     assert_eq!(a.dir_name(s), b"s");
     a.add_pending(r, 1);
@@ -87,7 +96,11 @@ fn id_exhaustion_is_an_error_not_a_panic() {
 fn dir_with_file(a: &Arena, parent: u32, slot: u32, size: u64) -> u32 {
     let d = a.new_dir(slot, parent, 512, 100).unwrap();
     a.add_pending(parent, 1);
-    let f = children(a, d, &[NewEntry { name: b"f", flags: KIND_FILE, disk_bytes: size, apparent_bytes: size }]);
+    let f = children(
+        a,
+        d,
+        &[NewEntry { name: b"f", flags: Flags::of(Kind::File), disk_bytes: size, apparent_bytes: size }],
+    );
     a.publish_children(d, f, 1);
     a.add_here(d, size, size, 1);
     a.finish(d);
@@ -107,8 +120,8 @@ fn deep_chain_totals_cost_linear_work_and_stay_live() {
     for level in 0..LEVELS {
         let d = *dirs.last().unwrap();
         let kids = [
-            NewEntry { name: b"f", flags: KIND_FILE, disk_bytes: 512, apparent_bytes: 1 },
-            NewEntry { name: b"d", flags: KIND_DIR, ..Default::default() },
+            NewEntry { name: b"f", flags: Flags::of(Kind::File), disk_bytes: 512, apparent_bytes: 1 },
+            NewEntry { name: b"d", flags: Flags::of(Kind::Dir), ..Default::default() },
         ];
         let first = children(&a, d, &kids[..if level + 1 < LEVELS { 2 } else { 1 }]);
         a.add_here(d, 512, 1, if level + 1 < LEVELS { 2 } else { 1 });
@@ -142,7 +155,11 @@ fn deep_chain_totals_cost_linear_work_and_stay_live() {
     let new = a.begin_rescan(deep, 512, 10).unwrap();
     assert!(a.dir_flags(top) & D_DONE == 0, "reopened");
     assert_eq!(a.dir_totals(top), (want.0 - before.0 + 512, want.1 - before.1 + 10, want.2 - before.2));
-    let f = children(&a, new, &[NewEntry { name: b"g", flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 7 }]);
+    let f = children(
+        &a,
+        new,
+        &[NewEntry { name: b"g", flags: Flags::of(Kind::File), disk_bytes: 1024, apparent_bytes: 7 }],
+    );
     a.publish_children(new, f, 1);
     a.add_here(new, 1024, 7, 1);
     a.finish(new);
@@ -171,9 +188,14 @@ fn removal_subtracts_from_every_ancestor_once() {
         &a,
         r,
         &[
-            NewEntry { name: b"d", flags: KIND_DIR, ..Default::default() },
-            NewEntry { name: b"x", flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 1000 },
-            NewEntry { name: b"y", flags: KIND_FILE | F_HARDLINK | F_DUP_LINK, disk_bytes: 1024, apparent_bytes: 9 },
+            NewEntry { name: b"d", flags: Flags::of(Kind::Dir), ..Default::default() },
+            NewEntry { name: b"x", flags: Flags::of(Kind::File), disk_bytes: 1024, apparent_bytes: 1000 },
+            NewEntry {
+                name: b"y",
+                flags: Flags::of(Kind::File) | F_HARDLINK | F_DUP_LINK,
+                disk_bytes: 1024,
+                apparent_bytes: 9,
+            },
         ],
     );
     a.publish_children(r, kids, 3);
@@ -188,7 +210,7 @@ fn removal_subtracts_from_every_ancestor_once() {
     assert!(a.remove(r, kids + 2), "a duplicate link counted nothing");
     assert_eq!(a.dir_totals(r), (512 + 512 + 1024, 512 + 100 + 1000, 2));
     assert!(a.remove(r, kids));
-    assert!(a.removed(kids) && a.kind(kids) == KIND_DIR, "the kind survives the mark");
+    assert!(a.removed(kids) && a.kind(kids) == Kind::Dir, "the kind survives the mark");
     assert_eq!(a.dir_totals(r), (512 + 1024, 512 + 1000, 1));
 }
 
@@ -196,7 +218,7 @@ fn removal_subtracts_from_every_ancestor_once() {
 fn rescan_replaces_the_record_and_reopens_done_ancestors() {
     let a = Arena::new();
     let r = root(&a, 0);
-    let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+    let e = children(&a, r, &[NewEntry { name: b"s", flags: Flags::of(Kind::Dir), ..Default::default() }]);
     a.publish_children(r, e, 1);
     a.add_here(r, 0, 0, 1);
     let s = dir_with_file(&a, r, e, 8192);
@@ -217,7 +239,7 @@ fn rescan_replaces_the_record_and_reopens_done_ancestors() {
     // and gives it back: the running scan still decides when it is done.
     let b = Arena::new();
     let r = root(&b, 0);
-    let e = children(&b, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+    let e = children(&b, r, &[NewEntry { name: b"s", flags: Flags::of(Kind::Dir), ..Default::default() }]);
     b.publish_children(r, e, 1);
     let s = b.new_dir(e, r, 0, 0).unwrap();
     b.add_pending(r, 1);
@@ -243,7 +265,7 @@ fn directories_keep_inode_and_mtime() {
     a.set_dir_stat(r, 7, 1_700_000_000);
     assert_eq!(a.dir_mtime(r), 1_700_000_000);
     a.set_dev(r, 9);
-    let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+    let e = children(&a, r, &[NewEntry { name: b"s", flags: Flags::of(Kind::Dir), ..Default::default() }]);
     let s = a.new_dir(e, r, 0, 0).unwrap();
     assert_eq!(a.dir_dev(s), 9, "inherited from the parent");
 }
@@ -252,18 +274,20 @@ fn directories_keep_inode_and_mtime() {
 /// multiply linked) and a subdirectory of `n / 10` files, finished.
 fn fill(a: &Arena, d: u32, n: u32, round: u64) {
     let names: Vec<Vec<u8>> = (0..n).map(|i| format!("file-{i:05}").into_bytes()).collect();
-    let mut kids: Vec<NewEntry> =
-        names.iter().map(|n| NewEntry { name: n, flags: KIND_FILE, disk_bytes: 512, apparent_bytes: round }).collect();
+    let mut kids: Vec<NewEntry> = names
+        .iter()
+        .map(|n| NewEntry { name: n, flags: Flags::of(Kind::File), disk_bytes: 512, apparent_bytes: round })
+        .collect();
     kids[0].apparent_bytes = 1 << 40;
     kids[1].flags |= F_HARDLINK;
-    kids.push(NewEntry { name: b"sub", flags: KIND_DIR, ..Default::default() });
+    kids.push(NewEntry { name: b"sub", flags: Flags::of(Kind::Dir), ..Default::default() });
     let first = children(a, d, &kids);
     a.note_link(first + 1, 7, round, 2);
     let sub = a.new_dir(first + n, d, 0, 0).unwrap();
     a.add_pending(d, 1);
     let inner: Vec<NewEntry> = names[..n as usize / 10]
         .iter()
-        .map(|n| NewEntry { name: n, flags: KIND_FILE, disk_bytes: 1024, apparent_bytes: 1 })
+        .map(|n| NewEntry { name: n, flags: Flags::of(Kind::File), disk_bytes: 1024, apparent_bytes: 1 })
         .collect();
     let f = children(a, sub, &inner);
     a.publish_children(sub, f, inner.len() as u32);
@@ -281,7 +305,7 @@ fn fill(a: &Arena, d: u32, n: u32, round: u64) {
 fn rescans_reuse_what_they_replaced() {
     let a = Arena::new();
     let r = root(&a, 0);
-    let e = children(&a, r, &[NewEntry { name: b"s", flags: KIND_DIR, ..Default::default() }]);
+    let e = children(&a, r, &[NewEntry { name: b"s", flags: Flags::of(Kind::Dir), ..Default::default() }]);
     a.publish_children(r, e, 1);
     a.add_here(r, 0, 0, 1);
     let mut s = a.new_dir(e, r, 0, 0).unwrap();

@@ -5,6 +5,7 @@
 //! comes last.
 
 use super::{zstd, BIN_SIGNATURE, BIN_TYPE_DATA, BIN_TYPE_INDEX, KEY, TYPE};
+use crate::meta::Kind;
 use crate::tree::arena::{self, Arena};
 use std::io::{self, Write};
 
@@ -164,20 +165,20 @@ impl Blocks<'_> {
 fn leaf<'n>(a: &Arena, id: u32, name: &'n [u8], prev: Option<u64>) -> Item<'n> {
     let flags = a.flags(id);
     let mut it = Item { kind: 0, name, prev, sizes: None, dev: None, rderr: None, totals: None, sub: None, link: None };
-    it.kind = if arena::is_loop(flags) || flags & arena::F_OTHER_FS != 0 {
+    it.kind = if flags.is_loop() || flags.contains(arena::F_OTHER_FS) {
         TYPE.other_fs
-    } else if flags & arena::F_EXCLUDED != 0 {
+    } else if flags.contains(arena::F_EXCLUDED) {
         TYPE.pattern
-    } else if flags & arena::F_ERROR != 0 {
+    } else if flags.contains(arena::F_ERROR) {
         TYPE.error
     } else {
         it.sizes = Some(a.own_sizes(id));
-        match (flags & 3, a.link_of(id).filter(|_| flags & arena::F_HARDLINK != 0)) {
+        match (flags.kind(), a.link_of(id).filter(|_| flags.contains(arena::F_HARDLINK))) {
             (_, Some((_, ino, nlink))) => {
                 it.link = Some((ino, nlink));
                 TYPE.hardlink
             }
-            (arena::KIND_FILE, None) => TYPE.file,
+            (Kind::File, None) => TYPE.file,
             _ => TYPE.other,
         }
     };
@@ -242,11 +243,11 @@ pub fn export_binary(a: &Arena, root: u32, w: &mut dyn Write) -> io::Result<()> 
         top.next += 1;
         top.name_at = a.read_name(top.name_at, &mut name);
         let flags = a.flags(id);
-        if flags & arena::F_REMOVED != 0 {
+        if flags.contains(arena::F_REMOVED) {
             continue;
         }
         let special = arena::F_EXCLUDED | arena::F_ERROR | arena::F_OTHER_FS;
-        if flags & 3 == arena::KIND_DIR && flags & special == 0 {
+        if flags.is_dir() && !flags.intersects(special) {
             let sub = frame(a, a.dir_of(id), name.clone());
             stack.push(sub);
         } else {

@@ -3,6 +3,7 @@
 //! written as they are, as ncdu does).
 
 use super::SHARED_KEYS;
+use crate::meta::Kind;
 use crate::tree::arena::{self, Arena};
 use crate::tree::shared::Figures;
 use std::io::{self, Write};
@@ -28,23 +29,23 @@ fn write_name(out: &mut Vec<u8>, name: &[u8]) {
 /// One entry's info object (without the surrounding `[` for directories).
 fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, shared: Option<&Figures>, out: &mut Vec<u8>) {
     let flags = a.flags(id);
-    let kind = flags & 3;
+    let kind = flags.kind();
     out.extend_from_slice(b"{\"name\":");
     write_name(out, name);
     // ncdu has no word for a loop; it is a mount of something already in the export.
-    if arena::is_loop(flags) {
+    if flags.is_loop() {
         out.extend_from_slice(b",\"excluded\":\"otherfs\"}");
         return;
     }
-    if flags & arena::F_EXCLUDED != 0 {
+    if flags.contains(arena::F_EXCLUDED) {
         out.extend_from_slice(b",\"excluded\":\"pattern\"}");
         return;
     }
-    if flags & arena::F_OTHER_FS != 0 {
+    if flags.contains(arena::F_OTHER_FS) {
         out.extend_from_slice(b",\"excluded\":\"otherfs\"}");
         return;
     }
-    if flags & arena::F_ERROR != 0 {
+    if flags.contains(arena::F_ERROR) {
         out.extend_from_slice(b",\"read_error\":true}");
         return;
     }
@@ -58,20 +59,20 @@ fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, shared: Option<&Figur
     if let Some(dev) = dev {
         out.extend_from_slice(format!(",\"dev\":{dev}").as_bytes());
     }
-    if flags & arena::F_HARDLINK != 0 {
+    if flags.contains(arena::F_HARDLINK) {
         if let Some((_, ino, nlink)) = a.link_of(id) {
             out.extend_from_slice(format!(",\"ino\":{ino},\"hlnkc\":true,\"nlink\":{nlink}").as_bytes());
         }
     }
-    if let Some(s) = shared.filter(|_| kind == arena::KIND_DIR).and_then(|f| f.get(a.dir_of(id))) {
+    if let Some(s) = shared.filter(|_| kind == Kind::Dir).and_then(|f| f.get(a.dir_of(id))) {
         for (key, v) in SHARED_KEYS.iter().zip([s.total, s.exclusive, s.set_shared, s.disk_once]) {
             out.extend_from_slice(format!(",\"{key}\":{v}").as_bytes());
         }
     }
-    if kind == arena::KIND_DIR && a.dir_flags(a.dir_of(id)) & arena::D_READ_ERROR != 0 {
+    if kind == Kind::Dir && a.dir_flags(a.dir_of(id)) & arena::D_READ_ERROR != 0 {
         out.extend_from_slice(b",\"read_error\":true");
     }
-    if kind == arena::KIND_SYMLINK || kind == arena::KIND_OTHER {
+    if kind == Kind::Symlink || kind == Kind::Other {
         out.extend_from_slice(b",\"notreg\":true");
     }
     out.push(b'}');
@@ -108,11 +109,11 @@ pub fn export(a: &Arena, root: u32, timestamp: u64, w: &mut dyn Write) -> io::Re
         top.2 = a.read_name(top.2, &mut name);
         out.extend_from_slice(b",\n");
         let flags = a.flags(id);
-        if flags & 3 == arena::KIND_DIR && flags & (arena::F_EXCLUDED | arena::F_ERROR) == 0 {
+        if flags.is_dir() && !flags.intersects(arena::F_EXCLUDED | arena::F_ERROR) {
             let dir = a.dir_of(id);
             out.push(b'[');
             info(a, id, &name, a.dev_of(dir), shared, &mut out);
-            if flags & arena::F_OTHER_FS == 0 {
+            if !flags.contains(arena::F_OTHER_FS) {
                 let r = a.children(dir).unwrap_or(0..0);
                 stack.push((r.start, r.end, a.names_at(dir)));
             } else {

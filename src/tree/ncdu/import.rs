@@ -3,8 +3,9 @@
 //! written under contiguous ids and added up; hard links are counted once by (dev, inode).
 
 use super::{MAX_DEPTH, MAX_NAME, MAX_SIZE, SHARED_KEYS};
+use crate::meta::Kind;
 use crate::out::io_text;
-use crate::tree::arena::{self, Arena, NewEntry, NO_DIR};
+use crate::tree::arena::{self, Arena, Flags, NewEntry, NO_DIR};
 use crate::tree::shared::{Figures, Share};
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -254,7 +255,7 @@ pub(super) struct Info {
     pub nlink: u64,
     pub hlnkc: bool,
     pub read_error: bool,
-    pub excluded: Option<u8>,
+    pub excluded: Option<Flags>,
     pub notreg: bool,
     /// dfdu's sharing-aware figures (`SHARED_KEYS`), when present.
     pub shared: [Option<u64>; 4],
@@ -323,11 +324,11 @@ fn get_varint(b: &[u8], at: &mut usize) -> u64 {
 impl Staged {
     fn push(&mut self, c: &Child, name: &[u8], scratch: &mut Vec<u8>) {
         scratch.clear();
-        scratch.push(c.flags);
+        scratch.push(c.flags.bits());
         put_varint(scratch, c.disk);
         put_varint(scratch, c.apparent);
         put_varint(scratch, c.dir.map_or(0, |d| d as u64 + 1));
-        if c.flags & arena::F_HARDLINK != 0 {
+        if c.flags.contains(arena::F_HARDLINK) {
             put_varint(scratch, c.dev);
             put_varint(scratch, c.ino);
             put_varint(scratch, c.nlink as u64);
@@ -355,13 +356,13 @@ impl Staged {
             let chunk = &owned[..];
             let mut at = 0;
             while at < chunk.len() {
-                let flags = chunk[at];
+                let flags = Flags::from_bits(chunk[at]);
                 at += 1;
                 let disk = get_varint(chunk, &mut at);
                 let apparent = get_varint(chunk, &mut at);
                 let dir = get_varint(chunk, &mut at).checked_sub(1).map(|d| d as u32);
                 let (mut dev, mut ino, mut nlink) = (0, 0, 0);
-                if flags & arena::F_HARDLINK != 0 {
+                if flags.contains(arena::F_HARDLINK) {
                     dev = get_varint(chunk, &mut at);
                     ino = get_varint(chunk, &mut at);
                     nlink = get_varint(chunk, &mut at) as u32;
@@ -386,7 +387,7 @@ impl Drop for Staged {
 }
 
 struct Child {
-    flags: u8,
+    flags: Flags,
     disk: u64,
     apparent: u64,
     dir: Option<u32>,
@@ -675,7 +676,7 @@ impl<R: BufRead> Importer<'_, R> {
     pub(super) fn stage_leaf(&mut self, top: &mut Open, info: &Info, as_dir: bool) {
         let mut child = self.child_of(info, top, None);
         if as_dir {
-            child.flags = (child.flags & !3) | arena::KIND_DIR;
+            child.flags = child.flags.with_kind(Kind::Dir);
         }
         top.staged.push(&child, &info.name, &mut self.scratch);
     }
@@ -689,15 +690,15 @@ impl<R: BufRead> Importer<'_, R> {
     }
 
     fn child_of(&self, info: &Info, top: &Open, dir: Option<u32>) -> Child {
-        let mut flags = match (dir, info.notreg) {
-            (Some(_), _) => arena::KIND_DIR,
-            (None, true) => arena::KIND_OTHER,
-            (None, false) => arena::KIND_FILE,
-        };
+        let mut flags = Flags::of(match (dir, info.notreg) {
+            (Some(_), _) => Kind::Dir,
+            (None, true) => Kind::Other,
+            (None, false) => Kind::File,
+        });
         if let Some(x) = info.excluded {
-            flags = arena::KIND_OTHER | x;
+            flags = Flags::of(Kind::Other) | x;
         } else if info.read_error && dir.is_none() {
-            flags = arena::KIND_FILE | arena::F_ERROR;
+            flags = Flags::of(Kind::File) | arena::F_ERROR;
         } else if dir.is_none() && (info.hlnkc || info.nlink > 1) {
             flags |= arena::F_HARDLINK;
         }
@@ -728,7 +729,7 @@ impl<R: BufRead> Importer<'_, R> {
         let marks_later_links = self.marks_later_links;
         d.staged.drain(|c, name| {
             let mut flags = c.flags;
-            if flags & arena::F_HARDLINK != 0 {
+            if flags.contains(arena::F_HARDLINK) {
                 if marks_later_links {
                     flags |= arena::F_DUP_LINK;
                 } else if let std::collections::hash_map::Entry::Vacant(v) = links.entry((c.dev, c.ino)) {
@@ -740,14 +741,14 @@ impl<R: BufRead> Importer<'_, R> {
             let e = NewEntry { name, flags, disk_bytes: c.disk, apparent_bytes: c.apparent };
             a.write_entry(id, &e, name_at);
             name_at += arena::name_cost(name.len()) as u32;
-            if flags & arena::F_HARDLINK != 0 {
+            if flags.contains(arena::F_HARDLINK) {
                 a.note_link(id, c.dev, c.ino, c.nlink);
             }
-            errors |= flags & arena::F_ERROR != 0;
+            errors |= flags.contains(arena::F_ERROR);
             match c.dir {
                 // Its sizes reached `d.dir` when it was closed.
                 Some(sub) => a.attach_dir(sub, id),
-                None if flags & 3 == arena::KIND_DIR => {
+                None if flags.is_dir() => {
                     // An excluded directory: a record with no children.
                     let sub = a
                         .new_dir(id, d.dir, 0, 0)
@@ -755,7 +756,7 @@ impl<R: BufRead> Importer<'_, R> {
                     a.publish_children(sub, id, 0);
                     a.set_dir_flags(sub, arena::D_DONE);
                 }
-                None if flags & arena::F_DUP_LINK == 0 => {
+                None if !flags.contains(arena::F_DUP_LINK) => {
                     disk = disk.saturating_add(c.disk);
                     apparent = apparent.saturating_add(c.apparent);
                 }
@@ -779,7 +780,7 @@ impl<R: BufRead> Importer<'_, R> {
         if let Some(info) = root_info {
             let id = a.reserve_entries(1).map_err(|_| self.too_big())?;
             let own = a.dir_own(d.dir);
-            let e = NewEntry { name: b"", flags: arena::KIND_DIR, disk_bytes: own.0, apparent_bytes: own.1 };
+            let e = NewEntry { name: b"", flags: Flags::of(Kind::Dir), disk_bytes: own.0, apparent_bytes: own.1 };
             a.write_entry(id, &e, a.reserve_names(1).map_err(|_| self.too_big())?);
             a.attach_dir(d.dir, id);
             a.set_root_name(d.dir, &info.name);

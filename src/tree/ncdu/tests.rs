@@ -4,6 +4,7 @@
 
 use super::import::{ImportError, STAGED_BYTES};
 use super::*;
+use crate::meta::Kind;
 use crate::platform::Follow;
 use crate::tree::arena::{self, Arena};
 
@@ -636,7 +637,7 @@ fn sizes_on_excluded_and_unreadable_entries_are_not_counted() {
     let (a, r) = load(json).unwrap();
     assert_eq!((a.dir_totals(r.root).0, a.dir_totals(r.root).1), (512, 1));
     for id in a.children(r.root).unwrap() {
-        if a.flags(id) & (arena::F_EXCLUDED | arena::F_ERROR) != 0 {
+        if a.flags(id).intersects(arena::F_EXCLUDED | arena::F_ERROR) {
             assert_eq!(a.own_sizes(id), (0, 0), "entry {id}");
         }
     }
@@ -651,7 +652,7 @@ fn an_excluded_directory_gets_an_empty_finished_record() {
     let (a, r) = load(json).unwrap();
     let ids: Vec<u32> = a.children(r.root).unwrap().collect();
     assert_eq!(ids.len(), 2);
-    let (dirs, others): (Vec<u32>, Vec<u32>) = ids.into_iter().partition(|&id| a.kind(id) == arena::KIND_DIR);
+    let (dirs, others): (Vec<u32>, Vec<u32>) = ids.into_iter().partition(|&id| a.kind(id) == Kind::Dir);
     assert_eq!((dirs.len(), others.len()), (1, 1), "the symlink-like entry must not become a directory");
     let d = a.dir_of(dirs[0]);
     assert_eq!(a.dir_entry(d), dirs[0]);
