@@ -201,7 +201,8 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-fn run(tool: &Tool, root: &Path, case: &Case) -> Outcome {
+/// Runs one case with one tool on the tree at `root`.
+fn run_case(tool: &Tool, root: &Path, case: &Case) -> Outcome {
     if let Some((link, target)) = &tool.relink {
         let _ = fs::remove_file(link);
         symlink(target, link).expect("relink the tool symlink");
@@ -335,8 +336,8 @@ impl Checker {
 
     fn run_one(&mut self, root: &Path, case: &Case) {
         self.n_cases += 1;
-        let want = run(&self.expected, root, case);
-        let got = run(&self.actual, root, case);
+        let want = run_case(&self.expected, root, case);
+        let got = run_case(&self.actual, root, case);
         if std::env::var_os("DU_COMPAT_SHOW").is_some() {
             show_outcome(&self.label, case, &want);
         }
