@@ -295,7 +295,13 @@ fn dupes_act_skips_a_member_changed_after_the_scan() {
             _ => c.unwrap().file_type().is_symlink(),
         };
         assert!(done, "{action}: c/x not acted on");
-        assert!(String::from_utf8_lossy(&out.stderr).contains("1 skipped: changed since the scan"), "{}", err(&out));
+        // The summary: what was done in how many groups, the free space, each skip's reason.
+        let summary = String::from_utf8_lossy(&out.stderr);
+        assert!(summary.contains(" in 1 group acted on, 200000 bytes"), "{summary}");
+        assert!(
+            summary.contains("more (statfs)") && summary.contains("1 skipped: changed since the scan"),
+            "{summary}"
+        );
     }
 }
 

@@ -478,15 +478,12 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     };
     let (hash_handle, cache) = hashfile.unwrap_or_default();
     // Created before the scan: a plan that cannot be written is known before any work.
-    let mut plan_file = match &a.plan {
-        Some(path) => match cache::create_new(std::path::Path::new(path)) {
-            Ok(f) => Some(f),
-            Err(msg) => {
-                eprintln!("{cmd}: {msg}");
-                return 1;
-            }
-        },
-        None => None,
+    let plan_file = match a.plan.as_ref().map(|path| cache::create_new(std::path::Path::new(path))).transpose() {
+        Ok(f) => f,
+        Err(msg) => {
+            eprintln!("{cmd}: {msg}");
+            return 1;
+        }
     };
     let sink = FilesSink::new(Found::default(), a.min_size, a.max_size);
     let stats = Stats::default();
@@ -543,31 +540,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         };
         dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts, &cache)
     });
-    let dir_groups = a.dirs.then(|| dirs::dir_groups(&found, &o.groups));
-    let acted = a.action.map(|action| {
-        pause_before_act();
-        let args: Vec<Vec<u8>> = a.paths.iter().map(|p| os_bytes(p)).collect();
-        let keep = if a.keep.is_empty() { &act::DEFAULT_KEEP[..] } else { &a.keep[..] };
-        let dry_run = a.dry_run || a.plan.is_some();
-        let opts = act::Options { action, keep, args: &args, dry_run, force_metadata: a.force_metadata };
-        let handles = open::Handles::new(&found, fd_budget);
-        match &dir_groups {
-            Some(dg) => act::run_dirs(&handles, dg, &opts),
-            None => act::run(&handles, &o.groups, &opts),
-        }
-    });
-    if let Some(dg) = &dir_groups {
-        // Printed as file groups are: each directory's path stands for its tree.
-        o.groups = dg.iter().map(dirs::DirGroup::as_group).collect();
-    }
-    if let (Some(file), Some(r)) = (plan_file.as_mut(), &acted) {
-        let cwd = std::env::current_dir().map(|d| os_bytes(d.as_os_str())).unwrap_or_else(|_| b".".to_vec());
-        let text = plan::script(r, &cwd, &cmd);
-        if let Err(e) = file.write_all(&text).and_then(|()| file.sync_all()) {
-            eprintln!("{cmd}: cannot write the plan: {}", out::io_text(&e));
-            status = 1;
-        }
-    }
+    let acted = act_stage(a, &found, &mut o.groups, fd_budget, plan_file, &cmd, &mut status);
     // Saved after dedupe: a range the kernel refused makes entries stale, dropped here.
     if let Some(h) = hash_handle {
         let key = |i: &u32| (found.files[*i as usize].dev, found.files[*i as usize].ino);
@@ -581,14 +554,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         }
     }
     if let Some(r) = &acted {
-        let dry_run = a.dry_run || a.plan.is_some();
-        if let Err(code) = out::finish(&cmd, print_actions(a, &o.groups, r, &stats, start, dry_run)) {
-            return code;
-        }
-        if !a.quiet && !a.json {
-            eprint!("{}", r.text(&cmd, dry_run));
-        }
-        return if r.skipped() > 0 { 1 } else { status };
+        return report_actions(a, &o.groups, r, &stats, start, &cmd).unwrap_or(status);
     }
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
         if let Err(code) = out::finish(&cmd, print_groups(a, &o.groups, &stats, start, report.as_ref())) {
@@ -610,6 +576,66 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         }
     }
     status
+}
+
+/// `--dirs` and the actions, after the groups are final: with `--dirs` the groups become
+/// the directory groups (printed as file groups are, each directory's path standing for
+/// its tree); with an action, it is done (or checked only, for `--dry-run` and `--plan`,
+/// whose script is written to `plan_file`).
+fn act_stage(
+    a: &Args,
+    found: &Found,
+    groups: &mut Vec<Group>,
+    fd_budget: usize,
+    plan_file: Option<std::fs::File>,
+    cmd: &str,
+    status: &mut i32,
+) -> Option<act::Report> {
+    let dir_groups = a.dirs.then(|| dirs::dir_groups(found, groups));
+    let acted = a.action.map(|action| {
+        pause_before_act();
+        let args: Vec<Vec<u8>> = a.paths.iter().map(|p| os_bytes(p)).collect();
+        let keep = if a.keep.is_empty() { &act::DEFAULT_KEEP[..] } else { &a.keep[..] };
+        let dry_run = a.dry_run || a.plan.is_some();
+        let opts = act::Options { action, keep, args: &args, dry_run, force_metadata: a.force_metadata };
+        let handles = open::Handles::new(found, fd_budget);
+        match &dir_groups {
+            Some(dg) => act::run_dirs(&handles, dg, &opts),
+            None => act::run(&handles, groups, &opts),
+        }
+    });
+    if let Some(dg) = &dir_groups {
+        *groups = dg.iter().map(dirs::DirGroup::as_group).collect();
+    }
+    if let (Some(mut file), Some(r)) = (plan_file, &acted) {
+        let cwd = std::env::current_dir().map(|d| os_bytes(d.as_os_str())).unwrap_or_else(|_| b".".to_vec());
+        let text = plan::script(r, &cwd, cmd);
+        if let Err(e) = file.write_all(&text).and_then(|()| file.sync_all()) {
+            eprintln!("{cmd}: cannot write the plan: {}", out::io_text(&e));
+            *status = 1;
+        }
+    }
+    acted
+}
+
+/// The action lines (or JSON) on standard output and the summary on standard error; the
+/// exit status when it is not the run's own: 1 after a write error or a member skipped.
+fn report_actions(
+    a: &Args,
+    groups: &[Group],
+    r: &act::Report,
+    stats: &Stats,
+    start: Instant,
+    cmd: &str,
+) -> Option<i32> {
+    let dry_run = a.dry_run || a.plan.is_some();
+    if let Err(code) = out::finish(cmd, print_actions(a, groups, r, stats, start, dry_run)) {
+        return Some(code);
+    }
+    if !a.quiet && !a.json {
+        eprint!("{}", r.text(cmd, dry_run));
+    }
+    (r.skipped() > 0).then_some(1)
 }
 
 /// A test's hook, in debug builds only: with `DFDU_TEST_PAUSE_BEFORE_ACT` naming a FIFO,
