@@ -405,7 +405,7 @@ fn corpus_of_past_failures() {
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let input = std::fs::read(entry.unwrap().path()).unwrap();
-        let _ = load(&input);
+        let _ = load_any(&input);
         n += 1;
     }
     assert!(n > 0, "the corpus is empty");
@@ -944,4 +944,23 @@ fn binary_survives_corrupted_inputs() {
         }
     }
     assert!(accepted < iters, "the mutations must be refused sometimes: {accepted}");
+}
+
+/// Damaged zstd-compressed JSON (Debian's `zstd -19` of a small dfdu export, so the
+/// frame has Huffman-coded literals and FSE-coded sequences) never panics the decoder or
+/// the reader: each is read or refused.
+#[test]
+fn compressed_json_survives_corrupted_inputs() {
+    let base = include_bytes!("../../../tests/corpus/zstd/sample.json.zst");
+    let (a, r) = load_any(base).expect("the sample reads");
+    assert!(a.dir_totals(r.root).2 > 50, "the sample has its entries");
+    let mut rng = Rng(0x5851_F42D_4C95_7F2D);
+    let iters: usize = std::env::var("DFDU_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000);
+    let mut refused = 0;
+    for _ in 0..iters {
+        let input = mutate(&mut rng, base);
+        let a = Arena::new();
+        refused += usize::from(import_any(&input[..], &a).is_err());
+    }
+    assert!(refused > 0, "the mutations must be refused sometimes");
 }
