@@ -11,17 +11,19 @@ _dfdu_opts_du="-0 --null -a --all --apparent-size -B --block-size -b --bytes -c 
   -j --threads -k -L --dereference -l --count-links -m -P --no-dereference
   -S --separate-dirs --si -s --summarize -t --threshold --time --time-style
   -X --exclude-from --exclude -x --one-file-system --help --version"
-_dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size -x --one-file-system
-  --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference -j --threads --top --by-exclusive --json
-  --shared --no-shared -o -O --treemap --treemap-size -f -q --quiet --help --version"
-_dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference
-  -j --threads -f --apparent-size --si --diff --read-only --ascii --no-color --shared
-  --help --version"
-_dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size --top
-  --files --min-change -x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs -L --dereference
-  -j --threads --json --help --version"
+_dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size
+  -x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs
+  -L --dereference -j --threads --top --by-exclusive --json --shared --no-shared -o -O
+  --treemap --treemap-size -f -q --quiet --help --version"
+_dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from --exclude-caches
+  --exclude-kernfs -L --dereference -j --threads -f --apparent-size --si --diff --read-only
+  --ascii --no-color --shared --help --version"
+_dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size
+  --top --files --min-change -x --one-file-system --exclude -X --exclude-from
+  --exclude-caches --exclude-kernfs -L --dereference -j --threads --json --help --version"
 _dfdu_opts_find="-S --size -0 --null --json --min-size --max-size -x --one-file-system
-  --exclude -X --exclude-from --exclude-caches --exclude-kernfs -j --threads --hashfile --verify -q --quiet --help --version"
+  --exclude -X --exclude-from --exclude-caches --exclude-kernfs -j --threads --hashfile
+  --verify -q --quiet --help --version"
 _dfdu_opts_dupes="$_dfdu_opts_find --delete --hardlink --symlink --keep --keep-path
   --force-metadata --dry-run --plan --dirs"
 # dedupe takes every option of dupes but its actions, besides its own.
@@ -32,7 +34,7 @@ _dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_
 _dfdu_file_value="-X --exclude-from --files0-from -o -O --treemap -f --hashfile --diff --plan
   --keep-path"
 _dfdu_other_value="-B --block-size -d --max-depth -t --threshold -j --threads --top
-  --min-change --min-size --max-size --exclude"
+  --min-change --min-size --max-size --exclude --treemap-size"
 
 # Whether word $1 is one of the words in $2.
 _dfdu_among() {
@@ -73,7 +75,8 @@ _dfdu() {
             # A comma-separated list of rules: complete the last one.
             local done=
             [[ $cur == *,* ]] && done=${cur%,*},
-            mapfile -t COMPREPLY < <(compgen -P "$done" -W "oldest newest shortest longest first-arg" -- "${cur##*,}")
+            local rules="oldest newest shortest longest first-arg"
+            mapfile -t COMPREPLY < <(compgen -P "$done" -W "$rules" -- "${cur##*,}")
             return 0
         elif [[ $prev == --time-style ]]; then
             mapfile -t COMPREPLY < <(compgen -W "full-iso long-iso iso" -- "$cur")
