@@ -4,12 +4,12 @@
 //! totals, the directories that grew and shrank most, the entries added and removed,
 //! and with `--files` the files that grew and shrank most.
 
-use crate::meta::{os_bytes, Kind};
+use crate::meta::{os_bytes, Kind, Measure};
 use crate::out;
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{parse_with_suffix, THRESHOLD_SUFFIXES};
 use crate::tree::arena::{self, Arena};
-use crate::tree::diff::{self, Event, Measure};
+use crate::tree::diff::{self, Event};
 use crate::tree::roots::{load_side, ScanFn, Side};
 use crate::tree::sink::{problem_lines, ArenaSink};
 use crate::tree::top::Top;

@@ -116,6 +116,24 @@ impl Meta {
     }
 }
 
+/// Which size of an entry is counted: du's `--apparent-size`, and the same choice in
+/// scan, diff, browse and the treemap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Allocated bytes (`st_blocks * 512`).
+    Disk,
+    /// `st_size`.
+    Apparent,
+}
+
+/// Which time stamp of an entry du's `--time` reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    Mtime,
+    Atime,
+    Ctime,
+}
+
 /// A time broken down in the local time zone, as `localtime_r` gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalTime {

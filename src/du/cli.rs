@@ -2,13 +2,12 @@
 //! long-option abbreviations, permutation, `--`, `POSIXLY_CORRECT` and its exact error
 //! messages), then the derived settings `du` runs with. The help text lives here too.
 
-use crate::meta::os_bytes;
+use crate::meta::{os_bytes, TimeKind};
 use crate::out::{self, io_text};
 use crate::text::exclude::Exclude;
 use crate::text::quote::{quote, quotef};
 use crate::text::units::{self, NumError, Scale};
 use crate::walk::opts::{thread_count, Opt};
-use crate::walk::scan::TimeKind;
 use std::ffi::OsString;
 
 /// How symlinks are followed.

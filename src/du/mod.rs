@@ -14,12 +14,12 @@ use crate::du::records::{
     REC_UNREADABLE,
 };
 use crate::meta::os_bytes;
-use crate::meta::{Errno, Kind, Meta, Timespec};
+use crate::meta::{Errno, Kind, Measure, Meta, Timespec};
 use crate::platform::Follow;
 use crate::text::quote::{quoteaf, quotef};
 use crate::text::units::format_size;
 use crate::walk::reader::Reader;
-use crate::walk::scan::{self, Measure, Walk};
+use crate::walk::scan::{self, Walk};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsString};
 use std::io::{self, Write};
@@ -250,16 +250,7 @@ impl<W: Write> Run<'_, W> {
     }
 
     fn acc_of(&self, meta: &Meta) -> Acc {
-        let bytes = match self.measure() {
-            Measure::Apparent => meta.size,
-            Measure::Disk => meta.disk_bytes(),
-        };
-        let time = match self.o.time {
-            Some(scan::TimeKind::Atime) => meta.atime,
-            Some(scan::TimeKind::Ctime) => meta.ctime,
-            _ => meta.mtime,
-        };
-        Acc { bytes, count: 1, time }
+        Acc { bytes: records::measure(meta, self.measure()), count: 1, time: records::time_of(meta, self.o.time) }
     }
 
     fn operand<R: Reader>(&mut self, name: &[u8], is_last: bool) {

@@ -4,8 +4,8 @@
 //! wait per directory until du's ordered pass, which runs while the scan goes on, takes
 //! them (`Records::enter`): memory follows what is found but not yet printed, not the tree.
 
-use crate::meta::{Errno, Kind, Meta, Timespec};
-use crate::walk::scan::{Child, Listed, Measure, Pos, Seen, Sink, TimeKind};
+use crate::meta::{Errno, Kind, Measure, Meta, TimeKind, Timespec};
+use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

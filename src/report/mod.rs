@@ -2,12 +2,11 @@
 //! report — totals, counts, the largest directories and files — as text or as a
 //! versioned JSON document, and optionally an ncdu-compatible export.
 
-use crate::meta::{os_bytes, Kind, Meta};
+use crate::meta::{os_bytes, Kind, Measure, Meta};
 use crate::out::{self, io_text};
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
-use crate::tree::diff::Measure;
 use crate::tree::path::{child_path, dir_path};
 use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::shared::Share;

@@ -24,15 +24,8 @@
 //! directory, a removed directory lists nothing (it is in the removed list), and a
 //! directory whose two subdirectories grew by the same amount is listed along with both.
 
-use crate::meta::Kind;
+use crate::meta::{Kind, Measure};
 use crate::tree::arena::{self, Arena};
-
-/// Which size a comparison uses.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
-    Disk,
-    Apparent,
-}
 
 /// What the matching walk found; see the module doc.
 pub enum Event {

@@ -32,10 +32,10 @@
 //!   pictures, so any name gives valid XML.
 //! * Deterministic: children are ordered by size, then by name; no clock, no hash order.
 
-use crate::meta::Kind;
+use crate::meta::{Kind, Measure};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
-use crate::tree::diff::{entry_size, Measure};
+use crate::tree::diff::entry_size;
 use crate::tree::path::dir_path;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

@@ -91,23 +91,6 @@ const WORKER_STACK_BYTES: usize = 256 * 1024;
 /// Bound on the shared queue; beyond it jobs stay on the workers' own stacks.
 const SHARED_QUEUE_JOBS: usize = 256;
 
-/// Which size of an entry is summed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Measure {
-    /// Allocated bytes (`st_blocks * 512`).
-    Disk,
-    /// `st_size`.
-    Apparent,
-}
-
-/// Which time stamp `--time` reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeKind {
-    Mtime,
-    Atime,
-    Ctime,
-}
-
 /// How to walk.
 pub struct Walk<'a> {
     pub threads: usize,
