@@ -1,6 +1,6 @@
 //! `dfdu diff OLD NEW`: what changed between two trees. Each side is an export (ncdu
 //! JSON from dfdu, ncdu or gdu; `-` reads standard input) or a directory scanned now;
-//! both land in one arena, `tree::diff` matches them by path, and this file reports the
+//! both land in one arena, `tree::compare` matches them by path, and this file reports the
 //! totals, the directories that grew and shrank most, the entries added and removed,
 //! and with `--files` the files that grew and shrank most.
 
@@ -9,7 +9,7 @@ use crate::out;
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{parse_with_suffix, THRESHOLD_SUFFIXES};
 use crate::tree::arena::{self, Arena};
-use crate::tree::diff::{self, Event};
+use crate::tree::compare::{self, Event};
 use crate::tree::roots::{load_side, ScanFn, Side};
 use crate::tree::sink::{problem_lines, ArenaSink};
 use crate::tree::top::Top;
@@ -185,7 +185,7 @@ fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
             files_shrunk.push((old_size - new_size, new, old, old_size, new_size));
         }
     };
-    diff::walk(a, old, new, m, &mut |e| match e {
+    compare::walk(a, old, new, m, &mut |e| match e {
         Event::Dirs { old_dir, new_dir, old_size, new_size, listed: true } => {
             if new_size >= old_size.saturating_add(min) {
                 grown.push((new_size - old_size, new_dir, old_dir, old_size, new_size));
@@ -199,7 +199,7 @@ fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
                 added.push((size, dir, id));
             }
             if args.files {
-                diff::files_of(a, dir, id, m, &mut |d, f, size| file(None, Some((d, f)), 0, size));
+                compare::files_of(a, dir, id, m, &mut |d, f, size| file(None, Some((d, f)), 0, size));
             }
         }
         Event::Removed { dir, id, size } => {
@@ -207,7 +207,7 @@ fn compare(a: &Arena, old: u32, new: u32, args: &DiffArgs) -> Report {
                 removed.push((size, dir, id));
             }
             if args.files {
-                diff::files_of(a, dir, id, m, &mut |d, f, size| file(Some((d, f)), None, size, 0));
+                compare::files_of(a, dir, id, m, &mut |d, f, size| file(Some((d, f)), None, size, 0));
             }
         }
         Event::Files { old, new, old_size, new_size } => file(Some(old), Some(new), old_size, new_size),
@@ -256,7 +256,7 @@ fn shown(b: &[u8]) -> String {
 fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> io::Result<()> {
     let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
     let what = if args.sizes.apparent { "apparent size" } else { "disk usage" };
-    let (o, n) = (diff::dir_size(a, sides[0].root, m), diff::dir_size(a, sides[1].root, m));
+    let (o, n) = (compare::dir_size(a, sides[0].root, m), compare::dir_size(a, sides[1].root, m));
     writeln!(out, "old  {:>12}  {} ({})", size_text(o, args), shown(&a.dir_name(sides[0].root)), sides[0].source)?;
     writeln!(out, "new  {:>12}  {} ({})", size_text(n, args), shown(&a.dir_name(sides[1].root)), sides[1].source)?;
     writeln!(out, "change {:>10}  ({what})", signed_text(o, n, args))?;
@@ -267,7 +267,12 @@ fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, arg
         writeln!(out, "directories that {title} ({count} listed by the rule in --help):")?;
         for &(_, nd, _, os, ns) in rows.iter() {
             let from_to = format!("{} -> {}", size_text(os, args), size_text(ns, args));
-            writeln!(out, "  {:>12}  {}  ({from_to})", signed_text(os, ns, args), shown(&diff::rel_dir_path(a, nd)))?;
+            writeln!(
+                out,
+                "  {:>12}  {}  ({from_to})",
+                signed_text(os, ns, args),
+                shown(&compare::rel_dir_path(a, nd))
+            )?;
         }
     }
     for (title, sign, rows, count) in [("added", '+', &r.added, r.n_added), ("removed", '-', &r.removed, r.n_removed)] {
@@ -276,7 +281,7 @@ fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, arg
         }
         writeln!(out, "{title} ({count} {}):", if count == 1 { "entry" } else { "entries" })?;
         for &(size, dir, id) in rows.iter() {
-            let path = diff::rel_child_path(a, dir, id);
+            let path = compare::rel_child_path(a, dir, id);
             let slash = if a.kind(id) == Kind::Dir { "/" } else { "" };
             let signed = format!("{sign}{}", size_text(size, args));
             writeln!(out, "  {signed:>12}  {}{slash}", shown(&path))?;
@@ -291,7 +296,7 @@ fn print_text(out: &mut dyn Write, a: &Arena, sides: [&Side; 2], r: &Report, arg
 /// The path of a changed file, from the side that has it (the new one if both do).
 fn file_path(a: &Arena, row: &FileRow) -> (Vec<u8>, u32) {
     let (dir, id) = row.1.or(row.2).unwrap_or((0, 0));
-    (diff::rel_child_path(a, dir, id), id)
+    (compare::rel_child_path(a, dir, id), id)
 }
 
 /// `--files`: the files that grew, then those that shrank, each with its sizes.
@@ -327,7 +332,7 @@ fn json_report(a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> Str
     let mut sizes = [0u64; 2];
     for (k, side) in sides.iter().enumerate() {
         let (disk, app, items) = a.dir_totals(side.root);
-        sizes[k] = diff::dir_size(a, side.root, m);
+        sizes[k] = compare::dir_size(a, side.root, m);
         o.push_str(if k == 0 { ",\"old\":{\"path\":" } else { ",\"new\":{\"path\":" });
         json_str(&mut o, &a.dir_name(side.root));
         o.push_str(",\"source\":");
@@ -339,7 +344,7 @@ fn json_report(a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> Str
         o.push_str(&format!(",\"{key}_count\":{count},\"{key}\":["));
         for (k, &(_, nd, _, os, ns)) in rows.iter().enumerate() {
             o.push_str(if k > 0 { ",{\"path\":" } else { "{\"path\":" });
-            json_str(&mut o, &diff::rel_dir_path(a, nd));
+            json_str(&mut o, &compare::rel_dir_path(a, nd));
             o.push_str(&format!(
                 ",\"old_bytes\":{os},\"new_bytes\":{ns},\"change_bytes\":{}}}",
                 ns as i128 - os as i128
@@ -351,7 +356,7 @@ fn json_report(a: &Arena, sides: [&Side; 2], r: &Report, args: &DiffArgs) -> Str
         o.push_str(&format!(",\"{key}_count\":{count},\"{key}\":["));
         for (k, &(size, dir, id)) in rows.iter().enumerate() {
             o.push_str(if k > 0 { ",{\"path\":" } else { "{\"path\":" });
-            json_str(&mut o, &diff::rel_child_path(a, dir, id));
+            json_str(&mut o, &compare::rel_child_path(a, dir, id));
             o.push_str(&format!(",\"kind\":\"{}\",\"bytes\":{size}}}", kind_word(a, id)));
         }
         o.push(']');

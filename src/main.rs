@@ -13,7 +13,7 @@
 //! `ls src platform` reads as the layers, lowest first:
 //!
 //! * `meta.rs` — plain data every layer speaks: `Meta` (one stat), `Kind`, `Errno`,
-//!   `Timespec`, `LocalTime`.
+//!   `Timespec`, `LocalTime`, `Measure` and `TimeKind` (which size and time of a `Meta`).
 //! * `text/` — GNU's formats, no I/O: `units.rs` (sizes, `--block-size`), `quote.rs`
 //!   (`quote`, `quotef`), `timefmt.rs` (`--time-style`), `exclude.rs` (`Exclude` globs).
 //! * `platform/` (beside `src/`) — the operating system, one folder per OS family, the same
@@ -47,17 +47,19 @@
 //!   `records.rs` (`Records`, du's sink: one record per directory), `mod.rs` (per-argument
 //!   logic and the ordered pass that prints).
 //! * `tree/` — the whole tree in memory: `arena/` (`Arena`: every entry in 8 bytes plus
-//!   its name; `mod.rs` the layout and the scan's side, `change.rs` deletes, rescans and
-//!   reuse, `chunked.rs` its storage, `shared.rs` the sharing-aware figures kept and
-//!   computed again after deletes and rescans, `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's formats: `export.rs`
+//!   its name; `mod.rs` the layout and the scan's side, `flags.rs` an entry's `Flags`,
+//!   `change.rs` deletes, rescans and reuse, `chunked.rs` its storage, `kept_figures.rs`
+//!   the sharing-aware figures kept and computed again after deletes and rescans,
+//!   `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's formats: `export.rs`
 //!   the JSON writer, `import.rs` the JSON reader, `bin_export.rs` and `bin_import.rs` the
 //!   binary format's, `zstd.rs` compressed input, `tests.rs` their unit tests),
 //!   `roots.rs` (`WalkArgs`: `WalkOpts` plus `-f`; importing or stat'ing the roots; one
-//!   side of a comparison, imported or scanned), `path.rs` (`dir_path`, `child_path`), `shared.rs` (sharing-aware figures:
-//!   total, exclusive, set shared and disk once per directory, folded bottom-up), `diff.rs` (two trees in one arena
-//!   matched by path, and which changed directories a report lists), `treemap.rs` (the
-//!   SVG treemap of `scan --treemap`), `top.rs` (`Top`: the largest N of a stream, for the
-//!   reports' lists).
+//!   side of a comparison, imported or scanned), `path.rs` (`dir_path`, `child_path`),
+//!   `sharing.rs` (sharing-aware figures: total, exclusive, set shared and disk once per
+//!   directory, folded bottom-up), `compare.rs` (two trees in one arena matched by path,
+//!   and which changed directories a report lists), `treemap.rs` (the SVG treemap of
+//!   `scan --treemap`), `top.rs` (`Top`: the largest N of a stream, for the reports'
+//!   lists).
 //! * `dupes/` — `dfdu dupes` and `dfdu dedupe`: `mod.rs` (options, help, output), `sink.rs`
 //!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
 //!   inode one file, sample, BLAKE3; protocol at its top), `open.rs` (`Handles`: every

@@ -9,7 +9,7 @@ use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
 use crate::tree::path::{child_path, dir_path};
 use crate::tree::roots::{import_file, stat_root, WalkArgs};
-use crate::tree::shared::Share;
+use crate::tree::sharing::Share;
 use crate::tree::sink::{problem_lines, ArenaSink};
 use crate::tree::top::Top;
 use crate::walk::opts::{Cli, SizeOpts, SizeSet};

@@ -13,7 +13,7 @@ use crate::meta::{Errno, Kind, Meta};
 use crate::text::quote::walk_problem;
 use crate::tree::arena::{self, Arena, Flags, NewEntry, NO_DIR, NO_ENTRY};
 use crate::tree::path::dir_path;
-use crate::tree::shared::{Collector, FileFigures};
+use crate::tree::sharing::{Collector, FileFigures};
 use crate::walk::extents::FileExtents;
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::collections::hash_map::Entry;

@@ -35,7 +35,7 @@
 use crate::meta::{Kind, Measure};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
-use crate::tree::diff::entry_size;
+use crate::tree::compare::entry_size;
 use crate::tree::path::dir_path;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

@@ -1,5 +1,5 @@
 //! One file's extent figures, as the scanner builds them from its extent map for the
-//! sharing-aware sizes (`tree/shared.rs` folds them per directory). The rule is
+//! sharing-aware sizes (`tree/sharing.rs` folds them per directory). The rule is
 //! `btrfs filesystem du`'s: extents flagged inline (data inside metadata), delalloc or
 //! unknown (not written yet) are skipped, as are extents of length 0.
 

@@ -60,7 +60,7 @@ use std::sync::Mutex;
 mod change;
 mod chunked;
 mod flags;
-mod shared;
+mod kept_figures;
 #[cfg(test)]
 mod tests;
 
@@ -197,10 +197,10 @@ pub struct Arena {
     pub steps: AtomicU64,
     /// Sharing-aware figures by directory, once a scan with `--shared` (or an import
     /// carrying them) has produced them.
-    shared: Mutex<Option<std::sync::Arc<crate::tree::shared::Figures>>>,
+    shared: Mutex<Option<std::sync::Arc<crate::tree::sharing::Figures>>>,
     /// The browser's extent figures of every file, kept to compute `shared` again after
     /// a delete or a rescan.
-    shared_input: Mutex<Option<crate::tree::shared::Collector>>,
+    shared_input: Mutex<Option<crate::tree::sharing::Collector>>,
 }
 
 impl Default for Arena {

@@ -5,7 +5,7 @@
 use super::SHARED_KEYS;
 use crate::meta::Kind;
 use crate::tree::arena::{self, Arena};
-use crate::tree::shared::Figures;
+use crate::tree::sharing::Figures;
 use std::io::{self, Write};
 
 fn write_name(out: &mut Vec<u8>, name: &[u8]) {

@@ -6,7 +6,7 @@ use super::{MAX_DEPTH, MAX_NAME, MAX_SIZE, SHARED_KEYS};
 use crate::meta::Kind;
 use crate::out::io_text;
 use crate::tree::arena::{self, Arena, Flags, NewEntry, NO_DIR};
-use crate::tree::shared::{Figures, Share};
+use crate::tree::sharing::{Figures, Share};
 use std::collections::HashMap;
 use std::io::BufRead;
 

@@ -1,22 +1,22 @@
-//! The arena's sharing-aware figures (`tree/shared.rs`): stored for the outputs, and for
+//! The arena's sharing-aware figures (`tree/sharing.rs`): stored for the outputs, and for
 //! the browser computed again from the kept extent figures after deletes and rescans.
 
 use super::Arena;
 
 impl Arena {
-    /// Sharing-aware figures (see `shared.rs`), when the scan or import has them.
-    pub fn shared_figures(&self) -> Option<std::sync::Arc<crate::tree::shared::Figures>> {
+    /// Sharing-aware figures (see `tree/sharing.rs`), when the scan or import has them.
+    pub fn shared_figures(&self) -> Option<std::sync::Arc<crate::tree::sharing::Figures>> {
         self.shared.lock().unwrap().clone()
     }
 
-    pub fn set_shared_figures(&self, f: crate::tree::shared::Figures) {
+    pub fn set_shared_figures(&self, f: crate::tree::sharing::Figures) {
         *self.shared.lock().unwrap() = Some(std::sync::Arc::new(f));
     }
 
     /// Computes the sharing-aware figures from a scan's extent figures. A collector
     /// that keeps its files (the browser's) is kept, merged with those of later rescans,
     /// for `refresh_shared`; any other is used once.
-    pub fn add_shared_input(&self, mut c: crate::tree::shared::Collector) {
+    pub fn add_shared_input(&self, mut c: crate::tree::sharing::Collector) {
         if !c.keeps_files() {
             let figures = c.compute(self.dir_count(), |d| self.dir_parent(d), |d| self.dir_totals(d).0, &self.live());
             self.set_shared_figures(figures);
@@ -50,7 +50,7 @@ impl Arena {
 /// The arena's answer to "is this still in the tree?" for `Collector::compute`.
 struct ArenaLive<'a>(&'a Arena);
 
-impl crate::tree::shared::Liveness for ArenaLive<'_> {
+impl crate::tree::sharing::Liveness for ArenaLive<'_> {
     fn dir_live(&self, dir: u32) -> bool {
         // Only the record itself: `compute` carries an ancestor's death down.
         let entry = self.0.dir_entry(dir);
