@@ -65,7 +65,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("PgUp / PgDn", "move a page"),
     ("Home / End", "first / last entry"),
     ("right, l, Enter", "open the selected directory"),
-    ("left, h, <, Bksp", "go to the parent directory"),
+    ("left, h, <, Backspace", "go to the parent directory"),
     ("s  n  C  M", "sort by size, name, items, mtime"),
     ("x", "sort by exclusive bytes (--shared)"),
     ("D", "sort by change (with --diff; R rows last)"),
@@ -83,14 +83,14 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("Space", "mark / unmark the selected entry, then move down"),
     ("*  u", "mark everything here (again: unmark) / clear all marks"),
     ("d", "delete the selected entry, or every marked one (asks first)"),
-    ("?", "this help;  q  quit"),
+    ("?  q", "this help / quit (asks during a deletion)"),
 ];
 
 pub(super) const HELP_MARKS: &[(&str, &str)] = &[
     ("!", "could not be read"),
     (".", "something below could not be read"),
     ("*", "still being scanned"),
-    ("<", "excluded (--exclude)"),
+    ("<", "excluded (--exclude, --exclude-caches, ...)"),
     (">", "on another file system (-x), not entered"),
     ("^", "a loop (bind mount of an ancestor), not entered"),
     ("@", "symbolic link or special file"),

@@ -998,3 +998,30 @@ fn e_hides_dotfiles_and_excluded_entries() {
     j.type_str("e");
     assert_eq!(j.names(), ["/.git", ".hidden", "kept", "skipped.o"]);
 }
+
+/// The keys of a `docs/browse.md` key-table cell or of a help row, by name (arrows as
+/// words, backticks dropped).
+fn key_names(cell: &str) -> std::collections::BTreeSet<String> {
+    let cell = cell.replace('`', " ").replace(['/', ','], " ");
+    cell.split_whitespace()
+        .map(|k| match k {
+            "↑" => "up".to_string(),
+            "↓" => "down".into(),
+            "→" => "right".into(),
+            "←" => "left".into(),
+            k => k.to_string(),
+        })
+        .collect()
+}
+
+/// Issue 29: the browse doc lists every key, and `?` shows the same ones.
+#[test]
+fn the_doc_and_the_help_list_the_same_keys() {
+    let doc = include_str!("../../docs/browse.md");
+    let table = doc.lines().skip_while(|l| !l.starts_with("| key | does |")).skip(2).take_while(|l| l.starts_with('|'));
+    let documented: std::collections::BTreeSet<String> =
+        table.flat_map(|row| key_names(row.split('|').nth(1).unwrap_or(""))).collect();
+    let helped: std::collections::BTreeSet<String> = HELP_KEYS.iter().flat_map(|(k, _)| key_names(k)).collect();
+    assert!(!documented.is_empty() && documented.contains("d"), "the table was found: {documented:?}");
+    assert_eq!(documented, helped, "docs/browse.md's key table and the help (HELP_KEYS) differ");
+}
