@@ -65,7 +65,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("PgUp / PgDn", "move a page"),
     ("Home / End", "first / last entry"),
     ("right, l, Enter", "open the selected directory"),
-    ("left, h, <, Backspace", "go to the parent directory"),
+    ("left, h, <, Bksp", "go to the parent directory"),
     ("s  n  C  M", "sort by size, name, items, mtime"),
     ("x", "sort by exclusive bytes (--shared)"),
     ("D", "sort by change (with --diff; R rows last)"),

@@ -1002,10 +1002,15 @@ fn e_hides_dotfiles_and_excluded_entries() {
 /// The keys of a `docs/browse.md` key-table cell or of a help row, by name (arrows as
 /// words, backticks dropped).
 fn key_names(cell: &str) -> std::collections::BTreeSet<String> {
+    // A cell of one slash is the key `/`; elsewhere a slash separates keys.
+    if matches!(cell.trim(), "/" | "`/`") {
+        return ["/".to_string()].into();
+    }
     let cell = cell.replace('`', " ").replace(['/', ','], " ");
     cell.split_whitespace()
         .map(|k| match k {
-            "↑" => "up".to_string(),
+            "Bksp" => "Backspace".to_string(),
+            "↑" => "up".into(),
             "↓" => "down".into(),
             "→" => "right".into(),
             "←" => "left".into(),
