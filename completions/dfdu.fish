@@ -106,6 +106,7 @@ complete -c dfdu -n '__dfdu_in browse' -l apparent-size -d 'start with apparent 
 complete -c dfdu -n '__dfdu_in browse' -l si -d 'units of 1000'
 complete -c dfdu -n '__dfdu_in browse' -l diff -r -F -d 'compare with OLD (export or directory)'
 complete -c dfdu -n '__dfdu_in browse' -l read-only -d 'no deleting'
+complete -c dfdu -n '__dfdu_in browse' -l trash -d 'd moves to the trash'
 complete -c dfdu -n '__dfdu_in browse' -l ascii -d 'plain ASCII only'
 complete -c dfdu -n '__dfdu_in browse' -l no-color -d 'no colours'
 complete -c dfdu -n '__dfdu_in browse' -l shared -d 'exclusive-bytes column'

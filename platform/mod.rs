@@ -70,6 +70,8 @@
 //!   hash file `WriteDir`, `Owner`, `WalkError`, `open_write_dir`, `write_dir_owner`,
 //!   `file_owner`, `effective_uid`, `entry_at`, `open_at_nofollow`) are
 //!   `common/dupes.rs`'s, not the backends'.
+//! * The browser's trash: `make_dir_in`, `remove_in`, `write_dir_id` and `move_into`
+//!   (`rename` without replacing, never across file systems), `common/trash.rs`'s for all.
 //!
 //! Everything `unsafe` in dfdu lives in this directory, each block under a `// SAFETY:`
 //! comment.
@@ -115,6 +117,7 @@ pub use common::dupes::{
     Extent, FileCheck, Layout, Owner, WalkError, WriteDir, MAX_DEDUPE_DESTS,
 };
 pub use common::oom;
+pub use common::trash::{make_dir_in, move_into, remove_in, write_dir_id};
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
 /// (`Yes`: `-L`, `-H`/`-D` for arguments) or on the entry itself (`No`). On Windows a

@@ -187,3 +187,17 @@ pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
         s.to_string_lossy().into_owned().into_bytes()
     }
 }
+
+/// An OS string of `bytes`, as `os_bytes` gives them: exact on Unix; elsewhere their
+/// UTF-8 reading (a name that is not UTF-8 there loses its odd bytes).
+pub fn os_string(bytes: &[u8]) -> std::ffi::OsString {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        std::ffi::OsString::from_vec(bytes.to_vec())
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8_lossy(bytes).into_owned().into()
+    }
+}

@@ -864,3 +864,102 @@ fn hidden_and_excluded_entries_toggle() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// A `.trashinfo` file's text: its `Path=` (percent-decoded) and whether it has the
+/// specification's header and a `DeletionDate` of the form `YYYY-MM-DDThh:mm:ss`.
+fn trash_info(path: &Path) -> (String, bool) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header = lines.next() == Some("[Trash Info]");
+    let (mut at, mut date_ok) = (String::new(), false);
+    for l in lines {
+        if let Some(p) = l.strip_prefix("Path=") {
+            let mut bytes = Vec::new();
+            let raw = p.as_bytes();
+            let mut i = 0;
+            while i < raw.len() {
+                if raw[i] == b'%' && i + 2 < raw.len() + 1 {
+                    bytes.push(u8::from_str_radix(&p[i + 1..i + 3], 16).unwrap());
+                    i += 3;
+                } else {
+                    bytes.push(raw[i]);
+                    i += 1;
+                }
+            }
+            at = String::from_utf8(bytes).unwrap();
+        }
+        if let Some(d) = l.strip_prefix("DeletionDate=") {
+            let b = d.as_bytes();
+            date_ok = b.len() == 19 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':' && b[16] == b':';
+        }
+    }
+    (at, header && date_ok)
+}
+
+/// Issue 29.2: two marked entries go to the trash by `T`: gone from the tree and the
+/// listing, found in `$XDG_DATA_HOME/Trash/files` with `.trashinfo` files a desktop can
+/// restore from (the original path, percent-encoded; the date); with `--trash`, `d` does
+/// the same.
+#[test]
+fn trash_two_entries_with_valid_trashinfo() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("trash");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let xdg = t.join("xdg");
+    let term =
+        Term::start(&t, &format!("XDG_DATA_HOME='{}'", xdg.display()), &format!("'{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    let before = listing(&tree);
+    term.select("/beta");
+    term.keys(&["Space"]);
+    term.select("日本語の名前.txt");
+    term.keys(&["Space"]);
+    term.wait_for("Marked: 2 ");
+    term.keys(&["T"]);
+    let s = term.wait_for("Confirm move to the trash");
+    assert!(s.contains("Move to the trash 2 marked entries"), "{s}");
+    term.keys(&["y"]);
+    let s = term.wait_for("Moved to the trash 2 marked entries");
+    assert!(!s.contains("could not") && !s.contains("/beta"), "{s}");
+    let gone: BTreeSet<String> =
+        ["beta/", "beta/a", "beta/b/", "beta/b/c", "日本語の名前.txt"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(listing(&tree), before.difference(&gone).cloned().collect(), "exactly the two left the tree");
+    let trash = xdg.join("Trash");
+    assert_eq!(std::fs::read(trash.join("files/beta/a")).unwrap().len(), 120_000, "moved whole");
+    assert!(trash.join("files/日本語の名前.txt").is_file());
+    for name in ["beta", "日本語の名前.txt"] {
+        let (at, ok) = trash_info(&trash.join(format!("info/{name}.trashinfo")));
+        assert!(ok, "{name}: header and date");
+        assert_eq!(Path::new(&at), tree.join(name), "{name}: the original path");
+    }
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+
+    // --trash: d moves to the trash too; a second entry of the same name gets NAME.2.
+    write(&tree.join("beta"), 500);
+    let term = Term::start(
+        &t,
+        &format!("XDG_DATA_HOME='{}'", xdg.display()),
+        &format!("--trash '{}'", tree.display()),
+        100,
+        30,
+    );
+    term.wait_for("Scan finished");
+    term.select("beta");
+    term.keys(&["d"]);
+    term.wait_for("Confirm move to the trash");
+    term.keys(&["y"]);
+    term.wait_for("Moved to the trash");
+    assert!(!tree.join("beta").exists() && trash.join("files/beta.2").is_file());
+    let (at, ok) = trash_info(&trash.join("info/beta.2.trashinfo"));
+    assert!(ok && Path::new(&at) == tree.join("beta"), "{at}");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

@@ -296,3 +296,68 @@ fn marked_deletes_keep_the_rules_of_a_single_delete() {
     assert!(tree.join("m1").is_symlink() && t.dir.join("outside/precious").exists(), "the link was not followed");
     assert!(is_mounted(&tree.join("m2/tmp")) && is_mounted(&tree.join("bl/sub")), "the mounts are still there");
 }
+
+/// Issue 29.2: the trash never copies and never crosses a mount. An entry on a tmpfs goes
+/// to that file system's `$topdir/.Trash-$uid` (made mode 0700); an entry under a bind
+/// mount of the home trash's own file system cannot be renamed across that mount and is
+/// refused with the reason, left in place; a directory holding a mount point is refused
+/// before anything happens.
+#[test]
+fn trash_stays_on_its_mount() {
+    if !have_tmux() || !can_mount("trash_stays_on_its_mount") {
+        return;
+    }
+    let mut t = Scratch::new("trash-mounts");
+    let tree = t.dir.join("tree");
+    let xdg = t.dir.join("xdg");
+    std::fs::create_dir_all(tree.join("tmp")).unwrap();
+    std::fs::create_dir_all(tree.join("bound")).unwrap();
+    write(&t.dir.join("src/far.bin"), 3000);
+    std::fs::create_dir_all(tree.join("holder/inner")).unwrap();
+    t.mount_tmpfs(&tree.join("tmp")).unwrap();
+    write(&tree.join("tmp/on-tmpfs.bin"), 4000);
+    t.mount_bind(&t.dir.join("src"), &tree.join("bound")).unwrap();
+    t.mount_tmpfs(&tree.join("holder/inner")).unwrap();
+    write(&tree.join("holder/inner/x"), 10);
+    let prefix = format!("XDG_DATA_HOME='{}'", xdg.display());
+    let term = browse(&t.dir, &prefix, &format!("'{}'", tree.display()));
+    term.wait_for("Scan finished");
+
+    // On the tmpfs: its own trash.
+    term.select("/tmp");
+    term.keys(&["Enter"]);
+    term.wait_for("on-tmpfs.bin");
+    term.select("on-tmpfs.bin");
+    term.keys(&["T"]);
+    term.wait_for("Confirm move to the trash");
+    term.keys(&["y"]);
+    term.wait_for("Moved to the trash");
+    let top_trash = tree.join("tmp/.Trash-0");
+    assert!(top_trash.join("files/on-tmpfs.bin").is_file() && !tree.join("tmp/on-tmpfs.bin").exists());
+    let info = std::fs::read_to_string(top_trash.join("info/on-tmpfs.bin.trashinfo")).unwrap();
+    assert!(info.starts_with("[Trash Info]\nPath=") && info.contains("on-tmpfs.bin"), "{info}");
+    assert_eq!(std::fs::metadata(&top_trash).unwrap().mode() & 0o777, 0o700);
+    term.keys(&["Left"]);
+
+    // Under the bind mount: the home trash is on the same device, but rename cannot
+    // cross the mount, and nothing is copied.
+    term.select("/bound");
+    term.keys(&["Enter"]);
+    term.wait_for("far.bin");
+    term.select("far.bin");
+    term.keys(&["T"]);
+    term.wait_for("Confirm move to the trash");
+    term.keys(&["y"]);
+    let s = term.wait_for("could not be moved to the trash");
+    assert!(s.contains("Invalid cross-device link") && s.contains("far.bin"), "{s}");
+    assert!(t.dir.join("src/far.bin").is_file(), "left in place");
+    assert!(!xdg.join("Trash/files/far.bin").exists(), "not copied");
+    assert!(std::fs::read_dir(xdg.join("Trash/info")).map_or(true, |mut d| d.next().is_none()), "no info left behind");
+    term.keys(&["Escape", "Left"]);
+
+    // A directory holding a mount point: refused at once.
+    term.select("/holder");
+    term.keys(&["T"]);
+    term.wait_for("a move to the trash would take them along");
+    assert!(tree.join("holder/inner/x").exists());
+}

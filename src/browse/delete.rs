@@ -64,6 +64,8 @@ pub enum Why {
     MountPoint,
     /// The same directory as one of its ancestors (a bind mount of an ancestor).
     Loop,
+    /// Not moved to the trash, for this reason (no trash on its file system, ...).
+    NoTrash(String),
 }
 
 impl Why {
@@ -74,6 +76,7 @@ impl Why {
             Why::NotScanned => "not scanned (excluded); left alone".into(),
             Why::MountPoint => "a mount point; left alone with everything in it".into(),
             Why::Loop => "a directory loop (the same directory as an ancestor); not entered".into(),
+            Why::NoTrash(why) => why.clone(),
         }
     }
 }
@@ -92,7 +95,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    fn fail(&self, a: &Arena, dir: u32, id: u32, why: Why) {
+    pub(super) fn fail(&self, a: &Arena, dir: u32, id: u32, why: Why) {
         if why == Why::MountPoint {
             self.mounts_left.fetch_add(1, Ordering::Relaxed);
         }
@@ -112,14 +115,14 @@ pub fn mounts_under(path: &[u8]) -> Option<u64> {
     Some(points.iter().filter(|m| under(m)).count() as u64)
 }
 
-fn cname(bytes: Vec<u8>) -> CString {
+pub(super) fn cname(bytes: Vec<u8>) -> CString {
     // Names come from directory listings, which cannot hold NUL.
     CString::new(bytes).unwrap_or_default()
 }
 
 /// An open directory that passed the checks: its handle, (device, inode) and mount key.
-struct Opened {
-    handle: Dir,
+pub(super) struct Opened {
+    pub(super) handle: Dir,
     id: (u64, u64),
     mount: u64,
 }
@@ -151,12 +154,12 @@ fn enter(
 
 /// The (device, inode) of every directory on the way down from the scan root: none may
 /// be entered twice.
-type Ancestors = HashSet<(u64, u64)>;
+pub(super) type Ancestors = HashSet<(u64, u64)>;
 
 /// Opens directory `dir` by walking from the scan root, checking each step against the
 /// scan and against loops (mounts may be crossed on the way: the selection may lie on
 /// another mount than the scan root). Returns it with the ids of its ancestors and itself.
-fn open_chain(a: &Arena, dir: u32) -> Result<(Opened, Ancestors), Why> {
+pub(super) fn open_chain(a: &Arena, dir: u32) -> Result<(Opened, Ancestors), Why> {
     let mut chain = Vec::new();
     let mut d = dir;
     while d != arena::NO_DIR {

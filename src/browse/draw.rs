@@ -83,6 +83,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("Space", "mark / unmark the selected entry, then move down"),
     ("*  u", "mark everything here (again: unmark) / clear all marks"),
     ("d", "delete the selected entry, or every marked one (asks first)"),
+    ("T", "move them to the trash instead (asks first)"),
     ("?  q", "this help / quit (asks during a deletion)"),
 ];
 
@@ -175,11 +176,13 @@ impl Browser<'_> {
                 let bh = lines.len() + 2;
                 self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, " Quit during a deletion? ", &lines, Some(0));
             }
-            Modal::Confirm { targets, marked: false, yes, mounts } if targets.len() == 1 => {
+            Modal::Confirm { targets, marked: false, yes, mounts, trash } if targets.len() == 1 => {
                 let (dir, id) = targets[0];
-                self.draw_confirm(scr, dir, id, *yes, *mounts)
+                self.draw_confirm(scr, dir, id, (*yes, *trash), *mounts)
             }
-            Modal::Confirm { targets, yes, mounts, .. } => self.draw_confirm_marks(scr, targets, *yes, *mounts),
+            Modal::Confirm { targets, yes, mounts, trash, .. } => {
+                self.draw_confirm_marks(scr, targets, (*yes, *trash), *mounts)
+            }
             Modal::Message { title, lines } => {
                 let bw = (lines.iter().map(|l| width(l)).max().unwrap_or(0) + 4).clamp(30, (w - 4).min(76));
                 let mut lines: Vec<String> = lines.iter().flat_map(|l| wrap(l, bw - 4)).collect();
@@ -540,7 +543,15 @@ impl Browser<'_> {
         self.draw_box(scr, (h - bh) / 2, (w - bw) / 2, bh, bw, &title, &shown, None);
     }
 
-    pub(super) fn draw_confirm(&self, scr: &mut Screen, dir: u32, id: u32, yes: bool, mounts: Option<u64>) {
+    /// The confirmation of a single delete (`trash`: a move to the trash).
+    pub(super) fn draw_confirm(
+        &self,
+        scr: &mut Screen,
+        dir: u32,
+        id: u32,
+        (yes, trash): (bool, bool),
+        mounts: Option<u64>,
+    ) {
         let a = self.a;
         let is_dir = is_dir_entry(a, id);
         let (disk, apparent, items) = if is_dir {
@@ -552,23 +563,36 @@ impl Browser<'_> {
         let what = if is_dir { "this directory and everything in it" } else { "this entry" };
         let size = |n: u64| size_text(n, self.look.si).trim().to_string();
         let count = if is_dir { format!(", {} items", grouped(items + 1)) } else { String::new() };
+        let verb = if trash { "Move to the trash" } else { "Delete" };
         let lines = vec![
-            format!("Delete {what}?"),
+            format!("{verb} {what}?"),
             escape(&child_path(a, dir, id)),
             format!("{} on disk, {} apparent{count}", size(disk), size(apparent)),
-            mounts_line(mounts),
+            if trash { trash_line(mounts) } else { mounts_line(mounts) },
         ];
-        self.confirm_box(scr, " Confirm delete ", lines, yes);
+        self.confirm_box(
+            scr,
+            if trash { " Confirm move to the trash " } else { " Confirm delete " },
+            lines,
+            (yes, trash),
+        );
     }
 
     /// The confirmation of a delete of the marks: how many, a few of their paths, their
     /// total and the mount points left alone.
-    pub(super) fn draw_confirm_marks(&self, scr: &mut Screen, targets: &[(u32, u32)], yes: bool, mounts: Option<u64>) {
+    pub(super) fn draw_confirm_marks(
+        &self,
+        scr: &mut Screen,
+        targets: &[(u32, u32)],
+        (yes, trash): (bool, bool),
+        mounts: Option<u64>,
+    ) {
         const PATHS_SHOWN: usize = 4;
         let t = self.mark_totals();
         let size = |n: u64| size_text(n, self.look.si).trim().to_string();
         let noun = if t.n == 1 { "entry" } else { "entries" };
-        let mut lines = vec![format!("Delete {} marked {noun} and everything in them?", grouped(t.n as u64))];
+        let verb = if trash { "Move to the trash" } else { "Delete" };
+        let mut lines = vec![format!("{verb} {} marked {noun} and everything in them?", grouped(t.n as u64))];
         for &(dir, id) in targets.iter().take(PATHS_SHOWN) {
             lines.push(escape(&child_path(self.a, dir, id)));
         }
@@ -581,16 +605,18 @@ impl Browser<'_> {
             size(t.apparent_bytes),
             grouped(t.items)
         ));
-        lines.push(mounts_line(mounts));
-        self.confirm_box(scr, " Confirm delete of the marks ", lines, yes);
+        lines.push(if trash { trash_line(mounts) } else { mounts_line(mounts) });
+        let title = if trash { " Confirm move to the trash " } else { " Confirm delete of the marks " };
+        self.confirm_box(scr, title, lines, (yes, trash));
     }
 
     /// A confirmation box: `lines` (the first in bold), then the buttons, No first and
     /// chosen unless `yes`, then the keys.
-    fn confirm_box(&self, scr: &mut Screen, title: &str, mut lines: Vec<String>, yes: bool) {
+    fn confirm_box(&self, scr: &mut Screen, title: &str, mut lines: Vec<String>, (yes, trash): (bool, bool)) {
         let (w, h) = (scr.width, scr.height);
         let buttons = lines.len();
-        lines.extend([String::new(), String::new(), "y: delete    n or Esc: cancel".into()]);
+        let keys = if trash { "y: move to the trash    n or Esc: cancel" } else { "y: delete    n or Esc: cancel" };
+        lines.extend([String::new(), String::new(), keys.into()]);
         let bw = 64.min(w - 2);
         let bh = (lines.len() + 2).min(h);
         let (top, left) = ((h - bh) / 2, (w - bw) / 2);
@@ -758,6 +784,14 @@ pub(super) fn mode_text(mode: u32) -> String {
         });
     }
     out
+}
+
+/// What a trash confirmation says: where things go, and the mount points that cannot.
+fn trash_line(mounts: Option<u64>) -> String {
+    match mounts {
+        Some(0) | None => "To its file system's trash, by rename (nothing is copied).".into(),
+        Some(n) => format!("To its file system's trash by rename; {} mount points inside move along.", grouped(n)),
+    }
 }
 
 /// What a confirmation says about the mount points inside what it deletes.

@@ -36,6 +36,8 @@ impl Done {
 /// A rescan or delete running on its own thread.
 pub(super) struct Job<'a> {
     pub(super) delete: Option<(Arc<delete::Progress>, u64)>,
+    /// The "deletion" moves to the trash.
+    pub(super) trash: bool,
     pub(super) sink: Option<Arc<ArenaSink<'a>>>,
     pub(super) done: Arc<Done>,
     pub(super) label: String,
@@ -65,7 +67,8 @@ pub(super) fn job_line(a: &Arena, j: &Job, width_cols: usize) -> String {
     match (&j.delete, &j.sink) {
         (Some((p, total)), _) => {
             let removed = p.removed.load(AtomicOrdering::Relaxed);
-            fit(&format!("Deleting {}: {} of {} items removed", j.label, grouped(removed), grouped(*total)), width_cols)
+            let verb = if j.trash { "Moving to the trash" } else { "Deleting" };
+            fit(&format!("{verb} {}: {} of {} items removed", j.label, grouped(removed), grouped(*total)), width_cols)
         }
         (None, Some(sink)) => {
             let n = a.entry_count().saturating_sub(j.entries_at_start);
@@ -94,7 +97,11 @@ pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, 
     let failed = p.failed.load(AtomicOrdering::Relaxed);
     let mounts = p.mounts_left.load(AtomicOrdering::Relaxed);
     let noun = if removed == 1 { "item" } else { "items" };
-    status.line = format!("Deleted {}: {} {noun} removed in {secs:.2} s", j.label, grouped(removed));
+    status.line = if j.trash {
+        format!("Moved to the trash {}: {} {noun} in {secs:.2} s", j.label, grouped(removed))
+    } else {
+        format!("Deleted {}: {} {noun} removed in {secs:.2} s", j.label, grouped(removed))
+    };
     if mounts > 0 {
         let noun = if mounts == 1 { "mount point" } else { "mount points" };
         status.line.push_str(&format!(", {} {noun} left alone", grouped(mounts)));
@@ -111,7 +118,8 @@ pub(super) fn finish_job(a: &Arena, browser: &mut Browser, status: &mut Status, 
         // What is left is counted from the selection, not from the failures: one
         // directory that could not be entered keeps everything below it.
         let total = (*total).max(removed);
-        let title = format!("{} of {} entries could not be deleted", grouped(total - removed), grouped(total));
+        let what = if j.trash { "moved to the trash" } else { "deleted" };
+        let title = format!("{} of {} entries could not be {what}", grouped(total - removed), grouped(total));
         browser.message(&title, lines);
     }
 }
@@ -140,6 +148,33 @@ pub(super) fn start_delete_marks<'s, 'a: 's>(
     start_deleting(s, a, status, targets, label)
 }
 
+/// Starts moving the confirmed entries to the trash.
+pub(super) fn start_trash<'s, 'a: 's>(
+    s: &'s std::thread::Scope<'s, 'a>,
+    ctx: &'a Ctx<'a>,
+    status: &mut Status,
+    targets: Vec<(u32, u32)>,
+) -> Job<'a> {
+    let a = ctx.arena;
+    let label = match targets.as_slice() {
+        &[(dir, id)] => escape(&child_path(a, dir, id)),
+        _ => format!("{} marked entries", grouped(targets.len() as u64)),
+    };
+    let items = |id: u32| if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
+    let total = targets.iter().map(|&(_, id)| items(id)).sum();
+    let progress = Arc::new(delete::Progress::default());
+    let done = Arc::new(Done::default());
+    status.line = format!("Moving {label} to the trash...");
+    let (p, d, start) = (progress.clone(), done.clone(), Instant::now());
+    spawn_or_run(s, move || {
+        trash::trash_all(a, &targets, &ctx.place, &p);
+        a.refresh_shared();
+        d.set(start);
+    });
+    let delete = Some((progress, total));
+    Job { delete, trash: true, sink: None, done, label, start: Instant::now(), entries_at_start: 0 }
+}
+
 fn start_deleting<'s, 'a: 's>(
     s: &'s std::thread::Scope<'s, 'a>,
     a: &'a Arena,
@@ -162,7 +197,15 @@ fn start_deleting<'s, 'a: 's>(
         a.refresh_shared();
         d.set(start);
     });
-    Job { delete: Some((progress, total)), sink: None, done, label, start: Instant::now(), entries_at_start: 0 }
+    Job {
+        delete: Some((progress, total)),
+        trash: false,
+        sink: None,
+        done,
+        label,
+        start: Instant::now(),
+        entries_at_start: 0,
+    }
 }
 
 pub(super) fn start_rescan<'s, 'a: 's>(
@@ -198,5 +241,5 @@ pub(super) fn start_rescan<'s, 'a: 's>(
         }
         d.set(start);
     });
-    Ok(Job { delete: None, sink: Some(sink), done, label, start: Instant::now(), entries_at_start })
+    Ok(Job { delete: None, trash: false, sink: Some(sink), done, label, start: Instant::now(), entries_at_start })
 }

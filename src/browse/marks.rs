@@ -158,6 +158,6 @@ impl Browser<'_> {
             let here = self.mounts_of.as_ref().and_then(|f| f(&child_path(a, dir, id)));
             mounts = mounts.zip(here).map(|(m, n)| m + n);
         }
-        self.modal = Modal::Confirm { targets, marked: true, yes: false, mounts };
+        self.modal = Modal::Confirm { targets, marked: true, yes: false, mounts, trash: false };
     }
 }

@@ -33,6 +33,7 @@ mod run;
 mod search;
 #[cfg(test)]
 mod tests;
+pub mod trash;
 mod ui;
 mod view;
 
@@ -64,6 +65,8 @@ pub struct BrowseArgs {
     pub sizes: SizeOpts,
     pub walk: WalkArgs,
     pub read_only: bool,
+    /// `d` moves to the trash instead of deleting (`--trash`).
+    pub trash: bool,
     pub ascii: bool,
     pub no_color: bool,
     /// Read extent maps for sharing-aware figures (`--shared`).
@@ -96,6 +99,8 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
                          the options above: a change column (+ grown, \u{2212} shrunk,
                          new), rows for what was removed (R), D to sort by change
       --read-only        no deleting
+      --trash            d moves to the freedesktop.org trash instead of deleting
+                         (by rename on the same file system only; T always does)
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
       --shared           on btrfs, XFS, bcachefs, OCFS2, APFS: read extent maps for an
@@ -118,6 +123,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         sizes: SizeOpts::default(),
         walk: WalkArgs::default(),
         read_only: false,
+        trash: false,
         ascii: false,
         no_color: false,
         shared: false,
@@ -129,6 +135,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
     while let Some(opt) = cli.next()? {
         match opt.arg() {
             Long("read-only") => a.read_only = true,
+            Long("trash") => a.trash = true,
             Long("ascii") => a.ascii = true,
             Long("no-color") | Long("no-colour") => a.no_color = true,
             Long("shared") => a.shared = true,

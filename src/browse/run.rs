@@ -87,6 +87,8 @@ pub(super) struct Ctx<'a> {
     pub(super) fd_budget: usize,
     pub(super) no_links: &'a HashSet<(u64, u64)>,
     pub(super) one_fs_dev: Option<u64>,
+    /// Where the trashes are (`T`, `--trash`).
+    pub(super) place: trash::Place,
 }
 
 impl<'a> Ctx<'a> {
@@ -152,7 +154,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     };
     let look =
         Look { ascii: args.ascii || !utf8_locale(), color: !args.no_color && !no_color_env(), si: args.sizes.si() };
-    let limits = Limits { read_only: args.read_only, imported: args.walk.input.is_some() };
+    let limits = Limits { read_only: args.read_only, imported: args.walk.input.is_some(), trash: args.trash };
     let session = match Session::start(look.color) {
         Ok(s) => s,
         Err(e) => {
@@ -160,7 +162,8 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
             return 1;
         }
     };
-    let ctx = Ctx { fs, arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev: None };
+    let place = trash::Place::from_env();
+    let ctx = Ctx { fs, arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev: None, place };
     let ctx = Ctx { one_fs_dev: scan_from.as_ref().filter(|_| args.walk.one_fs).map(|(_, m)| m.dev), ..ctx };
     let mut browser = Browser::new(&arena, root, look, limits);
     browser.set_apparent(args.sizes.apparent);

@@ -401,8 +401,8 @@ fn an_imported_excluded_entry_stays_excluded_in_the_browser() {
 fn delete_is_refused_where_it_must_be() {
     let (a, r) = sample();
     for (limits, why) in [
-        (Limits { read_only: true, imported: false }, "--read-only"),
-        (Limits { read_only: false, imported: true }, "an imported export"),
+        (Limits { read_only: true, imported: false, trash: false }, "--read-only"),
+        (Limits { read_only: false, imported: true, trash: false }, "an imported export"),
     ] {
         let mut j = Journey::with(&a, r, limits);
         assert!(j.type_str("d").is_empty());
@@ -442,7 +442,7 @@ fn rescan_asks_for_the_selected_directory() {
     assert_eq!(j.b.cwd(), new);
     assert!(j.text().contains("(not listed yet: scanning)"));
     assert!(j.screen.row_text(1).contains("(scanning)"));
-    let mut j = Journey::with(&a, new, Limits { read_only: false, imported: true });
+    let mut j = Journey::with(&a, new, Limits { read_only: false, imported: true, trash: false });
     assert!(j.type_str("r").is_empty() && j.text().contains("imported"));
 }
 
@@ -654,9 +654,9 @@ fn every_key_that_cannot_act_says_why() {
         (Limits::default(), &[Char('Z')], "Z does nothing here; ? lists the keys"),
         (Limits::default(), &[Ctrl('x')], "Ctrl-X does nothing here"),
         (Limits::default(), &[Esc], "Nothing to close"),
-        (Limits { read_only: true, imported: false }, &[Char('d')], "Deleting is off (--read-only)"),
-        (Limits { read_only: false, imported: true }, &[Char('d')], "this is an imported export"),
-        (Limits { read_only: false, imported: true }, &[Char('r')], "this is an imported export"),
+        (Limits { read_only: true, imported: false, trash: false }, &[Char('d')], "Deleting is off (--read-only)"),
+        (Limits { read_only: false, imported: true, trash: false }, &[Char('d')], "this is an imported export"),
+        (Limits { read_only: false, imported: true, trash: false }, &[Char('r')], "this is an imported export"),
     ];
     for (limits, keys, why) in cases {
         let mut j = Journey::with(&a, r, *limits);
@@ -812,8 +812,8 @@ fn marks_across_directories_are_deleted_after_one_confirmation() {
 fn marks_keep_the_rules_of_a_single_delete() {
     let (a, r) = sample();
     for (limits, why) in [
-        (Limits { read_only: true, imported: false }, "--read-only"),
-        (Limits { read_only: false, imported: true }, "an imported export"),
+        (Limits { read_only: true, imported: false, trash: false }, "--read-only"),
+        (Limits { read_only: false, imported: true, trash: false }, "an imported export"),
     ] {
         let mut j = Journey::with(&a, r, limits);
         assert!(j.type_str(" d").is_empty());
@@ -1029,4 +1029,35 @@ fn the_doc_and_the_help_list_the_same_keys() {
     let helped: std::collections::BTreeSet<String> = HELP_KEYS.iter().flat_map(|(k, _)| key_names(k)).collect();
     assert!(!documented.is_empty() && documented.contains("d"), "the table was found: {documented:?}");
     assert_eq!(documented, helped, "docs/browse.md's key table and the help (HELP_KEYS) differ");
+}
+
+/// Issue 29.2: `T` asks to move the selection (or the marks) to the trash, No first;
+/// `--trash` makes `d` ask the same; the read-only and import rules hold.
+#[test]
+fn t_asks_to_move_to_the_trash() {
+    use Key::*;
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    let big = j.b.selected().unwrap();
+    j.type_str("T");
+    assert!(j.text().contains("Confirm move to the trash") && j.text().contains("Move to the trash this directory"));
+    assert!(j.keys(&[Enter]).is_empty(), "No by default");
+    assert_eq!(j.type_str("Ty"), [Action::Trash(vec![(r, big)])]);
+    j.type_str(" ");
+    assert_eq!(j.type_str("Ty"), [Action::Trash(vec![(r, big)])], "the marks");
+    assert_eq!(j.type_str("dy"), [Action::DeleteMarks(vec![(r, big)])], "d still deletes");
+    let mut j = Journey::with(&a, r, Limits { trash: true, ..Limits::default() });
+    assert_eq!(j.type_str("dy"), [Action::Trash(vec![(r, big)])], "--trash: d moves to the trash");
+    let mut j = Journey::with(&a, r, Limits { read_only: true, ..Limits::default() });
+    assert!(j.type_str("T").is_empty() && j.text().contains("--read-only"));
+}
+
+#[test]
+fn a_trashinfo_names_the_path_percent_encoded() {
+    let info = trash::trash_info("/srv/a b/日本/x%y".as_bytes(), 1_700_000_000);
+    let mut lines = info.lines();
+    assert_eq!(lines.next(), Some("[Trash Info]"));
+    assert_eq!(lines.next(), Some("Path=/srv/a%20b/%E6%97%A5%E6%9C%AC/x%25y"));
+    let date = lines.next().unwrap().strip_prefix("DeletionDate=").unwrap();
+    assert!(date.starts_with("2023-11-1") && date.len() == 19 && &date[10..11] == "T", "{date}");
 }

@@ -242,6 +242,7 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
                     Action::DeleteMarks(targets) => {
                         self.job = Some(start_delete_marks(self.s, self.a, &mut self.status, targets))
                     }
+                    Action::Trash(targets) => self.job = Some(start_trash(self.s, self.ctx, &mut self.status, targets)),
                     Action::Rescan { dir } => match start_rescan(self.s, self.ctx, &mut self.browser, dir) {
                         Ok(j) => self.job = Some(j),
                         Err(msg) => self.browser.message("Cannot rescan", vec![msg]),

@@ -44,6 +44,8 @@ pub struct Look {
 pub struct Limits {
     pub read_only: bool,
     pub imported: bool,
+    /// `d` moves to the trash (`--trash`).
+    pub trash: bool,
 }
 
 /// What the loop around the browser knows: the status line and the error count.
@@ -68,6 +70,8 @@ pub enum Action {
     },
     /// Delete each (directory, entry), every one as `Delete` would (confirmed marks).
     DeleteMarks(Vec<(u32, u32)>),
+    /// Move each (directory, entry) to the trash (confirmed).
+    Trash(Vec<(u32, u32)>),
     /// Rescan directory index `dir`.
     Rescan {
         dir: u32,
@@ -93,6 +97,8 @@ pub(super) enum Modal {
         marked: bool,
         yes: bool,
         mounts: Option<u64>,
+        /// Move them to the trash instead (`T`, or `d` with `--trash`).
+        trash: bool,
     },
     Message {
         title: String,
@@ -754,10 +760,12 @@ impl<'a> Browser<'a> {
                 let go = matches!(k, Key::Char('y') | Key::Char('Y')) || (k == Key::Enter && *yes);
                 match k {
                     _ if go => {
-                        if let Modal::Confirm { targets, marked, .. } = std::mem::replace(&mut self.modal, Modal::None)
+                        if let Modal::Confirm { targets, marked, trash, .. } =
+                            std::mem::replace(&mut self.modal, Modal::None)
                         {
-                            return match (marked, targets.as_slice()) {
-                                (false, &[(dir, id)]) => Action::Delete { dir, id },
+                            return match (trash, marked, targets.as_slice()) {
+                                (true, _, _) => Action::Trash(targets),
+                                (false, false, &[(dir, id)]) => Action::Delete { dir, id },
                                 _ => Action::DeleteMarks(targets),
                             };
                         }
@@ -841,8 +849,10 @@ impl<'a> Browser<'a> {
             Key::Char(' ') => self.toggle_mark(),
             Key::Char('*') => self.mark_all_here(),
             Key::Char('u') => self.clear_marks(),
+            Key::Char('d') if self.limits.trash => self.ask_trash(),
             Key::Char('d') if !self.marks.is_empty() => self.ask_delete_marks(),
             Key::Char('d') => self.ask_delete(),
+            Key::Char('T') => self.ask_trash(),
             Key::Char('r') => return self.ask_rescan(),
             Key::Char('q') if self.deleting => self.modal = Modal::QuitDeleting,
             Key::Char('q') => return Action::Quit,
@@ -912,7 +922,26 @@ impl<'a> Browser<'a> {
             Some(f) if is_dir_entry(self.a, id) => f(&child_path(self.a, self.cwd, id)),
             _ => None,
         };
-        self.modal = Modal::Confirm { targets: vec![(self.cwd, id)], marked: false, yes: false, mounts };
+        self.modal = Modal::Confirm { targets: vec![(self.cwd, id)], marked: false, yes: false, mounts, trash: false };
+    }
+
+    /// `T` (and `d` with `--trash`): the marks, or else the selection, to the trash,
+    /// after the checks and the confirmation of a delete.
+    pub(super) fn ask_trash(&mut self) {
+        if self.marks.is_empty() {
+            self.ask_delete();
+        } else {
+            self.ask_delete_marks();
+        }
+        if let Modal::Confirm { trash, mounts, .. } = &mut self.modal {
+            if let Some(n) = mounts.filter(|&n| n > 0) {
+                self.modal = Modal::None;
+                return self.refuse(&format!(
+                    "It holds {n} mount point(s): a move to the trash would take them along. d deletes around them."
+                ));
+            }
+            *trash = true;
+        }
     }
 
     pub(super) fn ask_rescan(&mut self) -> Action {
