@@ -160,7 +160,7 @@ pub(super) fn start_trash<'s, 'a: 's>(
         &[(dir, id)] => escape(&child_path(a, dir, id)),
         _ => format!("{} marked entries", grouped(targets.len() as u64)),
     };
-    let items = |id: u32| if a.kind(id) == arena::KIND_DIR { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
+    let items = |id: u32| if a.kind(id) == Kind::Dir { a.dir_totals(a.dir_of(id)).2 + 1 } else { 1 };
     let total = targets.iter().map(|&(_, id)| items(id)).sum();
     let progress = Arc::new(delete::Progress::default());
     let done = Arc::new(Done::default());

@@ -26,7 +26,7 @@
 use super::delete::{cname, open_chain, Progress, Why};
 use crate::meta::Errno;
 use crate::platform::{self, Follow, Owner, WriteDir};
-use crate::tree::arena::{self, Arena};
+use crate::tree::arena::Arena;
 use crate::tree::path::child_path;
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -87,7 +87,7 @@ fn trash_one(
     let mut name = Vec::new();
     a.child_name(dir, id, &mut name);
     let cn = cname(name.clone());
-    let is_dir = a.kind(id) == arena::KIND_DIR;
+    let is_dir = a.kind(id) == crate::meta::Kind::Dir;
     if is_dir {
         let sub = a.dir_of(id);
         let h = platform::open_at(&base.handle, &cn, Follow::No).map_err(Why::Os)?;
