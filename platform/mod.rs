@@ -62,7 +62,7 @@
 //!   `dedupe`'s clean stop; stubs on Windows and in `fallback/`).
 //! * `dupes` and `dedupe`: `check_file`, `cached`, `layout`, `rotational`,
 //!   `physical_start`, `can_share_extents`, `read_only_snapshot`, `dedupe_supported`,
-//!   `dedupe`, `fs_block_bytes`, `free_bytes`, `swap_files` and the hash file's `replace_in`:
+//!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files` and the hash file's `replace_in`:
 //!   `linux/dupes.rs` on Linux (FIEMAP, FIDEDUPERANGE, statfs, O_TMPFILE,
 //!   GET_SUBVOL_INFO), `fallback/dupes.rs` (std::fs; no extents, no dedupe) everywhere
 //!   else. The types they speak (`FileCheck`, `Layout`, `Extent`, `DedupeStatus`,
@@ -106,11 +106,11 @@ pub mod macos {
 pub use backend::{
     address_space_left, cached, can_share_extents, check_file, dedupe, dedupe_supported, default_sigpipe,
     default_threads, dir_id, dir_mount, dir_others_may_write, errno_text, file_extents_at, free_bytes, fs_block_bytes,
-    fs_shares_extents, interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lookups_serialize,
-    mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, physical_start, raise_fd_limit,
-    read_only_snapshot, reload_zone, remove_at, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path,
-    swap_files, symlink_at, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait,
-    term_write, thread_cpu_ns, Dir, ExtentBuf, Lister, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
+    fs_shares_extents, fs_uuid, interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time,
+    lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, physical_start,
+    raise_fd_limit, read_only_snapshot, reload_zone, remove_at, rename_at, replace_in, rotational, sorts_by_inode,
+    stat_at, stat_path, swap_files, symlink_at, term_raw_enter, term_raw_leave, term_signals, term_size,
+    term_stop_self, term_wait, term_write, thread_cpu_ns, Dir, ExtentBuf, Lister, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
 };
 pub use common::dupes::{
     effective_uid, entry_at, file_owner, lock_file, open_at_nofollow, open_write_dir, write_dir_owner, DedupeStatus,
@@ -207,6 +207,7 @@ macro_rules! contract {
             let _: fn(&File, u64, u64, &[(&File, u64)]) -> Result<Vec<DedupeStatus>, Errno> = b::dedupe;
             let _: fn(&File) -> Option<u64> = b::free_bytes;
             let _: fn(&File) -> Option<u64> = b::fs_block_bytes;
+            let _: fn(&File) -> Option<[u8; 16]> = b::fs_uuid;
             let _: fn() -> Vec<(u64, u64)> = b::swap_files;
             let _: fn(&WriteDir, &OsStr, &[u8], File) -> Result<(), Errno> = b::replace_in;
         };

@@ -90,6 +90,11 @@ pub fn fs_block_bytes(_file: &File) -> Option<u64> {
     None
 }
 
+/// No btrfs here: a file system is its device.
+pub fn fs_uuid(_file: &File) -> Option<[u8; 16]> {
+    None
+}
+
 pub fn free_bytes(_file: &File) -> Option<u64> {
     None
 }

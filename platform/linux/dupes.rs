@@ -7,7 +7,7 @@
 //! relative to a directory handle, nothing but a regular file, `O_NOATIME` where allowed).
 //! Contract (the same names in `fallback/dupes.rs` for every other OS): `check_file`,
 //! `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
-//! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `fs_block_bytes`, `free_bytes`,
+//! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`,
 //! `swap_files`, `replace_in`; the types, `lock_file` and the other hash-file calls are in
 //! `common/dupes.rs`. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
@@ -84,8 +84,8 @@ unsafe impl rustix::ioctl::Ioctl for RawIoctl<'_> {
 
 fn ioctl(file: &File, opcode: u32, buf: &mut [u64]) -> Result<(), Errno> {
     // SAFETY: see `RawIoctl`: `buf` holds the whole argument of `opcode`, laid out by the
-    // callers below as the kernel's `struct fiemap` / `struct file_dedupe_range` (u64 words,
-    // u32/u16 fields packed into them in native byte order).
+    // callers below as the kernel's `struct fiemap` / `struct file_dedupe_range` / btrfs
+    // info structs (u64 words, u32/u16 fields packed into them in native byte order).
     unsafe { rustix::ioctl::ioctl(file.as_fd(), RawIoctl { opcode: opcode as _, buf }) }.map_err(errno)
 }
 
@@ -273,6 +273,24 @@ pub fn dedupe(src: &File, src_off: u64, len: u64, dests: &[(&File, u64)]) -> Res
 pub fn fs_block_bytes(file: &File) -> Option<u64> {
     let fs = rustix::fs::fstatfs(file).ok()?;
     u64::try_from(fs.f_bsize).ok().filter(|&b| b > 0)
+}
+
+/// What all btrfs subvolumes of `file`'s file system share (each has a device number of
+/// its own): the file system's UUID (`BTRFS_IOC_FS_INFO`, unprivileged); `None` on any
+/// other file system, whose device number names it.
+pub fn fs_uuid(file: &File) -> Option<[u8; 16]> {
+    let fs = rustix::fs::fstatfs(file).ok()?;
+    if fs.f_type as u32 != linux_raw_sys::general::BTRFS_SUPER_MAGIC {
+        return None;
+    }
+    // struct btrfs_ioctl_fs_info_args, 1024 bytes (the size in the opcode): max_id and
+    // num_devices (u64 each), then fsid[16] at byte 16.
+    let mut buf = vec![0u64; 1024 / 8];
+    ioctl(file, linux_raw_sys::ioctl::BTRFS_IOC_FS_INFO, &mut buf).ok()?;
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&buf[2].to_ne_bytes());
+    id[8..].copy_from_slice(&buf[3].to_ne_bytes());
+    Some(id)
 }
 
 /// Bytes available to unprivileged users on `file`'s file system, after `syncfs` so that

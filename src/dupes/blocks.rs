@@ -5,8 +5,8 @@
 //! # How a match is found
 //!
 //! 1. **Candidates**: every scanned file of at least one block, one name per inode, one
-//!    member per whole-file group (the others share its extents by now or were left out
-//!    for a reason that holds here too), on a file system that can share extents (ext4
+//!    member per whole-file group and device (the others share its extents by now or were
+//!    left out for a reason that holds here too), on a file system that can share extents (ext4
 //!    and the like are known before anything is read). Files that changed since the scan
 //!    and active swap files are left out; immutable, append-only and read-only-snapshot
 //!    files may only be sources.
@@ -19,7 +19,8 @@
 //! 3. **Links**: fingerprints are sorted by file system, then value; in each set of
 //!    equal ones on one file system the first (a source-only file first, then path
 //!    order, then offset) is the block every other one comes to share (`FIDEDUPERANGE`
-//!    never crosses file systems: one device each here, so btrfs subvolumes are apart). Because every copy of a content points at the same first block, a
+//!    never crosses file systems; the subvolumes of one btrfs, each a device of its
+//!    own, are one file system here: `platform::fs_uuid`). Because every copy of a content points at the same first block, a
 //!    destination's consecutive blocks whose sources are consecutive too form one run,
 //!    grown block by block; each run is one range (at most 1 GiB a call). A run inside one
 //!    file never overlaps its source (its source comes first and is no destination).
@@ -46,7 +47,7 @@
 //! stops the run with one message, as whole-file dedupe does.
 
 use super::cache::Blocks;
-use super::dedupe::{Run, Skip, CALL_BYTES, EOPNOTSUPP};
+use super::dedupe::{FsKey, Run, Skip, CALL_BYTES, EOPNOTSUPP};
 use super::find::{same, Group};
 use super::open::Refused;
 use crate::meta::Errno;
@@ -272,7 +273,14 @@ fn draw(p: &Progress) {
 /// whole-file group, nothing inline-sized (smaller than a page).
 fn candidates(run: &Run, groups: &[Group]) -> Vec<Cand> {
     let found = run.found;
-    let others: HashSet<u32> = groups.iter().flat_map(|g| g.members.iter().skip(1).copied()).collect();
+    // A member on the device of an earlier one was left to whole-file dedupe; one on a
+    // device of its own (another btrfs subvolume) is a candidate here.
+    let dev = |m: &u32| found.files[*m as usize].dev;
+    let later = |g: &Group| -> Vec<u32> {
+        let m = &g.members;
+        (1..m.len()).filter(|&i| m[..i].iter().any(|e| dev(e) == dev(&m[i]))).map(|i| m[i]).collect()
+    };
+    let others: HashSet<u32> = groups.iter().flat_map(later).collect();
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (i, f) in found.files.iter().enumerate() {
@@ -297,6 +305,8 @@ fn candidates(run: &Run, groups: &[Group]) -> Vec<Cand> {
 /// (that file system's files are dropped, with a message).
 fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Option<u64> {
     let mut fs_block: HashMap<u64, Option<u64>> = HashMap::new();
+    let mut fs_keys: Vec<FsKey> = Vec::new();
+    let mut fs_of: HashMap<u64, u32> = HashMap::new();
     let mut largest = 0;
     for c in cands {
         let dev = run.file(c.rec).dev;
@@ -310,6 +320,12 @@ fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Option
         };
         largest = largest.max(bytes.unwrap_or(0));
         fs_block.insert(dev, bytes);
+        let key = run.fs_key(dev, &file);
+        let fs = fs_keys.iter().position(|&k| k == key).unwrap_or_else(|| {
+            fs_keys.push(key);
+            fs_keys.len() - 1
+        });
+        fs_of.insert(dev, fs as u32);
     }
     let bs = block_bytes.unwrap_or(largest);
     let usable = fs_block.values().any(|b| b.is_some_and(|b| bs % b == 0));
@@ -319,7 +335,8 @@ fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Option
     for b in fs_block.values().flatten().filter(|&&b| bs % b != 0) {
         run.r.messages.push(format!("blocks of {bs} bytes on a file system of {b}-byte blocks: not aligned"));
     }
-    run.block_devs = fs_block.into_iter().filter(|(_, b)| b.is_some_and(|b| bs % b == 0)).map(|(d, _)| d).collect();
+    let usable = |d: &u64| fs_block[d].is_some_and(|b| bs % b == 0);
+    run.block_devs = fs_of.into_iter().filter(|(d, _)| usable(d)).collect();
     Some(bs)
 }
 
@@ -367,7 +384,6 @@ fn fingerprints(
     results.sort_by_key(|(i, _)| *i);
     let mut prints = Vec::new();
     let mut keys = vec![FileKey::default(); cands.len()];
-    let mut devs: Vec<u64> = Vec::new();
     for (i, h) in results {
         match h {
             Hashed::Prints(fps, source_only, cached) => {
@@ -391,12 +407,8 @@ fn fingerprints(
                     }
                 }
                 cands[i].source_only = source_only;
-                let dev = run.file(cands[i].rec).dev;
-                let fs = devs.iter().position(|&d| d == dev).unwrap_or_else(|| {
-                    devs.push(dev);
-                    devs.len() - 1
-                });
-                keys[i] = FileKey { fs: fs as u32, rank: u32::from(!source_only) };
+                let fs = run.block_devs[&run.file(cands[i].rec).dev];
+                keys[i] = FileKey { fs, rank: u32::from(!source_only) };
                 let blocks = fps.into_iter().enumerate().filter(|(_, fp)| *fp != 0);
                 prints.extend(blocks.map(|(b, fp)| Print { fp, file: i as u32, block: b as u32 }));
             }
@@ -411,7 +423,7 @@ fn fingerprints(
 /// Opens, checks and reads one file (record `rec`), a block's fingerprint at a time.
 fn hash_file(run: &Run, rec: u32, bs: u64, buf: &mut Vec<u8>, progress: &Progress) -> Hashed {
     let f = run.file(rec);
-    if !run.block_devs.contains(&f.dev) {
+    if !run.block_devs.contains_key(&f.dev) {
         return Hashed::Out;
     }
     let mut file = match run.handles.open(&f) {

@@ -39,7 +39,7 @@ use super::sink::FileRec;
 use crate::meta::Errno;
 use crate::platform::{self, DedupeStatus, MAX_DEDUPE_DESTS};
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 
 /// Bytes one call asks for at most (the VFS caps a call at 1 GiB).
@@ -256,6 +256,10 @@ pub struct Options {
     pub keep_prints: bool,
 }
 
+/// A file system: a btrfs's UUID (shared by its subvolumes, each a device of its own), or
+/// elsewhere `(0, device)`.
+pub(super) type FsKey = (u64, u64);
+
 /// One run's state between the parts of its groups (and block mode, `blocks.rs`).
 pub(super) struct Run<'a> {
     pub(super) handles: &'a Handles<'a>,
@@ -265,11 +269,17 @@ pub(super) struct Run<'a> {
     /// The hash file's entries: block mode's fingerprints of unchanged files.
     pub(super) cache: &'a Cache,
     /// One open file per device, for free space before and after.
-    fs_files: HashMap<u64, File>,
+    fs_files: HashMap<FsKey, File>,
+    /// Devices whose first source was checked (`first_on_fs`).
+    devs_checked: HashSet<u64>,
+    /// Each device's file system (`fs_key`).
+    fs_of: HashMap<u64, FsKey>,
     /// Whether each device is a read-only btrfs subvolume (each has a device of its own).
     read_only: HashMap<u64, bool>,
     /// The devices block mode reads files of (their file systems may share extents).
-    pub(super) block_devs: Vec<u64>,
+    /// The devices block mode reads files of (their file systems may share extents), each
+    /// with its file system's number in this run: the subvolumes of one btrfs are one.
+    pub(super) block_devs: HashMap<u64, u32>,
     pub(super) r: Report,
 }
 
@@ -284,8 +294,10 @@ pub fn run(handles: &Handles, groups: &[Group], opts: Options, cache: &Cache) ->
         swaps,
         cache,
         fs_files: HashMap::new(),
+        devs_checked: HashSet::new(),
+        fs_of: HashMap::new(),
         read_only: HashMap::new(),
-        block_devs: Vec::new(),
+        block_devs: HashMap::new(),
         r: Report::default(),
     };
     for (i, g) in groups.iter().enumerate() {
@@ -358,6 +370,19 @@ impl Run<'_> {
         self.found.files[g.members[m] as usize]
     }
 
+    /// The file system of device `dev` (`file` is on it), asked once per device: the free
+    /// space of two subvolumes of one btrfs is one figure, counted once.
+    pub(super) fn fs_key(&mut self, dev: u64, file: &File) -> FsKey {
+        *self.fs_of.entry(dev).or_insert_with(|| match platform::fs_uuid(file) {
+            Some(id) => {
+                let (a, b) = id.split_at(8);
+                let word = |x: &[u8]| u64::from_le_bytes(x.try_into().expect("8 bytes"));
+                (word(a), word(b))
+            }
+            None => (0, dev),
+        })
+    }
+
     /// The scan's record of file `rec` (an index into `Found::files`).
     pub(super) fn file(&self, rec: u32) -> FileRec {
         self.found.files[rec as usize]
@@ -366,7 +391,8 @@ impl Run<'_> {
     /// Notes the free space of `dev`'s file system before its first call (`file` is on
     /// it), once per device.
     pub(super) fn note_fs(&mut self, dev: u64, file: &File) {
-        let Entry::Vacant(slot) = self.fs_files.entry(dev) else { return };
+        let key = self.fs_key(dev, file);
+        let Entry::Vacant(slot) = self.fs_files.entry(key) else { return };
         if let Some(free) = platform::free_bytes(file) {
             self.r.free_before += free;
             self.r.free_known = true;
@@ -483,7 +509,7 @@ impl Run<'_> {
     /// `n_members` (groups on another file system were deduplicated already).
     fn first_on_fs(&mut self, g: &Group, src: &Member, n_members: usize) -> Result<bool, String> {
         let dev = self.found.files[g.members[src.m] as usize].dev;
-        if self.fs_files.contains_key(&dev) {
+        if !self.devs_checked.insert(dev) {
             return Ok(true);
         }
         if platform::can_share_extents(&src.file) == Some(false) {
