@@ -39,8 +39,8 @@ pub type Digest = [u8; DIGEST_BYTES];
 pub const WHOLE_BYTES: u64 = 64 * 1024;
 /// Bytes hashed at each end of a larger file for its sample.
 const SAMPLE_BYTES: u64 = 4096;
-/// One read while hashing a whole file: a few syscalls more than 1 MiB for a lot less
-/// memory per reader (peak RSS is part of the benchmark).
+/// One read while hashing a whole file, 64 KiB: a few more syscalls than reads of 1 MiB
+/// would take, for a lot less memory per reader (peak RSS is part of the benchmark).
 const READ_BYTES: usize = 64 << 10;
 
 /// A file still in the running, with what is known of its contents.

@@ -25,8 +25,8 @@ use std::sync::Mutex;
 /// The arena sink.
 pub struct ArenaSink<'a> {
     arena: &'a Arena,
-    /// First name seen of each multiply-linked inode.
-    /// First name (entry id) seen of each file that may have several.
+    /// The first name (entry id) seen of each (dev, ino) that may have several names: more
+    /// than one link, or a link count nobody knows (`Meta::may_have_links`).
     links: Mutex<HashMap<(u64, u64), u32>>,
     /// (first id, count, first name byte) reserved for a directory's children, until
     /// they are published.
