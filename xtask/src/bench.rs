@@ -12,13 +12,12 @@
 //! so they never change what is measured.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 
 use crate::cli::{Arg, Args};
 use crate::image::{self, FsArgs};
 use crate::plan::{Shape, Sizes};
-use crate::{gen, json, machine, run, tools};
+use crate::{gen, machine, run, tools};
 
 pub const HELP: &str = "\
 cargo xtask bench [--entries N] [--wide N] [--seed N] [--runs N] [--cold] [--tools LIST]
@@ -106,7 +105,7 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let dfdu = match dfdu {
         Some(path) if path.is_file() => path,
         Some(path) => return Err(format!("--dfdu {}: no such file", path.display())),
-        None => build_dfdu()?,
+        None => tools::build_dfdu()?,
     };
 
     let tree = match fs.fs {
@@ -124,34 +123,4 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     run_args.extend(run_extra);
     run_args.extend(["--out".into(), results.into()]);
     run::main(run_args)
-}
-
-/// Builds dfdu in release mode in this harness's workspace; the path of the binary.
-pub fn build_dfdu() -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("xtask bench: cargo build --release --package dfdu --bin dfdu");
-    let status = Command::new(&cargo)
-        .args(["build", "--release", "--package", "dfdu", "--bin", "dfdu"])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run cargo ({}): {e}", cargo.to_string_lossy()))?;
-    if !status.success() {
-        return Err(format!("cargo build --release of dfdu failed ({status})"));
-    }
-    let metadata = Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cargo metadata: {e}"))?;
-    let text = String::from_utf8_lossy(&metadata.stdout);
-    let target = json::string(&text, "target_directory").ok_or("cargo metadata: no target_directory")?;
-    let binary = Path::new(&target).join("release").join("dfdu");
-    match binary.is_file() {
-        true => Ok(binary),
-        false => Err(format!("cargo build succeeded but {} is missing", binary.display())),
-    }
 }

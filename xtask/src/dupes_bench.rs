@@ -27,7 +27,7 @@ use std::process::{Command, Stdio};
 use crate::cli::{self, Arg, Args};
 use crate::dupes_gen::{self, Shape, Truth};
 use crate::measure::{self, Sample, Timer};
-use crate::report::stats;
+use crate::report::summary;
 use crate::{machine, tools};
 
 pub const HELP: &str = "\
@@ -186,7 +186,7 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let dfdu = match &o.dfdu {
         Some(path) if path.is_file() => fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?,
         Some(path) => return Err(format!("--dfdu {}: no such file", path.display())),
-        None => crate::bench::build_dfdu()?,
+        None => tools::build_dfdu()?,
     };
     if let (Some(fs_name), true) = (&o.dedupe, o.shape_v) {
         return crate::dupes_dedupe::main_v(&dir, &dfdu, fs_name, o.count, o.seed, o.runs, o.tools.as_deref());
@@ -454,19 +454,6 @@ struct Context<'a> {
     load_after: String,
     hashfile_bytes: Option<u64>,
     filesystem: String,
-}
-
-/// Median wall, median user+sys, and the peak RSS range of some samples.
-pub fn summary(samples: &[Sample]) -> (f64, f64, String) {
-    let walls: Vec<f64> = samples.iter().map(|s| s.wall_s).collect();
-    let cpu: Vec<f64> = samples.iter().filter_map(|s| s.rusage.as_ref()).map(|u| u.user_s + u.sys_s).collect();
-    let rss: Vec<u64> = samples.iter().filter_map(|s| s.rusage.as_ref()).map(|u| u.max_rss_kib).collect();
-    let rss_text = match (rss.iter().min(), rss.iter().max()) {
-        (Some(lo), Some(hi)) if lo == hi => format!("{:.1}", *lo as f64 / 1024.0),
-        (Some(lo), Some(hi)) => format!("{:.1}–{:.1}", *lo as f64 / 1024.0, *hi as f64 / 1024.0),
-        _ => "—".to_string(),
-    };
-    (stats(&walls).median, if cpu.is_empty() { f64::NAN } else { stats(&cpu).median }, rss_text)
 }
 
 fn render(ctx: &Context, finders: &[Finder], samples: &[Vec<Sample>], found: &[Result<Found, String>]) -> String {

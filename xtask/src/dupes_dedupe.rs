@@ -258,7 +258,7 @@ fn render(
                 failure: o.sample.failure.clone(),
             })
             .collect();
-        let (median, cpu, rss) = crate::dupes_bench::summary(&samples);
+        let (median, cpu, rss) = crate::report::summary(&samples);
         let walls: Vec<String> = mine.iter().map(|o| format!("{:.2}", o.sample.wall_s)).collect();
         let mut freed: Vec<i128> = mine.iter().map(|o| o.freed).collect();
         freed.sort_unstable();

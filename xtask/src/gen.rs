@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use crate::cli::{self, Arg, Args};
 use crate::image::{self, FsArgs};
-use crate::plan::{self, Counts, Plan, Shape, Sizes, PLAN_FORMAT};
+use crate::plan::{self, Plan, Shape, Sizes, TreeId, PLAN_FORMAT};
 use crate::{json, make};
 
 pub const HELP: &str = "\
@@ -57,43 +57,6 @@ the tree at once; other arguments are refused without --force.";
 pub const DEFAULT_ENTRIES: u64 = 1_000_000;
 /// Default `--depth` of a chain.
 const DEFAULT_DEPTH: u64 = 1000;
-
-/// The arguments that identify a tree (what the marker compares).
-#[derive(Clone, Copy, PartialEq, Debug)]
-pub struct TreeId {
-    pub plan_format: u64,
-    /// Entries including the root, whichever way they were asked for.
-    pub entries: u64,
-    pub shape: Shape,
-    /// Levels of a chain; 0 for the other shapes.
-    pub depth: u64,
-    pub sizes: Sizes,
-    pub seed: u64,
-}
-
-impl TreeId {
-    pub fn counts(&self) -> Counts {
-        match self.shape {
-            Shape::Tree => Counts::for_tree(self.entries),
-            Shape::Wide => Counts::for_wide(self.entries - 1),
-            Shape::Chain => Counts::for_chain(self.entries, self.depth),
-        }
-    }
-
-    /// The options that make this tree again, as `cargo xtask gen` takes them.
-    pub fn options(&self) -> String {
-        let mut out = match self.shape {
-            Shape::Tree => format!("--entries {}", self.entries),
-            Shape::Wide => format!("--wide {}", self.entries - 1),
-            Shape::Chain => format!("--shape chain --depth {} --entries {}", self.depth, self.entries),
-        };
-        if self.sizes == Sizes::None {
-            out.push_str(" --sizes none");
-        }
-        out.push_str(&format!(" --seed {}", self.seed));
-        out
-    }
-}
 
 struct GenArgs {
     id: TreeId,

@@ -30,8 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::cli;
-use crate::gen::TreeId;
-use crate::plan::Sizes;
+use crate::plan::{Sizes, TreeId};
 
 /// The file systems `--fs` can make.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -115,6 +115,43 @@ impl Sizes {
     }
 }
 
+/// The arguments that identify a tree (what the marker compares).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct TreeId {
+    pub plan_format: u64,
+    /// Entries including the root, whichever way they were asked for.
+    pub entries: u64,
+    pub shape: Shape,
+    /// Levels of a chain; 0 for the other shapes.
+    pub depth: u64,
+    pub sizes: Sizes,
+    pub seed: u64,
+}
+
+impl TreeId {
+    pub fn counts(&self) -> Counts {
+        match self.shape {
+            Shape::Tree => Counts::for_tree(self.entries),
+            Shape::Wide => Counts::for_wide(self.entries - 1),
+            Shape::Chain => Counts::for_chain(self.entries, self.depth),
+        }
+    }
+
+    /// The options that make this tree again, as `cargo xtask gen` takes them.
+    pub fn options(&self) -> String {
+        let mut out = match self.shape {
+            Shape::Tree => format!("--entries {}", self.entries),
+            Shape::Wide => format!("--wide {}", self.entries - 1),
+            Shape::Chain => format!("--shape chain --depth {} --entries {}", self.depth, self.entries),
+        };
+        if self.sizes == Sizes::None {
+            out.push_str(" --sizes none");
+        }
+        out.push_str(&format!(" --seed {}", self.seed));
+        out
+    }
+}
+
 /// How many entries of each kind a tree has.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Counts {

@@ -87,6 +87,19 @@ pub fn stats(values: &[f64]) -> Stats {
     Stats { median, mean, sd: variance.sqrt() }
 }
 
+/// Median wall, median user+sys, and the peak RSS range of some samples.
+pub fn summary(samples: &[Sample]) -> (f64, f64, String) {
+    let walls: Vec<f64> = samples.iter().map(|s| s.wall_s).collect();
+    let cpu: Vec<f64> = samples.iter().filter_map(|s| s.rusage.as_ref()).map(|u| u.user_s + u.sys_s).collect();
+    let rss: Vec<u64> = samples.iter().filter_map(|s| s.rusage.as_ref()).map(|u| u.max_rss_kib).collect();
+    let rss_text = match (rss.iter().min(), rss.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("{:.1}", *lo as f64 / 1024.0),
+        (Some(lo), Some(hi)) => format!("{:.1}–{:.1}", *lo as f64 / 1024.0, *hi as f64 / 1024.0),
+        _ => "—".to_string(),
+    };
+    (stats(&walls).median, if cpu.is_empty() { f64::NAN } else { stats(&cpu).median }, rss_text)
+}
+
 pub fn render(input: &Input) -> String {
     let mut out = String::new();
     header(&mut out, input);

@@ -1,5 +1,6 @@
 //! The tools `run` compares: their timed commands, their raw-byte commands, how to find
-//! them, and how to read a byte total out of what each one prints.
+//! them (and how to build the dfdu among them, `build_dfdu`), and how to read a byte total
+//! out of what each one prints.
 //!
 //! A tool that is not installed is skipped and named in the report. Commands follow
 //! `shared/ref/peers-bench.md`: summary-only invocations, no progress output, and for the
@@ -252,6 +253,36 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 fn sibling_dfdu() -> Option<PathBuf> {
     let candidate = std::env::current_exe().ok()?.with_file_name("dfdu");
     is_executable(&candidate).then_some(candidate)
+}
+
+/// Builds dfdu in release mode in this harness's workspace; the path of the binary.
+pub fn build_dfdu() -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new("."));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("xtask bench: cargo build --release --package dfdu --bin dfdu");
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "--package", "dfdu", "--bin", "dfdu"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run cargo ({}): {e}", cargo.to_string_lossy()))?;
+    if !status.success() {
+        return Err(format!("cargo build --release of dfdu failed ({status})"));
+    }
+    let metadata = Command::new(&cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cargo metadata: {e}"))?;
+    let text = String::from_utf8_lossy(&metadata.stdout);
+    let target = crate::json::string(&text, "target_directory").ok_or("cargo metadata: no target_directory")?;
+    let binary = Path::new(&target).join("release").join("dfdu");
+    match binary.is_file() {
+        true => Ok(binary),
+        false => Err(format!("cargo build succeeded but {} is missing", binary.display())),
+    }
 }
 
 fn is_executable(path: &Path) -> bool {
