@@ -8,8 +8,11 @@
 //!   frees at least 90% of them, every file's bytes, mode, owner and mtime are unchanged,
 //!   a dry run before says the same figures and changes nothing, a rerun makes no call.
 //! * The rules of whole-file dedupe for ranges: an immutable file serves as a source but
-//!   its extents never move; a file written while the run is held before its first call
-//!   is skipped as changed and keeps every byte written.
+//!   its extents never move; files written while the run is held before its first call
+//!   (in place, appended to, through a shared mapping) are skipped as changed and keep
+//!   every byte written.
+//! * With `--hashfile`, a rerun reads no file and makes no call; btrfs (shape V, and two
+//!   subvolumes of one file system).
 
 mod common;
 
@@ -236,6 +239,48 @@ fn dedupe_blocks_immutable_serves_and_changed_is_skipped() {
     // b-plain shares all but its first page with the immutable file; a-written is left.
     assert_eq!(num(&b, "bytes_deduplicated"), (MIB - PAGE) as u64, "{js}");
     assert_eq!(num(&js, "skipped_changed"), 1, "{js}");
+}
+
+/// Files written while the run is held before its first call, one appended to and one
+/// through a shared memory mapping (python3's `mmap`): both are found changed and left
+/// alone, and keep every byte written.
+#[test]
+fn dedupe_blocks_appended_and_mapped_files_keep_their_bytes() {
+    let test = "dedupe_blocks_appended_and_mapped_files_keep_their_bytes";
+    if !have_or_skip("strace", test) || !have_or_skip("python3", test) {
+        return;
+    }
+    let Some(fsys) = xfs_or_skip(test) else { return };
+    let root = fsys.mnt.join("w");
+    let mut rng = Rng(0xa99e);
+    let base = rng.bytes(MIB);
+    let (appended, mapped) = (root.join("b-appended"), root.join("c-mapped"));
+    write(&root.join("a-base"), &base);
+    write(&appended, &base);
+    write(&mapped, &base);
+    let (tail, page) = (rng.bytes(10_000), rng.bytes(PAGE));
+    let at = 5 * PAGE;
+    let log = fsys.mnt.join("strace.log");
+    let args = ["dedupe", "--json", "-q", "--blocks"].map(std::ffi::OsStr::new);
+    let mut args = args.to_vec();
+    args.push(root.as_os_str());
+    let page_file = fsys.mnt.join("page");
+    fs::write(&page_file, &page).unwrap();
+    let (out, _) = run_held(&args, "ioctl", "syncfs", &log, || {
+        use std::io::Write;
+        fs::OpenOptions::new().append(true).open(&appended).unwrap().write_all(&tail).unwrap();
+        let script = "import mmap, sys\nf = open(sys.argv[1], 'r+b')\nm = mmap.mmap(f.fileno(), 0)\n\
+                      m[int(sys.argv[2]):int(sys.argv[2]) + 4096] = open(sys.argv[3], 'rb').read()\nm.flush()\n";
+        run_ok(Command::new("python3").args(["-c", script]).arg(&mapped).arg(at.to_string()).arg(&page_file));
+    });
+    let js = text(&out.stdout);
+    let b = blocks_json(&out);
+    assert_eq!(fs::read(&appended).unwrap(), [&base[..], &tail].concat(), "the appended bytes are kept");
+    let mut want = base.clone();
+    want[at..at + PAGE].copy_from_slice(&page);
+    assert_eq!(fs::read(&mapped).unwrap(), want, "the bytes written through the mapping are kept");
+    assert_eq!(fs::read(root.join("a-base")).unwrap(), base);
+    assert_eq!((num(&js, "skipped_changed"), num(&b, "bytes_deduplicated")), (2, 0), "{js}");
 }
 
 /// Bytes that `read`-family calls returned in an `strace -f` log, but those of the hash
