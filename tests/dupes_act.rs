@@ -8,7 +8,8 @@
 //!   group untouched; a second run finds no group.
 //! * A member changed between the scan and the action (same size, its mtime set back) is
 //!   skipped and intact, and a directory swapped for a symlink to a copy outside the tree
-//!   is never followed (the run waits at `DFDU_TEST_PAUSE_BEFORE_ACT`, debug builds).
+//!   is never followed (the run waits at `DFDU_TEST_PAUSE_BEFORE_ACT`'s FIFO in debug
+//!   builds, in strace's hold of its first `syncfs` in release builds).
 //! * `--plan`: the script changes nothing when written; run by `sh` it does what the
 //!   action does, quotes every name (one holds `'`, `$(...)`, a newline, a leading `-`)
 //!   and refuses a member changed since.
@@ -223,12 +224,25 @@ fn mkfifo(p: &Path) {
     assert!(ok, "mkfifo");
 }
 
-/// Runs `dfdu dupes ARGS` paused before it acts; `meanwhile` runs while it waits.
+/// Whether the pause is strace's hold rather than the FIFO: in release builds, which
+/// have no FIFO hook, and when `DFDU_TEST_PAUSE_BY_STRACE=1` (to check this path).
+fn pause_by_strace() -> bool {
+    !cfg!(debug_assertions) || std::env::var_os("DFDU_TEST_PAUSE_BY_STRACE").is_some_and(|v| v == "1")
+}
+
+/// Runs `dfdu dupes ARGS` paused before it acts; `meanwhile` runs while it waits. Debug
+/// builds wait at `DFDU_TEST_PAUSE_BEFORE_ACT`'s FIFO; otherwise strace holds the run 3 s
+/// in its first `syncfs`, which the free-space figure of the first group calls right
+/// before its first member is checked (as `tests/dedupe.rs` holds dedupe).
 fn run_paused(scratch: &Path, args: &[&OsStr], meanwhile: impl FnOnce()) -> Output {
-    let fifo = scratch.join("pause");
-    mkfifo(&fifo);
     let mut all: Vec<&OsStr> = vec!["dupes".as_ref()];
     all.extend_from_slice(args);
+    if pause_by_strace() {
+        let log = scratch.join("strace.log");
+        return run_held(&all, "unlinkat,linkat,symlinkat,renameat,renameat2", "syncfs", &log, meanwhile).0;
+    }
+    let fifo = scratch.join("pause");
+    mkfifo(&fifo);
     let child = Command::new(common::dfdu_path())
         .args(&all)
         .env("DFDU_TEST_PAUSE_BEFORE_ACT", &fifo)
@@ -244,10 +258,7 @@ fn run_paused(scratch: &Path, args: &[&OsStr], meanwhile: impl FnOnce()) -> Outp
 }
 
 fn pause_hook_or_skip(test: &str) -> bool {
-    cfg!(debug_assertions) || {
-        skip(&format!("{test}: the pause before acting exists in debug builds only"));
-        false
-    }
+    !pause_by_strace() || have_or_skip("strace", test)
 }
 
 /// Same size, one byte other, the mtime set back: only the ctime and the bytes tell.
