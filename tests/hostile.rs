@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// Whether this test may mount; prints `SKIP:` when not (and fails if it must run).
 fn can_mount(test: &str) -> bool {
-    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let root = common::is_root();
     if !root {
         eprintln!("SKIP: {test} needs root to mount");
         assert!(std::env::var_os("DFDU_REQUIRE_ROOT").is_none_or(|v| v != "1"), "DFDU_REQUIRE_ROOT=1 but not root");

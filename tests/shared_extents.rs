@@ -18,8 +18,7 @@
 
 mod common;
 
-use common::dupes::have;
-use common::{dfdu_path, is_root, json_num};
+use common::{dfdu_path, have, is_root, json_num};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{dfdu_path, Scratch};
+use common::{dfdu_path, have_or_skip, Scratch};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -32,17 +32,6 @@ fn run_as_du(prog: &Path, args: &[&str], cwd: &Path, wrap: Option<&[&str]>, thre
         }
     };
     cmd.args(args).current_dir(cwd).env("LC_ALL", "C").env("DFDU_THREADS", threads).output().unwrap()
-}
-
-/// Whether strace is installed; if not, says that `test` is skipped (and fails where
-/// every test must run: DFDU_REQUIRE_ALL).
-fn have_strace(test: &str) -> bool {
-    if Command::new("sh").arg("-c").arg("command -v strace >/dev/null").status().is_ok_and(|s| s.success()) {
-        return true;
-    }
-    assert!(std::env::var_os("DFDU_REQUIRE_ALL").is_none(), "strace is required");
-    eprintln!("SKIP: {test}: strace is not installed");
-    false
 }
 
 fn same_as_du(args: &[&str], cwd: &Path, wrap: Option<&[&str]>) {
@@ -408,7 +397,7 @@ fn files0_from_a_pipe_is_done_as_it_is_read() {
 /// EINTR, and the output and status are still GNU du's.
 #[test]
 fn files0_from_retries_interrupted_reads() {
-    if !have_strace("files0_from_retries_interrupted_reads") {
+    if !have_or_skip("strace", "files0_from_retries_interrupted_reads") {
         return;
     }
     let scratch = Scratch::new("files0-eintr");
@@ -470,7 +459,7 @@ fn portable_reader_agrees_with_native() {
 /// same message and status. Both run under the same strace.
 #[test]
 fn directory_moved_during_the_walk() {
-    if !have_strace("directory_moved_during_the_walk") {
+    if !have_or_skip("strace", "directory_moved_during_the_walk") {
         return;
     }
     let scratch = Scratch::new("moved-dir");
@@ -538,7 +527,7 @@ fn run_moving(prog: &Path, args: &[&str], dir: &Path) -> Output {
 /// entry counts, times, `-S`, `-c`, hard links across subtrees and a threshold.
 #[test]
 fn summary_with_subtrees_folded_while_the_first_is_held() {
-    if !have_strace("summary_with_subtrees_folded_while_the_first_is_held") {
+    if !have_or_skip("strace", "summary_with_subtrees_folded_while_the_first_is_held") {
         return;
     }
     let scratch = Scratch::new("folded");
@@ -595,7 +584,7 @@ fn summary_of_several_arguments_counts_a_bind_mounted_directory_once() {
         eprintln!("SKIP: summary_of_several_arguments_counts_a_bind_mounted_directory_once: needs root (mounts)");
         return;
     }
-    if !have_strace("summary_of_several_arguments_counts_a_bind_mounted_directory_once") {
+    if !have_or_skip("strace", "summary_of_several_arguments_counts_a_bind_mounted_directory_once") {
         return;
     }
     let mut scratch = Scratch::new("folded-bind");

@@ -1,14 +1,15 @@
 //! What `tests/dupes.rs` and `tests/dedupe.rs` share: the tree generator with its
-//! manifest of true groups (`build`), the fdupes-style and JSON readers, `dfdu` runs, SKIP
-//! handling, and `LoopFs` (a file system image loop-mounted in a directory of its own under
-//! the temporary directory, never `/mnt`).
+//! manifest of true groups (`build`), the fdupes-style and JSON readers, `dfdu` runs, and
+//! `LoopFs` (a file system image loop-mounted in a directory of its own under the
+//! temporary directory, never `/mnt`). The SKIP helpers are in `skip.rs`.
 //!
 //! Test data is written with plain `write` calls (never `cp`, which may reflink).
 
-use super::{dfdu_path, is_root, notice, Scratch};
-// Where the dupes tests look for them (`use common::dupes::*`); they live in bin.rs and json.rs.
+use super::{dfdu_path, Scratch};
+// Where the dupes tests look for them (`use common::dupes::*`); they live in bin.rs,
+// json.rs and skip.rs.
 #[allow(unused_imports)]
-pub use super::{json_num, run_ok};
+pub use super::{have, have_or_skip, json_num, need_root_and, required, run_ok, skip};
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -150,27 +151,6 @@ pub fn show(g: &Groups) -> String {
         .join("\n\n")
 }
 
-pub fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
-
-/// Whether `tool` is installed; if not, says that `test` is skipped (a SKIP line).
-pub fn have_or_skip(tool: &str, test: &str) -> bool {
-    have(tool) || {
-        skip(&format!("{test}: {tool} is not installed"));
-        false
-    }
-}
-
-pub fn required() -> bool {
-    std::env::var_os("DFDU_REQUIRE_ALL").is_some_and(|v| v == "1")
-}
-
-pub fn skip(what: &str) {
-    assert!(!required(), "SKIP not allowed (DFDU_REQUIRE_ALL=1): {what}");
-    notice(&format!("SKIP: {what}"));
-}
-
 /// A file system image mounted on `dfdu-0-loop-<name>-<pid>/mnt` under the temporary
 /// directory (the image beside it); unmounted and removed on drop.
 pub struct LoopFs {
@@ -246,18 +226,6 @@ impl Drop for LoopFs {
             }
         }
     }
-}
-
-pub fn need_root_and(tool: &str, what: &str) -> bool {
-    if !is_root() {
-        skip(&format!("{what}: needs root (loop mounts)"));
-        return false;
-    }
-    if !have(tool) {
-        skip(&format!("{what}: {tool} is not installed"));
-        return false;
-    }
-    true
 }
 
 /// What must not change about a file: its bytes, mode, owner and mtime.

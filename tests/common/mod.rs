@@ -6,6 +6,7 @@
 //! * `scratch.rs` — `Scratch` directories and trees built at test time (`build`).
 //! * `words.rs` — the one-line notation of tables and tree entries.
 //! * `json.rs` — numbers out of dfdu's JSON reports.
+//! * `skip.rs` — a test that cannot run here says `SKIP: ...` (or fails where all must run).
 //! * `differential.rs` — the GNU du differential harness behind `tests/du_compat.rs`.
 //! * `tmux.rs` — the real-terminal driver of the browser tests.
 //! * `dupes.rs` — what the dupes, dedupe and hash-file tests share.
@@ -17,9 +18,10 @@ pub mod differential;
 pub mod dupes;
 pub mod json;
 mod scratch;
+pub mod skip;
 pub mod tmux;
 mod words;
 
 // Not every test binary uses every part.
 #[allow(unused_imports)]
-pub use {bin::*, json::*, scratch::*, words::*};
+pub use {bin::*, json::*, scratch::*, skip::*, words::*};
