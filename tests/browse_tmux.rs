@@ -963,3 +963,35 @@ fn trash_two_entries_with_valid_trashinfo() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.6: `b` opens `$SHELL` in the selected directory with `DFDU_LEVEL=1`; what the
+/// shell changed is rescanned when it exits, and the browser is back.
+#[test]
+fn b_opens_a_shell_and_rescans_on_return() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("shell");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let term = Term::start(&t, "SHELL=/bin/sh PS1='shell> '", &format!("'{}'", tree.display()), 100, 30);
+    term.wait_for("Scan finished");
+    term.select("/gamma");
+    term.keys(&["b"]);
+    term.wait_for("shell>");
+    term.keys(&["echo \"LEVEL=$DFDU_LEVEL AT=$(pwd)\"", "Enter"]);
+    term.wait_for(&format!("LEVEL=1 AT={}", tree.join("gamma").display()));
+    // A Ctrl-C typed in the shell does not end the browser (the shell takes the
+    // terminal's foreground; one that did not would pass it on, and dfdu ignores it).
+    term.keys(&["C-c"]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    term.keys(&["head -c 2000000 /dev/urandom > new.bin; exit", "Enter"]);
+    let s = term.wait_for("Rescanned");
+    assert!(s.contains("dfdu"), "the browser is back:\n{s}");
+    term.wait("gamma is the largest now", |s| s.find("/gamma") < s.find("/alpha"));
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    std::fs::remove_dir_all(&t).unwrap();
+}

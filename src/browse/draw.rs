@@ -77,6 +77,7 @@ pub(super) const HELP_KEYS: &[(&str, &str)] = &[
     ("g", "percentage, graph, both, none"),
     ("i", "information: sizes, mode, owner, group, mtime"),
     ("r", "rescan the selected directory"),
+    ("b", "a shell there ($SHELL, DFDU_LEVEL set); rescan after"),
     ("/", "filter this directory as you type (Esc clears)"),
     ("f", "find by name in the whole tree, largest first"),
     ("", "(a substring; a glob with * ? [)"),

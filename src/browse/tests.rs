@@ -1061,3 +1061,17 @@ fn a_trashinfo_names_the_path_percent_encoded() {
     let date = lines.next().unwrap().strip_prefix("DeletionDate=").unwrap();
     assert!(date.starts_with("2023-11-1") && date.len() == 19 && &date[10..11] == "T", "{date}");
 }
+
+/// Issue 29.6: `b` asks for a shell in the selected directory, or the one shown when a
+/// file is selected; not in an import.
+#[test]
+fn b_asks_for_a_shell_where_the_user_is() {
+    let (a, r) = sample();
+    let mut j = Journey::new(&a, r);
+    let big = a.dir_of(j.b.selected().unwrap());
+    assert_eq!(j.type_str("b"), [Action::Shell { dir: big }]);
+    j.keys(&[Key::End]);
+    assert_eq!(j.type_str("b"), [Action::Shell { dir: r }], "a file selected: the directory shown");
+    let mut j = Journey::with(&a, r, Limits { imported: true, ..Limits::default() });
+    assert!(j.type_str("b").is_empty() && j.text().contains("imported"), "{}", j.text());
+}

@@ -84,6 +84,8 @@ struct Ui<'s, 'a: 's> {
     frames: u64,
     /// `DFDU_DEBUG_OOM_AFTER_FRAMES`.
     oom_at: Option<u64>,
+    /// A quitting signal that came while a shell (`b`) ran: the exit status it asks for.
+    quit_after: Option<i32>,
 }
 
 impl<'s, 'a: 's> Ui<'s, 'a> {
@@ -124,11 +126,15 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
             last_tick: Instant::now(),
             frames: 0,
             oom_at: oom_after_frames(),
+            quit_after: None,
         }
     }
 
     /// Signals and the window size; `Some` with the exit status after a quit signal.
     fn signals(&mut self) -> Option<i32> {
+        if let Some(code) = self.quit_after {
+            return Some(code);
+        }
         let (bits, signo) = platform::term_signals();
         if bits & platform::SIG_QUIT != 0 {
             return Some(128 + signo);
@@ -243,6 +249,7 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
                         self.job = Some(start_delete_marks(self.s, self.a, &mut self.status, targets))
                     }
                     Action::Trash(targets) => self.job = Some(start_trash(self.s, self.ctx, &mut self.status, targets)),
+                    Action::Shell { dir } => self.shell(dir),
                     Action::Rescan { dir } => match start_rescan(self.s, self.ctx, &mut self.browser, dir) {
                         Ok(j) => self.job = Some(j),
                         Err(msg) => self.browser.message("Cannot rescan", vec![msg]),
@@ -255,6 +262,43 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
         None
     }
 }
+
+impl<'s, 'a: 's> Ui<'s, 'a> {
+    /// `b`: runs `$SHELL` (else `/bin/sh`) in directory `dir` with `DFDU_LEVEL` one more
+    /// than dfdu was given, the terminal given back meanwhile; then rescans `dir`. A
+    /// Ctrl-C typed in the shell reaches dfdu too and is not taken as a quit; another
+    /// quitting signal that came meanwhile ends the browser once the shell is done.
+    fn shell(&mut self, dir: u32) {
+        let path = crate::tree::path::dir_path(self.a, dir);
+        let shell = std::env::var_os("SHELL").filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into());
+        let level = std::env::var("DFDU_LEVEL").ok().and_then(|l| l.parse::<u32>().ok()).unwrap_or(0) + 1;
+        crate::term::restore();
+        let status = std::process::Command::new(&shell)
+            .current_dir(crate::meta::os_string(&path))
+            .env("DFDU_LEVEL", level.to_string())
+            .status();
+        let (bits, signo) = platform::term_signals();
+        if bits & platform::SIG_QUIT != 0 && signo != SIGINT {
+            self.quit_after = Some(128 + signo);
+        }
+        self.session.resume();
+        self.need_draw = true;
+        if let Err(e) = status {
+            let shell = crate::term::escape(&crate::meta::os_bytes(&shell));
+            return self.browser.message("Cannot start a shell", vec![format!("{shell}: {e}")]);
+        }
+        if self.job.is_some() {
+            return self.browser.say("Back from the shell; a rescan or deletion is running, so r rescans later.");
+        }
+        match start_rescan(self.s, self.ctx, &mut self.browser, dir) {
+            Ok(j) => self.job = Some(j),
+            Err(msg) => self.browser.message("Cannot rescan", vec![msg]),
+        }
+    }
+}
+
+/// SIGINT's number (the same on Linux, macOS and Windows' C runtime).
+const SIGINT: i32 = 2;
 
 /// Tells the user once that the arena is full (a scan or rescan stopped adding entries):
 /// what is shown is incomplete. True if it said so now.

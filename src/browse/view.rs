@@ -72,6 +72,10 @@ pub enum Action {
     DeleteMarks(Vec<(u32, u32)>),
     /// Move each (directory, entry) to the trash (confirmed).
     Trash(Vec<(u32, u32)>),
+    /// Open `$SHELL` in directory index `dir`, then rescan it (`b`).
+    Shell {
+        dir: u32,
+    },
     /// Rescan directory index `dir`.
     Rescan {
         dir: u32,
@@ -854,6 +858,7 @@ impl<'a> Browser<'a> {
             Key::Char('d') => self.ask_delete(),
             Key::Char('T') => self.ask_trash(),
             Key::Char('r') => return self.ask_rescan(),
+            Key::Char('b') => return self.ask_shell(),
             Key::Char('q') if self.deleting => self.modal = Modal::QuitDeleting,
             Key::Char('q') => return Action::Quit,
             Key::Char('/') => self.start_filter(),
@@ -942,6 +947,25 @@ impl<'a> Browser<'a> {
             }
             *trash = true;
         }
+    }
+
+    /// `b`: a shell in the selected directory (or the one shown), which is rescanned
+    /// when the shell ends.
+    pub(super) fn ask_shell(&mut self) -> Action {
+        if self.limits.imported {
+            self.refuse("A shell needs the directory on disk; this is an imported export.");
+            return Action::None;
+        }
+        if self.trail.is_some() {
+            self.refuse("This directory is not on disk (removed since the compared tree): no shell here.");
+            return Action::None;
+        }
+        let flags_ok = |id: u32| !self.a.flags(id).intersects(arena::F_EXCLUDED | arena::F_OTHER_FS);
+        let dir = match self.sel_id {
+            Some(id) if is_dir_entry(self.a, id) && flags_ok(id) && !self.is_gone(id) => self.a.dir_of(id),
+            _ => self.cwd,
+        };
+        Action::Shell { dir }
     }
 
     pub(super) fn ask_rescan(&mut self) -> Action {
