@@ -4,7 +4,7 @@
 //! offer exactly those options, asked the way each shell asks (bash's function called with
 //! `COMP_WORDS`, fish's `complete -C`, zsh in a real terminal under tmux); `make install`
 //! and `make uninstall` put them in, and take them out of, the usual places under a
-//! scratch `DESTDIR`.
+//! scratch `DESTDIR`; and the man page lists the keys docs/browse.md lists for the browser.
 //!
 //! When a test here fails after an option was added, the message names the mode, the
 //! option and the file to add it to.
@@ -146,6 +146,49 @@ fn the_man_page_describes_every_option_of_every_mode() {
         problems.extend(mismatch(mode, &format!("man/dfdu.1 section {title}"), &listed, described));
     }
     assert!(problems.is_empty(), "the man page and --help disagree:\n{}", problems.join("\n"));
+}
+
+/// The keys a browse key name list names: `docs/browse.md`'s key cells ("→ `l` Enter / ←
+/// `h`") and the man page's key tags (".BR right \", \" l"), arrows as words.
+fn key_names(text: &str) -> BTreeSet<String> {
+    if matches!(text.trim(), "/" | "`/`" | ".B /") {
+        return ["/".to_string()].into();
+    }
+    let text = text.replace(['`', '"', ','], " ").replace(" / ", " ");
+    text.split_whitespace()
+        .filter(|k| !k.starts_with('.'))
+        .map(|k| match k {
+            "↑" => "up".to_string(),
+            "↓" => "down".into(),
+            "→" => "right".into(),
+            "←" => "left".into(),
+            k => k.to_string(),
+        })
+        .collect()
+}
+
+/// The keys of the man page's `.SS Keys` items and of the key table in docs/browse.md (which
+/// src/browse/tests.rs holds against the browser's own help).
+#[test]
+fn the_man_page_lists_the_browsers_keys() {
+    let page = std::fs::read_to_string(root().join("man/dfdu.1")).unwrap();
+    let mut lines = page.lines().skip_while(|l| *l != ".SS Keys").take_while(|l| *l != ".PP");
+    let mut in_man = BTreeSet::new();
+    while let Some(line) = lines.next() {
+        if line.starts_with(".TP") {
+            in_man.extend(key_names(lines.next().unwrap_or_default()));
+        }
+    }
+    let doc = std::fs::read_to_string(root().join("docs/browse.md")).unwrap();
+    let table = doc.lines().skip_while(|l| !l.starts_with("| key | does |")).skip(2).take_while(|l| l.starts_with('|'));
+    let in_doc: BTreeSet<String> = table.flat_map(|row| key_names(row.split('|').nth(1).unwrap_or(""))).collect();
+    assert!(in_doc.contains("d") && in_man.contains("d"), "both key lists found: {in_doc:?} {in_man:?}");
+    let missing: Vec<&String> = in_doc.difference(&in_man).collect();
+    let extra: Vec<&String> = in_man.difference(&in_doc).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "man/dfdu.1's .SS Keys lacks {missing:?} and has {extra:?}, compared with docs/browse.md's key table"
+    );
 }
 
 #[test]
