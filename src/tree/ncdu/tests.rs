@@ -964,3 +964,25 @@ fn compressed_json_survives_corrupted_inputs() {
     }
     assert!(refused > 0, "the mutations must be refused sometimes");
 }
+
+/// Compressed JSON with a byte changed anywhere after the frame header is refused (the
+/// frame's checksum, which `zstd` writes, is checked), never read as other names or
+/// sizes; a change the decoder never looks at (a padding bit) may read as the original.
+#[test]
+fn compressed_json_with_a_changed_byte_is_refused() {
+    let base = include_bytes!("../../../tests/corpus/zstd/sample.json.zst");
+    let (a, r) = load_any(base).unwrap();
+    let want = json_body(&a, r.root);
+    let (mut refused, mut misread) = (0, Vec::new());
+    for at in 10..base.len() {
+        let mut input = base.to_vec();
+        input[at] ^= 0x20;
+        match load_any(&input) {
+            Err(_) => refused += 1,
+            Ok((b, r2)) if json_body(&b, r2.root) == want => {}
+            Ok(_) => misread.push(at),
+        }
+    }
+    assert!(misread.is_empty(), "read as another tree with a byte changed at {misread:?} of {}", base.len());
+    assert!(refused > base.len() * 9 / 10, "only {refused} refused");
+}

@@ -1,7 +1,8 @@
 //! zstd as ncdu 2 uses it (RFC 8878): reading goes through the pure-Rust `ruzstd` decoder
 //! (Huffman and FSE entropy coding are most of a decoder; the crate is fuzzed upstream and
 //! its size cost is measured in docs/scan.md), for the blocks of a binary export and for
-//! compressed JSON of any number of frames. Writing needs no compressor: a stored frame
+//! compressed JSON of any number of frames; a frame's checksum, where it has one, is
+//! checked as libzstd checks it. Writing needs no compressor: a stored frame
 //! carries the bytes as raw zstd blocks, which every decoder reads.
 
 use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
@@ -33,7 +34,7 @@ pub fn stored_frame(content: &[u8], out: &mut Vec<u8>) {
 pub fn decode_frame(frame: &[u8], max_bytes: usize) -> Result<Vec<u8>, String> {
     let mut src = frame;
     let mut d = FrameDecoder::new();
-    d.reset(&mut src).map_err(|e| e.to_string())?;
+    d.reset(&mut src).map_err(error_text)?;
     let size = d.content_size();
     if size >= max_bytes as u64 {
         return Err(format!("a block of {size} bytes (at most {max_bytes})"));
@@ -42,9 +43,9 @@ pub fn decode_frame(frame: &[u8], max_bytes: usize) -> Result<Vec<u8>, String> {
     let mut buf = [0u8; 16 * 1024];
     while !d.is_finished() || d.can_collect() > 0 {
         if !d.is_finished() {
-            d.decode_blocks(&mut src, BlockDecodingStrategy::UptoBytes(buf.len())).map_err(|e| e.to_string())?;
+            d.decode_blocks(&mut src, BlockDecodingStrategy::UptoBytes(buf.len())).map_err(error_text)?;
         }
-        let n = d.read(&mut buf).map_err(|e| e.to_string())?;
+        let n = d.read(&mut buf).map_err(error_text)?;
         out.extend_from_slice(&buf[..n]);
         if out.len() > size as usize {
             return Err("more data than the frame's content size".to_string());
@@ -56,7 +57,29 @@ pub fn decode_frame(frame: &[u8], max_bytes: usize) -> Result<Vec<u8>, String> {
     if out.len() as u64 != size {
         return Err(format!("{} bytes where the frame records {size}", out.len()));
     }
+    check_sum(&d)?;
     Ok(out)
+}
+
+/// At a frame's end: its checksum, when it has one, against the data decoded.
+fn check_sum(d: &FrameDecoder) -> Result<(), String> {
+    match d.get_checksum_from_data() {
+        Some(want) if Some(want) != d.get_calculated_checksum() => {
+            Err("zstd: a frame whose checksum does not match its data (a damaged file?)".to_string())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A decoder error as a sentence: ruzstd's own texts name its internal types, and a
+/// frame cut short is the common case.
+fn error_text(e: impl std::fmt::Display) -> String {
+    let text = e.to_string();
+    if text.contains("UnexpectedEof") || text.contains("failed to fill whole buffer") {
+        "zstd: the compressed data ends inside a frame (a file cut short?)".to_string()
+    } else {
+        format!("zstd: {text}")
+    }
 }
 
 /// The decompressed bytes of every frame in `src`, one after another (skippable frames
@@ -84,7 +107,7 @@ impl<R: BufRead> Frames<R> {
                 Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame { length, .. })) => {
                     io::copy(&mut (&mut self.src).take(length as u64), &mut io::sink())?;
                 }
-                Err(e) => return Err(io::Error::other(format!("zstd: {e}"))),
+                Err(e) => return Err(io::Error::other(error_text(e))),
             }
         }
     }
@@ -104,13 +127,14 @@ impl<R: BufRead> Read for Frames<R> {
             }
             if !self.d.is_finished() && self.d.can_collect() < buf.len() {
                 let want = BlockDecodingStrategy::UptoBytes(buf.len());
-                self.d.decode_blocks(&mut self.src, want).map_err(|e| io::Error::other(format!("zstd: {e}")))?;
+                self.d.decode_blocks(&mut self.src, want).map_err(|e| io::Error::other(error_text(e)))?;
             }
             let n = self.d.read(buf)?;
             if n > 0 {
                 return Ok(n);
             }
             if self.d.is_finished() && self.d.can_collect() == 0 {
+                check_sum(&self.d).map_err(io::Error::other)?;
                 self.in_frame = false;
             }
         }
