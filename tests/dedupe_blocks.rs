@@ -391,3 +391,39 @@ fn dedupe_blocks_across_btrfs_subvolumes() {
         assert_eq!(fs::read(fsys.mnt.join(sub).join("other")).unwrap(), other);
     }
 }
+
+/// On ext4 (no shared extents) block mode reads nothing and says so once, as whole-file
+/// dedupe does: exit status 1, every file as it was.
+#[test]
+fn dedupe_blocks_on_ext4_says_it_cannot_share() {
+    let test = "dedupe_blocks_on_ext4_says_it_cannot_share";
+    if !have_or_skip("strace", test) {
+        return;
+    }
+    let Some(fsys) = loop_or_skip("ext4", test) else { return };
+    let root = fsys.mnt.join("e");
+    let files = shape_v(&root, 0xe474);
+    for (p, data) in &files[..3] {
+        write(p, data);
+    }
+    let log = fsys.mnt.join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-y", "-e", "trace=read,pread64,ioctl", "-o"])
+        .arg(&log)
+        .arg(common::dfdu_path())
+        .args(["dedupe", "-q", "--blocks"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("cannot share extents").count(), 1, "{err}");
+    assert!(err.contains("nothing was changed"), "{err}");
+    let t = fs::read_to_string(&log).unwrap();
+    // The whole-file stage reads its 4 KiB samples of the three files of one size; block
+    // mode reads none of their 12 MiB.
+    assert!(bytes_read_but(&t, &log) < 1 << 20, "read {} bytes", bytes_read_but(&t, &log));
+    for (p, data) in &files[..3] {
+        assert_eq!(&fs::read(p).unwrap(), data);
+    }
+}

@@ -98,6 +98,9 @@ pub struct Report {
 
 impl Report {
     pub fn text(&self, cmd: &str, dry_run: bool) -> String {
+        if self.block_bytes == 0 {
+            return format!("{cmd}: blocks: no file of a block or more to read\n");
+        }
         if self.too_many_blocks {
             return format!(
                 "{cmd}: blocks: more than {MAX_BLOCKS} blocks of {} bytes: nothing done (a larger --block-size)\n",
@@ -229,7 +232,23 @@ pub fn run(run: &mut Run, groups: &[Group], block_bytes: Option<u64>) -> Result<
 fn steps(run: &mut Run, groups: &[Group], block_bytes: Option<u64>, progress: &Progress) -> Result<Report, String> {
     let mut rep = Report::default();
     let cands = candidates(run, groups);
-    let Some(bs) = block_size(run, &cands, block_bytes) else { return Ok(rep) };
+    let bs = match block_size(run, &cands, block_bytes) {
+        Ok(bs) => bs,
+        Err(None) => return Ok(rep),
+        // Files, none of them on a file system that can share extents: one message, and
+        // the run stops as whole-file dedupe stops (unless that changed something).
+        Err(Some(c)) if run.r.bytes_deduped == 0 => {
+            return Err(format!(
+                "the file system of {} cannot share extents (ext4, tmpfs and the like; XFS needs reflink=1): \
+                 nothing was changed",
+                quotef(&cands[c].path)
+            ))
+        }
+        Err(Some(c)) => {
+            run.r.fail(&cands[c].path, Errno(EOPNOTSUPP));
+            return Ok(rep);
+        }
+    };
     rep.block_bytes = bs;
     let mut cands: Vec<Cand> = cands.into_iter().filter(|c| run.file(c.rec).size >= bs).collect();
     let total_blocks: u64 = cands.iter().map(|c| run.file(c.rec).size / bs).sum();
@@ -300,10 +319,11 @@ fn candidates(run: &Run, groups: &[Group]) -> Vec<Cand> {
 }
 
 /// The block size: `--block-size`, else the largest block size of the candidates' file
-/// systems. Drops candidates on file systems known not to share extents; `None` when
-/// none is left, or when `--block-size` is not a multiple of a file system's block
-/// (that file system's files are dropped, with a message).
-fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Option<u64> {
+/// systems; notes in `run.block_devs` the devices whose files are read (not those known
+/// not to share extents, nor those whose block `--block-size` is not a multiple of: a
+/// message). `Err(None)`: no candidate; `Err(Some(i))`: none on a file system that can
+/// share extents (candidate `i` is one).
+fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Result<u64, Option<usize>> {
     let mut fs_block: HashMap<u64, Option<u64>> = HashMap::new();
     let mut fs_keys: Vec<FsKey> = Vec::new();
     let mut fs_of: HashMap<u64, u32> = HashMap::new();
@@ -327,17 +347,22 @@ fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Option
         });
         fs_of.insert(dev, fs as u32);
     }
+    if cands.is_empty() {
+        return Err(None);
+    }
+    if largest == 0 {
+        return Err(Some(0));
+    }
     let bs = block_bytes.unwrap_or(largest);
-    let usable = fs_block.values().any(|b| b.is_some_and(|b| bs % b == 0));
-    if bs == 0 || !usable {
-        return None;
+    if !fs_block.values().any(|b| b.is_some_and(|b| bs % b == 0)) {
+        return Err(None);
     }
     for b in fs_block.values().flatten().filter(|&&b| bs % b != 0) {
         run.r.messages.push(format!("blocks of {bs} bytes on a file system of {b}-byte blocks: not aligned"));
     }
     let usable = |d: &u64| fs_block[d].is_some_and(|b| bs % b == 0);
     run.block_devs = fs_of.into_iter().filter(|(d, _)| usable(d)).collect();
-    Some(bs)
+    Ok(bs)
 }
 
 /// What reading one file gave.
