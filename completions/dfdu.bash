@@ -14,10 +14,10 @@ _dfdu_opts_du="-0 --null -a --all --apparent-size -B --block-size -b --bytes -c 
 _dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size
   -x --one-file-system --exclude -X --exclude-from --exclude-caches --exclude-kernfs
   -L --dereference -j --threads --top --by-exclusive --json --shared --no-shared -o -O
-  --treemap --treemap-size -f -q --quiet --help --version"
+  --treemap --treemap-size -f -q --quiet --ignore-config --help --version"
 _dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from --exclude-caches
   --exclude-kernfs -L --dereference -j --threads -f --apparent-size --si --diff --read-only
-  --trash --ascii --no-color --shared --help --version"
+  --trash --ascii --no-color --shared --ignore-config --help --version"
 _dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size
   --top --files --min-change -x --one-file-system --exclude -X --exclude-from
   --exclude-caches --exclude-kernfs -L --dereference -j --threads --json --help --version"

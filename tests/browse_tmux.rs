@@ -995,3 +995,58 @@ fn b_opens_a_shell_and_rescans_on_return() {
     drop(term);
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.8: `$XDG_CONFIG_HOME/dfdu/config` gives browse and scan default options (its
+/// `[browse]` lines only to browse); `--ignore-config` reads none; a config file others
+/// may write is not read, and stderr says so.
+#[test]
+fn the_config_file_is_read_and_ignored_with_ignore_config() {
+    if !have_tmux() {
+        return;
+    }
+    let scratch = Scratch::new("config");
+    let t = scratch.dir.clone();
+    let tree = t.join("tree");
+    sample(&tree);
+    let cfg = t.join("cfg");
+    let file = cfg.join("dfdu/config");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "# defaults\n[browse]\n--read-only\n--apparent-size\n[scan]\n-b\n").unwrap();
+    let env = format!("XDG_CONFIG_HOME='{}'", cfg.display());
+    let term = Term::start(&t, &env, &format!("'{}'", tree.display()), 100, 30);
+    let s = term.wait_for("Scan finished");
+    assert!(s.contains("[read-only]") && s.contains(" Apparent size:"), "the [browse] lines apply:\n{s}");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+    let term = Term::start(&t, &env, &format!("--ignore-config '{}'", tree.display()), 100, 30);
+    let s = term.wait_for("Scan finished");
+    assert!(!s.contains("[read-only]") && s.contains(" Total disk usage:"), "--ignore-config:\n{s}");
+    term.keys(&["q"]);
+    term.wait_for("EXIT=0");
+    drop(term);
+
+    // scan takes the [scan] lines: sizes in bytes.
+    let scan = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_dfdu"))
+            .arg("scan")
+            .args(extra)
+            .arg(&tree)
+            .env("XDG_CONFIG_HOME", &cfg)
+            .output()
+            .unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let bytes_line =
+        |out: &str| out.lines().find(|l| l.trim_start().starts_with("disk usage")).unwrap_or("").to_string();
+    let (out, _) = scan(&[]);
+    assert!(bytes_line(&out).trim_end().ends_with(|c: char| c.is_ascii_digit()), "-b from the config: {out}");
+    let (out, _) = scan(&["--ignore-config"]);
+    assert!(bytes_line(&out).trim_end().ends_with(['K', 'M']), "human sizes without it: {out}");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (out, err) = scan(&[]);
+    assert!(err.contains("not reading") && err.contains("others may write it"), "{err}");
+    assert!(bytes_line(&out).trim_end().ends_with(['K', 'M']), "an untrusted config is not read: {out}");
+    std::fs::remove_dir_all(&t).unwrap();
+}

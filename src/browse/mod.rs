@@ -108,6 +108,8 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
                          the shared figures in the i box, and the footer's disk
                          usage with shared extents counted once (see
                          docs/shared-extents.md)
+      --ignore-config    do not read the config files (~/.config/dfdu/config,
+                         /etc/dfdu/config: default options, one per line)
       --help             show this help
       --version          show the version
 
@@ -117,6 +119,7 @@ terminal, 2 for bad usage.
 
 /// Parses `dfdu browse` arguments; `Err(code)` to exit right away.
 pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
+    let args = crate::walk::config::with_config(prog, "browse", args);
     use lexopt::Arg::*;
     let mut a = BrowseArgs {
         prog: prog.to_string(),

@@ -90,6 +90,8 @@ apparent size, counts of entries, and its largest directories and files.
                         compressed with zstd, ncdu 2's binary format) instead of
                         scanning; - reads standard input
   -q, --quiet           no progress line on a terminal
+      --ignore-config   do not read the config files (~/.config/dfdu/config,
+                        /etc/dfdu/config: default options, one per line)
       --help            show this help
       --version         show the version
 
@@ -106,6 +108,7 @@ Exit status: 0 when everything could be read, 1 when something could not
 
 /// Parses `dfdu scan` arguments; `Err(code)` to exit right away.
 pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
+    let args = crate::walk::config::with_config(prog, "scan", args);
     use lexopt::Arg::*;
     let mut a = ScanArgs {
         prog: prog.to_string(),

@@ -2,10 +2,12 @@
 //! seam between the scanner and a platform (`reader`: `Native` or the std::fs
 //! `Portable`), one file's extent figures for sharing-aware sizes (`extents`), the
 //! benchmark's minimal walker (`floor`), and the command line every walking subcommand
-//! shares (`opts`: the parse loop's frame and `-x`, `--exclude`, `-X`, `-L`, `-j`), and
+//! shares (`opts`: the parse loop's frame and `-x`, `--exclude`, `-X`, `-L`, `-j`), the
+//! config files' default options for `browse` and `scan` (`config`), and
 //! starting threads that may not start (`threads`). Nothing here prints or
 //! decides what to keep: a sink (du's records, the arena) does.
 
+pub mod config;
 pub mod extents;
 pub mod floor;
 pub mod opts;
