@@ -37,8 +37,10 @@
 //!   `Portable`); `extents.rs`: one file's extent figures (`--shared`); `floor.rs`: the
 //!   benchmark's minimal walker; `opts.rs`: the command line of every walking subcommand
 //!   (`Cli`, the parse loop's frame, usage errors, `--help` and `--version`; `WalkOpts`:
-//!   `-x`, `--exclude`, `-X`, `-L`, `-j`; `SizeOpts`: `-b -h --si -k -m -B
-//!   --apparent-size --json --top`; `thread_count`, the one reading of `-j`); `threads.rs`: starting threads that may not start (`on_threads`,
+//!   `-x`, `--exclude`, `-X`, `--exclude-caches`, `--exclude-kernfs`, `-L`, `-j`; `SizeOpts`: `-b -h --si -k -m -B
+//!   --apparent-size --json --top`; `thread_count`, the one reading of `-j`); `config.rs`: the config files'
+//!   default options for `browse` and `scan` (trusted only if no one else could write
+//!   them); `threads.rs`: starting threads that may not start (`on_threads`,
 //!   `spawn_or_run`).
 //! * `term/` — the terminal without a TUI crate: `mod.rs` (`Screen` and its diffing
 //!   painter, the key `Decoder`, `escape`, `fit`, the raw-mode `Session`), `width.rs`
@@ -75,8 +77,11 @@
 //! * `browse/` — `dfdu browse`: `mod.rs` (options), `view.rs` (`Browser`: state and keys, no
 //!   I/O), `draw.rs` (into a `Screen`), `run.rs` (starting: the roots, the terminal, the
 //!   scan's thread), `ui.rs` (the loop: signals, keys, frames; its steps at its top),
-//!   `jobs.rs` (rescans and deletes beside it, their status lines), `delete.rs` (removal that stays inside the selection; its unit
-//!   tests in `delete/tests.rs`).
+//!   `jobs.rs` (rescans, deletes and trash moves beside it, their status lines),
+//!   `marks.rs` (marks across directories for one delete), `search.rs` (`/` filter, `f`
+//!   find), `delete.rs` (removal that stays inside the selection; its unit tests in
+//!   `delete/tests.rs`), `trash.rs` (the freedesktop.org trash: rename only, checked
+//!   handles).
 //! * `main.rs` — entry, dispatch (`du` under the name `du`; subcommands otherwise), and
 //!   the one launch frame every command goes through (`launch`: parse, threads and
 //!   handle budget, a bad `DFDU_THREADS`, the reader; each command a `Command`).
