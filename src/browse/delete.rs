@@ -231,7 +231,7 @@ fn frame(a: &Arena, dir: u32, entry: u32, parent: u32, name: CString, o: Opened)
 /// Built on first need (a deleted name that carried a file's sizes), by one pass over
 /// the arena's live directories.
 #[derive(Default)]
-struct Links(Option<LinkNames>);
+pub(super) struct Links(Option<LinkNames>);
 
 /// (dev, ino) of a file → (directory, entry) of each of its names.
 type LinkNames = HashMap<(u64, u64), Vec<(u32, u32)>>;
@@ -259,7 +259,7 @@ impl Links {
 
     /// Entry `id` of `dir` was just removed; if it carried its file's sizes and another
     /// name of the file is still in the tree, that name carries them from now on.
-    fn removed(&mut self, a: &Arena, id: u32) {
+    pub(super) fn removed(&mut self, a: &Arena, id: u32) {
         let flags = a.flags(id);
         if !flags.contains(arena::F_HARDLINK) || flags.contains(arena::F_DUP_LINK) {
             return;

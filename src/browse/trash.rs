@@ -21,9 +21,10 @@
 //!   another user could have swapped (`platform::open_write_dir`), and its files are made
 //!   with `O_EXCL|O_NOFOLLOW`: first `info/NAME.trashinfo` (reserving the name), then the
 //!   move to `files/NAME`; if the move fails, the info file goes again.
-//! * What moved leaves the tree and the totals (`Arena::remove`), as a delete's removals do.
+//! * What moved leaves the tree and the totals (`Arena::remove`), as a delete's removals
+//!   do; a hard-linked file's other name in the tree carries its sizes from then on.
 
-use super::delete::{cname, open_chain, Progress, Why};
+use super::delete::{cname, open_chain, Links, Progress, Why};
 use crate::meta::Errno;
 use crate::platform::{self, Follow, Owner, WriteDir};
 use crate::tree::arena::Arena;
@@ -64,11 +65,12 @@ struct Can {
 /// reporting into `p` (`removed` counts the items that left the tree).
 pub fn trash_all(a: &Arena, targets: &[(u32, u32)], place: &Place, p: &Progress) {
     let mut cans: HashMap<u64, Result<Can, String>> = HashMap::new();
+    let mut links = Links::default();
     for &(dir, id) in targets {
         if a.removed(id) || !a.dir_live(dir) {
             continue;
         }
-        if let Err(why) = trash_one(a, dir, id, place, &mut cans, p) {
+        if let Err(why) = trash_one(a, (dir, id), place, (&mut cans, &mut links), p) {
             p.fail(a, dir, id, why);
         }
     }
@@ -77,10 +79,9 @@ pub fn trash_all(a: &Arena, targets: &[(u32, u32)], place: &Place, p: &Progress)
 
 fn trash_one(
     a: &Arena,
-    dir: u32,
-    id: u32,
+    (dir, id): (u32, u32),
     place: &Place,
-    cans: &mut HashMap<u64, Result<Can, String>>,
+    (cans, links): (&mut HashMap<u64, Result<Can, String>>, &mut Links),
     p: &Progress,
 ) -> Result<(), Why> {
     let (base, _) = open_chain(a, dir)?;
@@ -132,6 +133,11 @@ fn trash_one(
         }
         match platform::move_into(&base.handle, &cn, &can.files, &as_name) {
             Ok(()) => {
+                // A further name of a moved file, still in the tree, now carries its sizes
+                // (as for a delete): the data is still there.
+                if !is_dir {
+                    links.removed(a, id);
+                }
                 a.remove(dir, id);
                 p.removed.fetch_add(items, Ordering::Relaxed);
                 return Ok(());

@@ -539,3 +539,28 @@ fn delete_all_removes_each_mark_and_nothing_else() {
     assert_eq!(after.0, before.0 - gone_disk, "the totals lose exactly what was deleted");
     std::fs::remove_dir_all(&t).unwrap();
 }
+
+/// Issue 29.2: a hard-linked file moved to the trash leaves its sizes with its other name
+/// in the tree (the data is still there), as a delete does; the trash has it whole.
+#[test]
+fn a_trashed_hard_link_leaves_its_sizes_with_the_other_name() {
+    let t = scratch("trash-links");
+    write(&t.join("tree/one/a"), 100_000);
+    std::fs::create_dir_all(t.join("tree/two")).unwrap();
+    std::fs::hard_link(t.join("tree/one/a"), t.join("tree/two/b")).unwrap();
+    let (a, r) = scan_tree(&t.join("tree"));
+    let before = a.dir_totals(r);
+    let mut names = ["one/a", "two/b"].map(|n| find(&a, r, n));
+    // The name that carries the sizes goes first.
+    names.sort_by_key(|(_, id)| a.flags(*id).contains(arena::F_DUP_LINK));
+    let uid = crate::platform::effective_uid().unwrap_or(0);
+    let place = super::super::trash::Place { home: Some(t.join("xdg/Trash")), uid };
+    let p = Progress::default();
+    super::super::trash::trash_all(&a, &names[..1], &place, &p);
+    assert_eq!(p.failed.load(Ordering::Relaxed), 0, "{:?}", p.failures.lock().unwrap());
+    let after = a.dir_totals(r);
+    assert_eq!((after.0, after.2), (before.0, before.2 - 1), "the other name carries the data");
+    let moved = std::fs::read_dir(t.join("xdg/Trash/files")).unwrap().count();
+    assert_eq!(moved, 1);
+    std::fs::remove_dir_all(&*t).unwrap();
+}
