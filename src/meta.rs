@@ -13,7 +13,27 @@ impl Errno {
     /// Try again (the same number as EWOULDBLOCK on both systems). Unused on Windows.
     #[cfg_attr(windows, allow(dead_code))]
     pub const AGAIN: Errno = Errno(if cfg!(target_os = "linux") { 11 } else { 35 });
+    /// Function not implemented.
+    pub const NOSYS: Errno = Errno(if cfg!(target_os = "linux") { 38 } else { 78 });
+    /// Operation not supported (ENOTSUP; on Linux the same number as EOPNOTSUPP).
+    pub const NOTSUP: Errno = Errno(if cfg!(target_os = "linux") { 95 } else { 45 });
+    /// Operation not supported on a socket (what macOS's `open` answers for one).
+    #[allow(dead_code)] // one backend's
+    pub const OPNOTSUPP: Errno = Errno(if cfg!(target_os = "linux") { 95 } else { 102 });
     // The same numbers on Linux and macOS.
+    pub const IO: Errno = Errno(5);
+    /// No such device or address (what `open` answers for a socket).
+    #[allow(dead_code)] // the Unix backends'
+    pub const NXIO: Errno = Errno(6);
+    /// Bad file descriptor.
+    #[allow(dead_code)] // the Unix backends'
+    pub const BADF: Errno = Errno(9);
+    /// Not a terminal (what an ioctl the file system does not know answers).
+    #[allow(dead_code)] // one backend's
+    pub const NOTTY: Errno = Errno(25);
+    /// Result too large (macOS's `getattrlistbulk` at the end of some directories).
+    #[allow(dead_code)] // one backend's
+    pub const RANGE: Errno = Errno(34);
     pub const EXIST: Errno = Errno(17);
     pub const NOTDIR: Errno = Errno(20);
     pub const INVAL: Errno = Errno(22);

@@ -5,6 +5,7 @@
 //! `O_TMPFILE`). One definition, so that the Linux and the std
 //! backends cannot drift apart; each backend fills these types its own way.
 
+use super::io_errno;
 use crate::meta::{Errno, Kind};
 use std::fs::File;
 
@@ -125,7 +126,7 @@ pub(in crate::platform) fn errno(e: rustix::io::Errno) -> Errno {
 #[cfg(unix)]
 pub(in crate::platform) fn c_name(name: &std::ffi::OsStr) -> Result<std::ffi::CString, Errno> {
     use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno(22))
+    std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno::INVAL)
 }
 
 /// Why `open_write_dir` did not open the directory.
@@ -159,7 +160,7 @@ pub fn open_write_dir(
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => Ok(WriteDir { path: path.to_path_buf() }),
             Ok(_) => Err(WalkError::Os(Errno::NOTDIR)),
-            Err(e) => Err(WalkError::Os(Errno(e.raw_os_error().unwrap_or(5)))),
+            Err(e) => Err(WalkError::Os(io_errno(e))),
         }
     }
 }
@@ -324,7 +325,7 @@ pub fn entry_at(dir: &WriteDir, name: &std::ffi::OsStr) -> Result<Option<FileChe
                 }))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Errno(e.raw_os_error().unwrap_or(5))),
+            Err(e) => Err(io_errno(e)),
         }
     }
 }
@@ -351,7 +352,7 @@ pub fn open_at_nofollow(dir: &WriteDir, name: &std::ffi::OsStr, create_new: bool
         const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
         let mut opts = std::fs::OpenOptions::new();
         opts.read(true).write(true).create_new(create_new).custom_flags(OPEN_REPARSE_POINT);
-        opts.open(dir.path.join(name)).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)))
+        opts.open(dir.path.join(name)).map_err(io_errno)
     }
 }
 
@@ -400,7 +401,7 @@ pub(in crate::platform) fn rename_in(
     let renamed = rustix::fs::renameat(&dir.fd, &*c_name(from)?, &dir.fd, &*c_name(to)?).map_err(errno);
     #[cfg(not(unix))]
     let renamed =
-        std::fs::rename(dir.path.join(from), dir.path.join(to)).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)));
+        std::fs::rename(dir.path.join(from), dir.path.join(to)).map_err(io_errno);
     if renamed.is_err() {
         remove_in(dir, from);
     }
@@ -417,7 +418,7 @@ pub(in crate::platform) fn fill_temp(
 ) -> Result<std::ffi::OsString, Errno> {
     use std::io::Write;
     let TempFile { mut file, name } = tmp;
-    let written = file.write_all(bytes).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)));
+    let written = file.write_all(bytes).map_err(io_errno);
     match (written, name) {
         (Ok(()), Some(name)) => Ok(name),
         (Ok(()), None) => name_unnamed(&file),

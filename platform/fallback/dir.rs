@@ -4,6 +4,7 @@
 //! limited to paths the OS accepts whole (PATH_MAX).
 
 use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use crate::platform::common::io_errno;
 use crate::platform::Follow;
 use std::ffi::{CStr, CString};
 use std::fs;
@@ -17,10 +18,6 @@ pub struct Dir {
 /// Nothing to keep between listings.
 #[derive(Default)]
 pub struct Lister;
-
-fn io_errno(e: std::io::Error) -> Errno {
-    Errno(e.raw_os_error().unwrap_or(5))
-}
 
 #[cfg(unix)]
 fn path_of(bytes: &[u8]) -> PathBuf {
@@ -48,10 +45,10 @@ fn open(path: PathBuf, follow: Follow) -> Result<Dir, Errno> {
     let md = if follow == Follow::Yes { fs::metadata(&path) } else { fs::symlink_metadata(&path) };
     let md = md.map_err(io_errno)?;
     if md.file_type().is_symlink() {
-        return Err(Errno(40));
+        return Err(Errno::LOOP);
     }
     if !md.is_dir() {
-        return Err(Errno(20));
+        return Err(Errno::NOTDIR);
     }
     // Listing rights are checked here, as opening a directory would.
     fs::read_dir(&path).map_err(io_errno)?;
@@ -356,7 +353,7 @@ pub fn rename_at(dir: &Dir, from: &CStr, to: &CStr) -> Result<(), Errno> {
 }
 
 /// "Function not implemented": what the terminal functions answer here.
-const NOT_SUPPORTED: Errno = Errno(38);
+const NOT_SUPPORTED: Errno = Errno::NOSYS;
 
 // No terminal support in the portable build: `dfdu browse` says so and exits.
 pub const SIG_QUIT: u32 = 1;
@@ -410,5 +407,5 @@ pub fn file_extents_at(
     _buf: &mut ExtentBuf,
     _each: &mut dyn FnMut(&crate::meta::Extent),
 ) -> Result<(), crate::meta::Errno> {
-    Err(crate::meta::Errno(95))
+    Err(Errno::NOTSUP)
 }

@@ -7,12 +7,9 @@
 //! `common/dupes.rs`. The macOS and Windows backends offer these as theirs.
 
 use crate::meta::{Errno, Kind};
+use crate::platform::common::io_errno;
 use crate::platform::common::dupes::{fill_temp, named_temp_in, rename_in, DedupeStatus, FileCheck, Layout, WriteDir};
 use std::fs::File;
-
-fn io_errno(e: std::io::Error) -> Errno {
-    Errno(e.raw_os_error().unwrap_or(5))
-}
 
 /// Whether a byte is in the page cache: never known here (no rotational devices either).
 pub fn cached(_file: &File, _offset: u64) -> bool {
@@ -82,7 +79,7 @@ pub fn dedupe_supported() -> bool {
 }
 
 pub fn dedupe(_src: &File, _src_off: u64, _len: u64, _dests: &[(&File, u64)]) -> Result<Vec<DedupeStatus>, Errno> {
-    Err(Errno(95))
+    Err(Errno::NOTSUP)
 }
 
 /// No dedupe here, so no block size it would need.
@@ -110,7 +107,7 @@ pub fn swap_files() -> Vec<(u64, u64)> {
 /// there cannot be renamed over (and the lock is no lock there).
 pub fn replace_in(dir: &WriteDir, name: &std::ffi::OsStr, bytes: &[u8], lock: File) -> Result<(), Errno> {
     let tmp = named_temp_in(dir, name)?;
-    let from = fill_temp(dir, tmp, bytes, |_| Err(Errno(22)))?;
+    let from = fill_temp(dir, tmp, bytes, |_| Err(Errno::INVAL))?;
     #[cfg(not(unix))]
     drop(lock);
     let renamed = rename_in(dir, &from, name);

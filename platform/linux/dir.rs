@@ -172,7 +172,7 @@ pub fn open_file_at(dir: &Dir, name: &CStr, others_may_write: bool) -> Result<(O
     let fd = match open_read_noatime(dir.fd.as_fd(), name, OFlags::NOFOLLOW | OFlags::NONBLOCK) {
         Ok(fd) => fd,
         // A symlink (ELOOP) or a socket (ENXIO) is not a file: say what it is instead.
-        Err(e) if e.0 == 40 || e.0 == 6 => return open_file_in(dir.fd.as_fd(), name),
+        Err(e) if e == Errno::LOOP || e == Errno::NXIO => return open_file_in(dir.fd.as_fd(), name),
         Err(e) => return Err(e),
     };
     let meta = stat_flags(&fd, c"", AtFlags::EMPTY_PATH | AtFlags::STATX_DONT_SYNC)?;

@@ -213,7 +213,7 @@ pub fn read_only_snapshot(file: &File) -> bool {
     let mut buf = vec![0u64; 504 / 8];
     match ioctl(file, linux_raw_sys::ioctl::BTRFS_IOC_GET_SUBVOL_INFO, &mut buf) {
         Ok(()) => buf[288 / 8] & BTRFS_ROOT_SUBVOL_RDONLY != 0,
-        Err(Errno(ENOTTY)) => write_refused(file),
+        Err(Errno::NOTTY) => write_refused(file),
         Err(_) => false,
     }
 }
@@ -221,7 +221,6 @@ pub fn read_only_snapshot(file: &File) -> bool {
 /// The root item's read-only flag (linux/btrfs_tree.h), which GET_SUBVOL_INFO passes on
 /// as it is (not `BTRFS_SUBVOL_RDONLY`, 1 << 1, the flag of SUBVOL_GETFLAGS).
 const BTRFS_ROOT_SUBVOL_RDONLY: u64 = 1 << 0;
-const ENOTTY: i32 = 25;
 
 /// Whether the kernel refuses to write `file` because its file system (or subvolume) is
 /// read-only: `access(W_OK)` on the open file itself, through its `/proc/self/fd` link.

@@ -95,12 +95,8 @@ extern "C" {
     ) -> c_int;
 }
 
-/// macOS error numbers used here (`sys/errno.h`).
-const EIO: i32 = 5;
-const ERANGE: i32 = 34;
-
 fn last_errno() -> Errno {
-    Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(EIO))
+    std::io::Error::last_os_error().raw_os_error().map_or(Errno::IO, Errno)
 }
 
 /// Which mount an open directory is on (a key), and whether it is a mount root. macOS has no
@@ -161,7 +157,7 @@ fn open_file_in(
     let fd = match super::unix::dir::open_file_plain(dirfd, name) {
         Ok(fd) => fd,
         // A symlink (ELOOP) or a socket (ENXIO, EOPNOTSUPP) is not a file: say what it is.
-        Err(e) if before.is_none() && matches!(e.0, 62 | 6 | 102) => {
+        Err(e) if before.is_none() && [Errno::LOOP, Errno::NXIO, Errno::OPNOTSUPP].contains(&e) => {
             return Ok((None, stat_impl(dirfd, name, Follow::No)?))
         }
         Err(e) => return Err(e),
@@ -227,13 +223,13 @@ impl Lister {
             let count = match bulk(dir.fd.as_fd(), &mut self.buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => n,
-                Err(Errno(ERANGE)) => return Ok(()),
+                Err(Errno::RANGE) => return Ok(()),
                 Err(_) if batches == 0 => return list_readdir(dir, each),
                 Err(e) => return Err(e),
             };
             batches += 1;
             attrs::parse_batch(&self.buf, count, &attrs::REQUEST, &mut |e| each(e.name, e.ino, e.meta()))
-                .map_err(|_| Errno(EIO))?;
+                .map_err(|_| Errno::IO)?;
         }
     }
 }
@@ -433,8 +429,8 @@ pub fn file_extents_at(
         return Err(last_errno());
     }
     let mut found = None;
-    attrs::parse_batch(b, 1, req, &mut |e| found = Some((e.meta().copied(), e.clones))).map_err(|_| Errno(EIO))?;
-    let Some((Some(meta), Some(clones))) = found else { return Err(Errno(EIO)) };
+    attrs::parse_batch(b, 1, req, &mut |e| found = Some((e.meta().copied(), e.clones))).map_err(|_| Errno::IO)?;
+    let Some((Some(meta), Some(clones))) = found else { return Err(Errno::IO) };
     let alloc = meta.blocks * 512;
     let family = clones.full_clone().then_some(clones.clone_id);
     let shared_base = if clones.private_bytes < alloc { next_base(family) } else { Some(0) };

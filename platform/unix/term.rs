@@ -207,10 +207,10 @@ pub fn term_size() -> Option<(u16, u16)> {
 
 /// Writes all of `bytes` to the terminal.
 pub fn term_write(mut bytes: &[u8]) -> Result<(), Errno> {
-    let tty = TTY.get().ok_or(Errno(9))?;
+    let tty = TTY.get().ok_or(Errno::BADF)?;
     while !bytes.is_empty() {
         match rustix::io::write(&tty.output, bytes) {
-            Ok(0) => return Err(Errno(5)),
+            Ok(0) => return Err(Errno::IO),
             Ok(n) => bytes = &bytes[n..],
             Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => {}
             Err(e) => return Err(errno(e)),
@@ -222,7 +222,7 @@ pub fn term_write(mut bytes: &[u8]) -> Result<(), Errno> {
 /// Waits up to `timeout_ms` for input or a signal; returns the bytes read into `buf` (0
 /// after a timeout or a signal: see `term_signals`). An error means the terminal is gone.
 pub fn term_wait(buf: &mut [u8], timeout_ms: u32) -> Result<usize, Errno> {
-    let tty = TTY.get().ok_or(Errno(9))?;
+    let tty = TTY.get().ok_or(Errno::BADF)?;
     let timeout = Timespec { tv_sec: (timeout_ms / 1000) as _, tv_nsec: ((timeout_ms % 1000) as i64 * 1_000_000) as _ };
     let mut fds = [PollFd::new(&tty.input, PollFlags::IN), PollFd::new(&tty.wake_r, PollFlags::IN)];
     match poll(&mut fds, Some(&timeout)) {
@@ -237,14 +237,14 @@ pub fn term_wait(buf: &mut [u8], timeout_ms: u32) -> Result<usize, Errno> {
     }
     if tty_ready.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
         return match rustix::io::read(&tty.input, buf) {
-            Ok(0) => Err(Errno(5)),
+            Ok(0) => Err(Errno::IO),
             Ok(n) => Ok(n),
             Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => Ok(0),
             Err(e) => Err(errno(e)),
         };
     }
     if tty_ready.contains(PollFlags::NVAL) {
-        return Err(Errno(9));
+        return Err(Errno::BADF);
     }
     Ok(0)
 }

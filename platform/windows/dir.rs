@@ -757,5 +757,5 @@ pub fn file_extents_at(
     _buf: &mut ExtentBuf,
     _each: &mut dyn FnMut(&crate::meta::Extent),
 ) -> Result<(), crate::meta::Errno> {
-    Err(crate::meta::Errno(95))
+    Err(Errno(ERROR_NOT_SUPPORTED))
 }

@@ -197,6 +197,7 @@ pub(super) const ERROR_FILE_NOT_FOUND: i32 = 2;
 pub(super) const ERROR_INVALID_HANDLE: i32 = 6;
 pub(super) const ERROR_INVALID_DATA: i32 = 13;
 pub(super) const ERROR_WRITE_FAULT: i32 = 29;
+pub(super) const ERROR_NOT_SUPPORTED: i32 = 50;
 pub(super) const ERROR_INVALID_NAME: i32 = 123;
 pub(super) const ERROR_FILENAME_EXCED_RANGE: i32 = 206;
 pub(super) const ERROR_DIRECTORY_NOT_SUPPORTED: i32 = 336;
