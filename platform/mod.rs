@@ -61,11 +61,11 @@
 //!   `interrupt_catch` and `interrupt_requested` (SIGINT and SIGTERM noted, for
 //!   `dedupe`'s clean stop; stubs on Windows and in `fallback/`).
 //! * `dupes` and `dedupe`: `check_file`, `cached`, `layout`, `rotational`,
-//!   `physical_start`, `can_share_extents`, `read_only_snapshot`, `dedupe_supported`,
+//!   `physical_start`, `extents_never_shared`, `read_only_snapshot`, `dedupe_supported`,
 //!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files` and the hash file's `replace_in`:
 //!   `linux/dupes.rs` on Linux (FIEMAP, FIDEDUPERANGE, statfs, O_TMPFILE,
 //!   GET_SUBVOL_INFO), `fallback/dupes.rs` (std::fs; no extents, no dedupe) everywhere
-//!   else. The types they speak (`FileCheck`, `Layout`, `Extent`, `DedupeStatus`,
+//!   else. The types they speak (`FileCheck`, `Layout` of `meta::Extent`s, `DedupeStatus`,
 //!   `MAX_DEDUPE_DESTS`) and the calls that are the same everywhere (`lock_file`; for the
 //!   hash file `WriteDir`, `Owner`, `WalkError`, `open_write_dir`, `write_dir_owner`,
 //!   `file_owner`, `effective_uid`, `entry_at`, `open_at_nofollow`) are
@@ -76,7 +76,7 @@
 //! Everything `unsafe` in dfdu lives in this directory, each block under a `// SAFETY:`
 //! comment.
 
-use crate::meta::{Errno, Extent as RawExtent, LocalTime, Meta};
+use crate::meta::{Errno, Extent, LocalTime, Meta};
 use std::ffi::{CStr, OsStr};
 use std::fs::File;
 
@@ -104,8 +104,8 @@ pub mod macos {
 }
 
 pub use backend::{
-    address_space_left, cached, can_share_extents, check_file, dedupe, dedupe_supported, default_sigpipe,
-    default_threads, dir_id, dir_mount, dir_others_may_write, errno_text, file_extents_at, free_bytes, fs_block_bytes,
+    address_space_left, cached, check_file, dedupe, dedupe_supported, default_sigpipe, default_threads, dir_id,
+    dir_mount, dir_others_may_write, errno_text, extents_never_shared, file_extents_at, free_bytes, fs_block_bytes,
     fs_shares_extents, fs_uuid, interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time,
     lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, physical_start,
     raise_fd_limit, read_only_snapshot, reload_zone, remove_at, rename_at, replace_in, rotational, sorts_by_inode,
@@ -114,7 +114,7 @@ pub use backend::{
 };
 pub use common::dupes::{
     effective_uid, entry_at, file_owner, lock_file, open_at_nofollow, open_write_dir, write_dir_owner, DedupeStatus,
-    Extent, FileCheck, Layout, Owner, WalkError, WriteDir, MAX_DEDUPE_DESTS,
+    FileCheck, Layout, Owner, WalkError, WriteDir, MAX_DEDUPE_DESTS,
 };
 pub use common::oom;
 pub use common::trash::{make_dir_in, move_into, remove_in, write_dir_id};
@@ -182,7 +182,7 @@ macro_rules! contract {
             // Sharing-aware sizes.
             let _: fn() -> b::ExtentBuf = <b::ExtentBuf as Default>::default;
             let _: fn(&b::Dir) -> bool = b::fs_shares_extents;
-            let _: fn(&b::Dir, &CStr, &mut b::ExtentBuf, &mut dyn FnMut(&RawExtent)) -> Result<(), Errno> =
+            let _: fn(&b::Dir, &CStr, &mut b::ExtentBuf, &mut dyn FnMut(&Extent)) -> Result<(), Errno> =
                 b::file_extents_at;
             // The terminal and signals.
             let _: fn() -> Result<(), Errno> = b::term_raw_enter;
@@ -201,7 +201,7 @@ macro_rules! contract {
             let _: fn(&File) -> Layout = b::layout;
             let _: fn(u64) -> bool = b::rotational;
             let _: fn(&File) -> Option<u64> = b::physical_start;
-            let _: fn(&File) -> Option<bool> = b::can_share_extents;
+            let _: fn(&File) -> bool = b::extents_never_shared;
             let _: fn(&File) -> bool = b::read_only_snapshot;
             let _: fn() -> bool = b::dedupe_supported;
             let _: fn(&File, u64, u64, &[(&File, u64)]) -> Result<Vec<DedupeStatus>, Errno> = b::dedupe;

@@ -104,6 +104,11 @@ impl Extent {
     pub const INLINE: u32 = 0x200;
     /// Also referenced by another file, snapshot or reflink.
     pub const SHARED: u32 = 0x2000;
+
+    /// Whether the `SHARED` bit is set.
+    pub fn is_shared(&self) -> bool {
+        self.flags & Self::SHARED != 0
+    }
 }
 
 /// The result of one `stat` of an entry.

@@ -1,12 +1,12 @@
 //! What `linux/dupes.rs` and `fallback/dupes.rs` have in common: the types of the `dupes`
-//! contract (`FileCheck`, `Extent`, `Layout`, `DedupeStatus`, `MAX_DEDUPE_DESTS`), the
+//! contract (`FileCheck`, `Layout` of `meta::Extent`s, `DedupeStatus`, `MAX_DEDUPE_DESTS`), the
 //! hash file's lock, which is `flock` on every Unix, and the hash file's directory handle
 //! (`WriteDir`, `Owner` and the calls on them but `replace_in`, which differs: Linux has
 //! `O_TMPFILE`). One definition, so that the Linux and the std
 //! backends cannot drift apart; each backend fills these types its own way.
 
 use super::io_errno;
-use crate::meta::{Errno, Kind};
+use crate::meta::{Errno, Extent, Kind};
 use std::fs::File;
 
 /// What dupes re-checks about a file before trusting what it read or deduplicates.
@@ -25,20 +25,13 @@ pub struct FileCheck {
     pub blocks_512: u64,
 }
 
-/// One extent of a file as FIEMAP reports it (bytes); only Linux produces them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extent {
-    pub logical: u64,
-    pub physical: u64,
-    pub length: u64,
-    pub shared: bool,
-}
-
 /// Where a file's data is, as far as sharing goes.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the std backend says Unknown
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Layout {
-    /// Its extents (not empty).
+    /// Its extents (not empty; only Linux produces them), each with no flag but
+    /// `Extent::SHARED` kept, so that two layouts compare equal exactly when they are the
+    /// same blocks and agree on being shared.
     Extents(Vec<Extent>),
     /// Stored inline in metadata (btrfs small files) or as a tail: cannot be shared.
     Inline,
@@ -400,8 +393,7 @@ pub(in crate::platform) fn rename_in(
     #[cfg(unix)]
     let renamed = rustix::fs::renameat(&dir.fd, &*c_name(from)?, &dir.fd, &*c_name(to)?).map_err(errno);
     #[cfg(not(unix))]
-    let renamed =
-        std::fs::rename(dir.path.join(from), dir.path.join(to)).map_err(io_errno);
+    let renamed = std::fs::rename(dir.path.join(from), dir.path.join(to)).map_err(io_errno);
     if renamed.is_err() {
         remove_in(dir, from);
     }

@@ -7,8 +7,8 @@
 //! `common/dupes.rs`. The macOS and Windows backends offer these as theirs.
 
 use crate::meta::{Errno, Kind};
-use crate::platform::common::io_errno;
 use crate::platform::common::dupes::{fill_temp, named_temp_in, rename_in, DedupeStatus, FileCheck, Layout, WriteDir};
+use crate::platform::common::io_errno;
 use std::fs::File;
 
 /// Whether a byte is in the page cache: never known here (no rotational devices either).
@@ -65,8 +65,9 @@ pub fn layout(_file: &File) -> Layout {
     Layout::Unknown
 }
 
-pub fn can_share_extents(_file: &File) -> Option<bool> {
-    Some(false)
+/// Always: no extent here is mapped or shared by dfdu (APFS clones are, but not by dedupe).
+pub fn extents_never_shared(_file: &File) -> bool {
+    true
 }
 
 /// No read-only snapshots that dedupe could change here (there is no dedupe).

@@ -20,6 +20,6 @@ pub use dir::{
     SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
 };
 pub use dupes::{
-    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, fs_block_bytes, fs_uuid, layout,
+    cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };

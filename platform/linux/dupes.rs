@@ -6,17 +6,17 @@
 //! Files are opened by the walker side (`open_file_at`, `open_file_path` in `dir.rs`:
 //! relative to a directory handle, nothing but a regular file, `O_NOATIME` where allowed).
 //! Contract (the same names in `fallback/dupes.rs` for every other OS): `check_file`,
-//! `cached`, `layout`, `rotational`, `physical_start`, `can_share_extents`,
+//! `cached`, `layout`, `rotational`, `physical_start`, `extents_never_shared`,
 //! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`,
 //! `swap_files`, `replace_in`; the types, `lock_file` and the other hash-file calls are in
 //! `common/dupes.rs`. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
 
-use crate::meta::{Errno, Kind, Timespec};
+use crate::meta::{Errno, Extent, Kind, Timespec};
 use crate::platform::common::dupes::{
-    c_name, fill_temp, named_temp_in, random_name, rename_in, DedupeStatus, Extent, FileCheck, Layout, TempFile,
-    WriteDir, MAX_DEDUPE_DESTS, TEMP_ATTEMPTS, WRITE_MODE,
+    c_name, fill_temp, named_temp_in, random_name, rename_in, DedupeStatus, FileCheck, Layout, TempFile, WriteDir,
+    MAX_DEDUPE_DESTS, TEMP_ATTEMPTS, WRITE_MODE,
 };
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
@@ -131,7 +131,6 @@ pub fn layout(file: &File) -> Layout {
 /// `Err(true)` for inline data, `Err(false)` when the map cannot be compared. The
 /// FIEMAP loop is the scan's (`extents.rs`), with the write-back asked for first.
 fn extents(file: &File) -> Result<Vec<Extent>, bool> {
-    use crate::meta::Extent as Raw;
     let mut out = Vec::new();
     let (mut inline, mut unknown) = (false, false);
     let mut buf = super::extents::ExtentBuf::default();
@@ -139,17 +138,12 @@ fn extents(file: &File) -> Result<Vec<Extent>, bool> {
         if inline || unknown {
             return;
         }
-        if e.flags & (Raw::INLINE | FIEMAP_EXTENT_DATA_TAIL) != 0 {
+        if e.flags & (Extent::INLINE | FIEMAP_EXTENT_DATA_TAIL) != 0 {
             inline = true;
-        } else if e.flags & (Raw::UNKNOWN | Raw::DELALLOC) != 0 {
+        } else if e.flags & (Extent::UNKNOWN | Extent::DELALLOC) != 0 {
             unknown = true;
         } else {
-            out.push(Extent {
-                logical: e.logical,
-                physical: e.physical,
-                length: e.length,
-                shared: e.flags & Raw::SHARED != 0,
-            });
+            out.push(Extent { flags: e.flags & Extent::SHARED, ..*e });
         }
     })
     .map_err(|_| false)?;
@@ -181,19 +175,13 @@ pub fn physical_start(file: &File) -> Option<u64> {
     (hi32(buf[2]) >= 1).then_some(buf[4 + 1])
 }
 
-/// Whether the file system holding `file` can share extents: `Some(false)` for the
-/// common ones known not to (ext2/3/4, tmpfs, FAT, exFAT, NTFS, F2FS, ramfs), `None`
-/// when only a `FIDEDUPERANGE` call can tell (btrfs and XFS say yes; XFS only with
-/// `reflink=1`).
-pub fn can_share_extents(file: &File) -> Option<bool> {
-    let fs = rustix::fs::fstatfs(file).ok()?;
-    let magic = fs.f_type as u32;
+/// Whether the file system holding `file` is one of the common ones known never to share
+/// extents (ext2/3/4, tmpfs, FAT, exFAT, NTFS, F2FS, ramfs), so that dedupe need not be
+/// tried there; `false` when only a `FIDEDUPERANGE` call can tell (btrfs and XFS can
+/// share; XFS only with `reflink=1`) or the file system cannot be asked.
+pub fn extents_never_shared(file: &File) -> bool {
     const NO: [u32; 8] = [0xEF53, 0x0102_1994, 0x4d44, 0x2011_BAB0, 0x5346_544e, 0xF2F5_2010, 0x8584_58f6, 0x7366_6673];
-    if NO.contains(&magic) {
-        Some(false)
-    } else {
-        None
-    }
+    rustix::fs::fstatfs(file).is_ok_and(|fs| NO.contains(&(fs.f_type as u32)))
 }
 
 /// Whether `file` is on a read-only btrfs subvolume (`btrfs subvolume snapshot -r`), whose

@@ -21,7 +21,7 @@ pub use dir::{
     open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
 };
 pub use dupes::{
-    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, fs_block_bytes, fs_uuid, layout,
+    cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};

@@ -62,7 +62,7 @@ pub use dir::{
 };
 // `dupes` through std::fs, as on every OS but Linux.
 pub use super::fallback::dupes::{
-    cached, can_share_extents, check_file, dedupe, dedupe_supported, free_bytes, fs_block_bytes, fs_uuid, layout,
+    cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use term::{

@@ -50,8 +50,8 @@ use super::cache::Blocks;
 use super::dedupe::{FsKey, Run, Skip, CALL_BYTES, EOPNOTSUPP};
 use super::find::{same, Group};
 use super::open::Refused;
-use crate::meta::Errno;
-use crate::platform::{self, DedupeStatus, Extent, Layout};
+use crate::meta::{Errno, Extent};
+use crate::platform::{self, DedupeStatus, Layout};
 use crate::text::quote::quotef;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -334,9 +334,10 @@ fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Result
             continue;
         }
         let Ok(file) = run.handles.open(&run.file(c.rec)) else { continue };
-        let bytes = match platform::can_share_extents(&file) {
-            Some(false) => None,
-            _ => platform::fs_block_bytes(&file).or(Some(MIN_BLOCK_BYTES)),
+        let bytes = if platform::extents_never_shared(&file) {
+            None
+        } else {
+            platform::fs_block_bytes(&file).or(Some(MIN_BLOCK_BYTES))
         };
         largest = largest.max(bytes.unwrap_or(0));
         fs_block.insert(dev, bytes);
@@ -870,7 +871,7 @@ mod tests {
     }
 
     fn ext(logical: u64, physical: u64, length: u64) -> Extent {
-        Extent { logical, physical, length, shared: true }
+        Extent { logical, physical, length, flags: Extent::SHARED }
     }
 
     /// Only the bytes not already at their source's address are submitted; holes and

@@ -512,7 +512,7 @@ impl Run<'_> {
         if !self.devs_checked.insert(dev) {
             return Ok(true);
         }
-        if platform::can_share_extents(&src.file) == Some(false) {
+        if platform::extents_never_shared(&src.file) {
             // "Nothing was changed" would be false now. As when a call says EOPNOTSUPP
             // then, this part fails (one message, its files counted) and the run goes on.
             if self.r.bytes_deduped > 0 {

@@ -24,7 +24,7 @@
 use super::cache::{Cache, Entry};
 use super::open::{Handles, Refused};
 use super::sink::{FileRec, Found};
-use crate::meta::{Errno, Kind};
+use crate::meta::{Errno, Extent, Kind};
 use crate::platform;
 use crate::walk::threads::on_threads;
 use std::fs::File;
@@ -684,7 +684,7 @@ pub fn layouts(found: &Found, handles: &Handles, groups: &mut [Group], threads: 
         }
         asked.push(dev);
         let opened = handles.open(&found.files[g.members[0] as usize]);
-        if opened.is_ok_and(|f| platform::can_share_extents(&f) == Some(false)) {
+        if opened.is_ok_and(|f| platform::extents_never_shared(&f)) {
             no_sharing.push(dev);
         }
     }
@@ -725,9 +725,9 @@ pub fn layouts(found: &Found, handles: &Handles, groups: &mut [Group], threads: 
 /// addresses are a coincidence (two fresh images that got the same file first), or two
 /// subvolumes of one btrfs (a snapshot's copy): only there does the kernel flag every
 /// extent as shared, so across devices that flag must be on every extent too.
-fn same_extents(other: &platform::Layout, other_dev: u64, e: &[platform::Extent], dev: u64) -> bool {
+fn same_extents(other: &platform::Layout, other_dev: u64, e: &[Extent], dev: u64) -> bool {
     match other {
-        platform::Layout::Extents(o) => o == e && (other_dev == dev || e.iter().all(|x| x.shared)),
+        platform::Layout::Extents(o) => o == e && (other_dev == dev || e.iter().all(Extent::is_shared)),
         _ => false,
     }
 }
@@ -784,7 +784,12 @@ mod tests {
     /// extent is flagged shared (subvolumes of one btrfs), never by coincidence of addresses.
     #[test]
     fn equal_extent_maps_across_devices_need_the_shared_flag() {
-        let ext = |shared| platform::Extent { logical: 0, physical: 98_304, length: 200_704, shared };
+        let ext = |shared| Extent {
+            logical: 0,
+            physical: 98_304,
+            length: 200_704,
+            flags: if shared { Extent::SHARED } else { 0 },
+        };
         let plain = platform::Layout::Extents(vec![ext(false)]);
         let flagged = platform::Layout::Extents(vec![ext(true)]);
         assert!(same_extents(&plain, 5, &[ext(false)], 5));

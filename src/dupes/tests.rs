@@ -344,8 +344,8 @@ impl Reader for Swapped {
     fn thread_cpu_ns() -> u64 {
         Native::thread_cpu_ns()
     }
-    fn can_share_extents(dir: &Self::Dir) -> bool {
-        Native::can_share_extents(dir)
+    fn fs_shares_extents(dir: &Self::Dir) -> bool {
+        Native::fs_shares_extents(dir)
     }
     fn file_extents_at(
         dir: &Self::Dir,

@@ -39,7 +39,7 @@ pub trait Reader: 'static {
     /// A per-worker buffer for `file_extents_at`.
     type ExtentBuf: Default + Send;
     /// True when files in `dir` can share extents and extent maps are available.
-    fn can_share_extents(dir: &Self::Dir) -> bool;
+    fn fs_shares_extents(dir: &Self::Dir) -> bool;
     /// Calls `each` for every extent of the regular file `name` in `dir`.
     fn file_extents_at(
         dir: &Self::Dir,
@@ -113,7 +113,7 @@ macro_rules! reader_impl {
             }
             type ExtentBuf = <$ty as ReaderTypes>::ExtentBuf;
             #[inline]
-            fn can_share_extents(dir: &Self::Dir) -> bool {
+            fn fs_shares_extents(dir: &Self::Dir) -> bool {
                 use $m as m;
                 m::fs_shares_extents(dir)
             }

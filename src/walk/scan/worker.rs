@@ -643,7 +643,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         if let Some(&(_, yes)) = self.sharing_devs.iter().find(|(d, _)| *d == dev) {
             return yes;
         }
-        let yes = R::can_share_extents(dir);
+        let yes = R::fs_shares_extents(dir);
         self.sharing_devs.push((dev, yes));
         yes
     }
