@@ -43,6 +43,47 @@ fn cold_stat_ns() -> u64 {
     })
 }
 
+/// One directory's listing while it runs (`Worker::list_dir`): how far it got, the chunk
+/// of names being filled past the first `SPLIT_AFTER` entries, and the chunks kept for
+/// after the listing's commit.
+#[derive(Default)]
+struct Listing {
+    /// Entries listed so far, and the sink's name cost of them (`Pos::name_pos`).
+    idx: u32,
+    name_pos: u64,
+    /// The chunk being filled: each entry's inode number (unless the sink is
+    /// `CONTIGUOUS`) and NUL-terminated name; how many entries; the first one's position.
+    chunk: Vec<u8>,
+    chunk_len: usize,
+    chunk_base: (u32, u64),
+    /// Full chunks nobody took yet, dispatched once the listing is committed.
+    split: Vec<((u32, u64), Vec<u8>)>,
+    /// Chunks handed to other workers early (a `CONTIGUOUS` sink parks their results).
+    offered: usize,
+    /// Whether this directory's stats stay with the lister (`stays_serial`): on a file
+    /// system whose lookups serialize, the lister's CPU clock is read halfway through
+    /// its first `split_after` entries and again at the end of them, so directories
+    /// too small to be split, and other file systems, pay no extra call.
+    cpu_at_half: Option<u64>,
+    serial: bool,
+}
+
+impl Listing {
+    /// Adds one entry to the chunk being filled (its inode number too when `with_ino`);
+    /// `true` when the chunk is now full.
+    fn push_name(&mut self, name: &CStr, d_ino: u64, with_ino: bool) -> bool {
+        if self.chunk_len == 0 {
+            self.chunk_base = (self.idx, self.name_pos);
+        }
+        if with_ino {
+            self.chunk.extend_from_slice(&d_ino.to_ne_bytes());
+        }
+        self.chunk.extend_from_slice(name.to_bytes_with_nul());
+        self.chunk_len += 1;
+        self.chunk_len == CHUNK_ENTRIES
+    }
+}
+
 /// Whether `job` brings directory `dir` closer: it lists `dir` or stats a chunk of it, or
 /// (with `subtree`) does any of that for a directory below it.
 fn feeds<D>(job: &Job<D>, dir: u32, subtree: bool) -> bool {
@@ -353,93 +394,35 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
     }
 
+    /// Lists `node`'s directory: the first entries are stat'ed here as they come, the rest
+    /// cut into chunks (`listed`, `Listing`); then the listing is committed with its count
+    /// and the chunks nobody took are dispatched, and the handle is let go if handles are
+    /// over budget.
     fn list_dir(&mut self, node: Arc<Node<R::Dir>>) {
-        let mut idx: u32 = 0;
-        let mut name_pos: u64 = 0;
-        let mut chunk: Vec<u8> = Vec::new();
-        let mut chunk_base = (0u32, 0u64);
-        let mut chunk_len = 0usize;
-        let mut split: Vec<((u32, u64), Vec<u8>)> = Vec::new();
-        let mut offered = 0usize;
-        // Whether this directory's stats stay with the lister (`stays_serial`): on a file
-        // system whose lookups serialize, the lister's CPU clock is read halfway through
-        // its first `split_after` entries and again at the end of them, so directories
-        // too small to be split, and other file systems, pay no extra call.
-        let mut cpu_at_half: Option<u64> = None;
-        let mut serial = false;
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
         if self.shared.walk.shared && self.can_share(node.dev, dir) {
             self.shared.sink.sharing_dir(node.dir);
         }
+        let mut l = Listing::default();
         let mut lister = self.lister.take().unwrap_or_default();
-        let result = R::list(&mut lister, dir, &mut |name, d_ino, meta| {
-            let split_after = if S::CONTIGUOUS { SPLIT_AFTER_CONTIGUOUS } else { SPLIT_AFTER };
-            if idx == split_after / 2 && meta.is_none() && R::lookups_serialize(dir) {
-                cpu_at_half = Some(R::thread_cpu_ns());
-            }
-            if idx < split_after || meta.is_some() {
-                let pos = Pos { idx, d_ino, depth: node.depth, name_pos };
-                self.entry(&node, dir, name, pos, meta);
-            } else {
-                if idx == split_after {
-                    serial = cpu_at_half.is_some_and(|t| {
-                        stays_serial(R::thread_cpu_ns().saturating_sub(t), split_after - split_after / 2)
-                    });
-                }
-                if chunk_len == 0 {
-                    chunk_base = (idx, name_pos);
-                }
-                // A `CONTIGUOUS` sink has no use for the listing's inode numbers.
-                if !S::CONTIGUOUS {
-                    chunk.extend_from_slice(&d_ino.to_ne_bytes());
-                }
-                chunk.extend_from_slice(name.to_bytes_with_nul());
-                chunk_len += 1;
-                if chunk_len == CHUNK_ENTRIES {
-                    let names = std::mem::take(&mut chunk);
-                    chunk_len = 0;
-                    // Hand the chunk to an idle worker now (a `CONTIGUOUS` sink's chunk
-                    // results wait in `parked` until the listing is committed, so only
-                    // `PARKED_CHUNKS` go early: the rest wait as bare names, which cost
-                    // far less than stat'ed entries).
-                    if S::CONTIGUOUS {
-                        let early = offered < PARKED_CHUNKS && !serial;
-                        match if early { self.offer_chunk(&node, chunk_base, names) } else { Err(names) } {
-                            Ok(()) => offered += 1,
-                            Err(names) => split.push((chunk_base, names)),
-                        }
-                    } else if let Err(names) =
-                        if serial { Err(names) } else { self.offer_chunk(&node, chunk_base, names) }
-                    {
-                        // Nobody is idle: commit what the listing found so far, then stat
-                        // the chunk here, so memory stays flat however wide the directory.
-                        self.commit(&node, None);
-                        Self::each_name(&node, chunk_base, &names, &mut |name, pos| {
-                            self.entry(&node, dir, name, pos, None)
-                        });
-                        self.commit(&node, None);
-                    }
-                }
-            }
-            idx = idx.saturating_add(1);
-            name_pos += S::name_cost(name.to_bytes().len());
-        });
+        let result =
+            R::list(&mut lister, dir, &mut |name, d_ino, meta| self.listed(&mut l, &node, dir, name, d_ino, meta));
         self.lister = Some(lister);
-        if chunk_len > 0 {
-            split.push((chunk_base, chunk));
+        if l.chunk_len > 0 {
+            l.split.push((l.chunk_base, std::mem::take(&mut l.chunk)));
         }
-        let sort_by_inode = idx > 10_000 && R::sorts_by_inode(dir);
+        let sort_by_inode = l.idx > 10_000 && R::sorts_by_inode(dir);
         drop(guard);
-        let error = result.err().map(|e| (e, idx > 0));
-        self.shared.sink.listed(node.dir, idx, name_pos);
-        let listed = Listed { entries: idx, sort_by_inode, error };
+        let error = result.err().map(|e| (e, l.idx > 0));
+        self.shared.sink.listed(node.dir, l.idx, l.name_pos);
+        let listed = Listed { entries: l.idx, sort_by_inode, error };
         self.commit(&node, Some(listed));
         if S::CONTIGUOUS {
             self.commit_parked(&node);
         }
-        for (base, names) in split {
-            self.dispatch(&node, base, names, serial);
+        for (base, names) in l.split {
+            self.dispatch(&node, base, names, l.serial);
         }
         if self.shared.open_handles.load(Ordering::Relaxed) > self.shared.walk.fd_budget
             && node.handle.write().unwrap().take().is_some()
@@ -448,6 +431,61 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
         self.wrote(&node);
         self.release(&node);
+    }
+
+    /// One entry of the listing `l` of `node`: the first `split_after` (and every entry
+    /// the listing already sized) are stat'ed and handed to the sink now; later ones go
+    /// into the chunk being filled, and a full chunk to `chunk_full`.
+    fn listed(
+        &mut self,
+        l: &mut Listing,
+        node: &Arc<Node<R::Dir>>,
+        dir: &R::Dir,
+        name: &CStr,
+        d_ino: u64,
+        meta: Option<&Meta>,
+    ) {
+        let split_after = if S::CONTIGUOUS { SPLIT_AFTER_CONTIGUOUS } else { SPLIT_AFTER };
+        if l.idx == split_after / 2 && meta.is_none() && R::lookups_serialize(dir) {
+            l.cpu_at_half = Some(R::thread_cpu_ns());
+        }
+        if l.idx < split_after || meta.is_some() {
+            let pos = Pos { idx: l.idx, d_ino, depth: node.depth, name_pos: l.name_pos };
+            self.entry(node, dir, name, pos, meta);
+        } else {
+            if l.idx == split_after {
+                l.serial = l
+                    .cpu_at_half
+                    .is_some_and(|t| stays_serial(R::thread_cpu_ns().saturating_sub(t), split_after - split_after / 2));
+            }
+            if l.push_name(name, d_ino, !S::CONTIGUOUS) {
+                self.chunk_full(l, node, dir);
+            }
+        }
+        l.idx = l.idx.saturating_add(1);
+        l.name_pos += S::name_cost(name.to_bytes().len());
+    }
+
+    /// Hands the full chunk of `l` to an idle worker now (a `CONTIGUOUS` sink's chunk
+    /// results wait in `parked` until the listing is committed, so only `PARKED_CHUNKS`
+    /// go early: the rest wait in `l.split` as bare names, which cost far less than
+    /// stat'ed entries). With nobody idle, or a listing that stays serial, a
+    /// non-contiguous sink gets what the listing found so far committed and the chunk
+    /// stat'ed here, so memory stays flat however wide the directory.
+    fn chunk_full(&mut self, l: &mut Listing, node: &Arc<Node<R::Dir>>, dir: &R::Dir) {
+        let (base, names) = (l.chunk_base, std::mem::take(&mut l.chunk));
+        l.chunk_len = 0;
+        if S::CONTIGUOUS {
+            let early = l.offered < PARKED_CHUNKS && !l.serial;
+            match if early { self.offer_chunk(node, base, names) } else { Err(names) } {
+                Ok(()) => l.offered += 1,
+                Err(names) => l.split.push((base, names)),
+            }
+        } else if let Err(names) = if l.serial { Err(names) } else { self.offer_chunk(node, base, names) } {
+            self.commit(node, None);
+            Self::each_name(node, base, &names, &mut |name, pos| self.entry(node, dir, name, pos, None));
+            self.commit(node, None);
+        }
     }
 
     /// Offers a chunk to an idle worker; gives the names back when nobody takes it.
