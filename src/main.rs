@@ -100,7 +100,7 @@
 //! * No `unsafe` outside `platform/`, and none there without a `// SAFETY:` comment.
 //! * No platform backend chosen anywhere but `platform/mod.rs`, and no `#[path]` but the
 //!   one above `mod platform` here (it reaches `platform/` beside `src/`), the switch in
-//!   `platform/mod.rs` and the `unix/` the two Unix backends take in. Elsewhere `cfg`
+//!   `platform/mod.rs` and the `platform/unix/` the two Unix backends take in. Elsewhere `cfg`
 //!   only picks std's Unix or Windows extension traits (`meta.rs`, `main.rs`,
 //!   `browse/run.rs`).
 //! * No printing from workers: everything the user sees is written by one thread, in

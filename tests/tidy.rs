@@ -616,3 +616,179 @@ fn the_docs_link_check_can_fail() {
     assert_eq!(heading_anchor(" `dfdu diff` and the treemap"), "dfdu-diff-and-the-treemap");
     assert_eq!(anchors("# A\n## A\n"), ["a", "a-1"]);
 }
+
+/// Whether `token` (from inside backticks) names a `.rs` file or a folder (`dir/`):
+/// no spaces, not a path of the running system (`/proc/...`).
+fn is_file_name(token: &str) -> bool {
+    let plain = !token.is_empty() && token.chars().all(|c| c.is_alphanumeric() || "_./-".contains(c));
+    let named = token.ends_with(".rs") || (token.ends_with('/') && token.len() > 1);
+    plain && named && !token.starts_with('/') && !token.starts_with('.')
+}
+
+/// Where `name` is: from the package root when it starts with a top folder (`src/`,
+/// `platform/`, ...), else inside `base`.
+fn resolve(base: &str, name: &str) -> String {
+    if ["src/", "platform/", "tests/", "docs/", "xtask/"].iter().any(|top| name.starts_with(top)) {
+        name.to_string()
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+/// Every file or folder name in the `//!` doc of `text` (the file at `rel`), with its
+/// line and the path it stands for. Names are read as the code maps write them: outside
+/// a bullet inside `outer` (`src` for the crate doc, `platform` for `platform/mod.rs`);
+/// a bullet that opens with a folder (`` * `walk/` — ... ``) names files inside that
+/// folder; and a folder followed by a parenthesis (`` `linux/` (`dir.rs`, ...) ``) names
+/// files inside it until the parenthesis closes.
+fn named_paths(rel: &str, text: &str) -> Vec<(usize, String, String)> {
+    let outer = if rel.starts_with("platform/") { "platform" } else { "src" };
+    let mut out = Vec::new();
+    // (the folder names are inside, the parenthesis depth at which it ends)
+    let mut stack: Vec<(String, i32)> = Vec::new();
+    let mut depth = 0;
+    // A folder at the end of a line, whose parenthesis may open the next one.
+    let mut pending: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let Some(doc) = line.trim_start().strip_prefix("//!") else { continue };
+        let bullet = doc.starts_with(" * ");
+        if bullet || doc.trim().is_empty() || doc.starts_with(" #") {
+            stack.clear();
+            depth = 0;
+            pending = None;
+        }
+        if let Some(folder) = pending.take().filter(|_| doc.trim_start().starts_with('(')) {
+            stack.push((folder, depth + 1));
+        }
+        let mut first = bullet;
+        let mut rest = doc;
+        while let Some(at) = rest.find(['`', '(', ')']) {
+            let c = rest.as_bytes()[at];
+            first &= rest[..at].trim().trim_start_matches('*').trim().is_empty();
+            rest = &rest[at + 1..];
+            match c {
+                b'(' => depth += 1,
+                b')' => {
+                    if stack.last().is_some_and(|&(_, d)| d == depth) {
+                        stack.pop();
+                    }
+                    depth -= 1;
+                }
+                _ => {
+                    let Some(close) = rest.find('`') else { break };
+                    let token = &rest[..close];
+                    rest = &rest[close + 1..];
+                    if is_file_name(token) {
+                        let path = resolve(stack.last().map_or(outer, |(b, _)| b.as_str()), token);
+                        let folder = path.trim_end_matches('/').to_string();
+                        out.push((i + 1, token.to_string(), path));
+                        if first && token.ends_with('/') {
+                            // The bullet's own folder, for the rest of the bullet.
+                            stack.push((folder, 0));
+                        } else if token.ends_with('/') && rest.trim_start().starts_with('(') {
+                            stack.push((folder, depth + 1));
+                        } else if token.ends_with('/') && rest.trim().is_empty() {
+                            pending = Some(folder);
+                        }
+                    }
+                    first = false;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The names of `named_paths` that are no file or folder.
+fn code_map_problems(root: &Path, rel: &str, text: &str) -> Vec<String> {
+    named_paths(rel, text)
+        .into_iter()
+        .filter(|(_, _, path)| !root.join(path).exists())
+        .map(|(line, token, path)| format!("{rel}:{line}: `{token}` is no file or folder ({path})"))
+        .collect()
+}
+
+#[test]
+fn the_code_maps_name_files_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    for rel in ["src/main.rs", "platform/mod.rs"] {
+        let text = std::fs::read_to_string(root.join(rel)).unwrap();
+        assert!(named_paths(rel, &text).len() > 20, "{rel}: the code map names too few files to be read right");
+        problems.extend(code_map_problems(root, rel, &text));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_code_map_check_can_fail() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = "//! * `walk/` — `scan.rs`, `scan/worker.rs` and `gone.rs`; `src/meta.rs`.\n//! * `du/` — `cli.rs`.";
+    let found = code_map_problems(root, "src/main.rs", map);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("`gone.rs`"), "{found:?}");
+    // A name of another bullet's folder is not found in this one's.
+    assert_eq!(code_map_problems(root, "src/main.rs", "//! * `du/` — `worker.rs`").len(), 1);
+    // A folder and its parenthesis: `time.rs` is Linux's, not macOS's, once macOS's is gone.
+    let nested = "//! * `platform/` — `linux/` (`dir.rs`, `time.rs`), `macos/` (`dir.rs`; `nope.rs`), `mod.rs`.";
+    let paths: Vec<String> = named_paths("src/main.rs", nested).into_iter().map(|(_, _, p)| p).collect();
+    let want = ["platform/", "platform/linux/", "platform/linux/dir.rs", "platform/linux/time.rs", "platform/macos/"];
+    assert_eq!(paths[..5], want);
+    assert_eq!(paths[5..], ["platform/macos/dir.rs", "platform/macos/nope.rs", "platform/mod.rs"]);
+    assert_eq!(code_map_problems(root, "src/main.rs", nested).len(), 1);
+    let texts = named_paths("platform/mod.rs", "//! `linux/dir.rs`, `/proc/self/fd`, `a b.rs`, `x.rs`, `Dir`.");
+    assert!(texts.iter().map(|(_, n, _)| n.as_str()).eq(["linux/dir.rs", "x.rs"]), "{texts:?}");
+}
+
+/// The names a backend's `mod.rs` offers (`pub use path::{a, b, C};` and `pub use
+/// path::a;`), its own and those it takes from a sibling.
+fn offered_names(text: &str) -> Vec<String> {
+    let code = code_only(text);
+    let mut out = Vec::new();
+    for stmt in code.split(';') {
+        let Some(rest) = stmt.trim().strip_prefix("pub use ") else { continue };
+        let list = match (rest.find('{'), rest.rfind('}')) {
+            (Some(a), Some(b)) => &rest[a + 1..b],
+            _ => rest.rsplit("::").next().unwrap_or(""),
+        };
+        out.extend(list.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()));
+    }
+    out
+}
+
+/// Names a backend offers that the contract in `platform/mod.rs` (its `b::NAME` lines)
+/// does not state. The compiler checks the other way round: every contract name is
+/// offered, with its type.
+fn uncontracted(contract: &str, backend: &str) -> Vec<String> {
+    let code = code_only(contract);
+    offered_names(backend)
+        .into_iter()
+        .filter(|n| {
+            let at =
+                |i: usize| code[i + 3 + n.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            !code.match_indices(&format!("b::{n}")).any(|(i, _)| at(i))
+        })
+        .collect()
+}
+
+#[test]
+fn every_backend_offers_only_what_the_contract_states() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let contract = std::fs::read_to_string(root.join("platform/mod.rs")).unwrap();
+    let mut problems = Vec::new();
+    for backend in ["linux", "macos", "windows", "fallback"] {
+        let text = std::fs::read_to_string(root.join(format!("platform/{backend}/mod.rs"))).unwrap();
+        assert!(offered_names(&text).len() > 40, "{backend}: too few names found to be read right");
+        for n in uncontracted(&contract, &text) {
+            problems.push(format!("platform/{backend}/mod.rs offers `{n}`, which the contract does not state"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_contract_check_can_fail() {
+    let contract = "let _: fn() -> u64 = b::open_fds;\nlet _: fn() = b::term_raw_leave;";
+    let backend = "pub use dir::{open_fds, open_fds_now};\npub use term::term_raw_leave;\nuse ffi::helper;";
+    assert_eq!(uncontracted(contract, backend), ["open_fds_now"]);
+}
