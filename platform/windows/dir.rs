@@ -723,7 +723,7 @@ pub fn remove_at(dir: &Dir, name: &CStr, is_dir: bool) -> Result<(), Errno> {
 }
 
 /// ERROR_NOT_SUPPORTED: what the calls below answer.
-const NOT_SUPPORTED: Errno = Errno(50);
+const NOT_SUPPORTED: Errno = Errno(ERROR_NOT_SUPPORTED);
 
 /// Hard links, symbolic links and renames relative to a handle are not built here yet
 /// (NT's FileLinkInformation and FileRenameInformation would do them): `dupes`' actions
