@@ -9,16 +9,17 @@
 //! * `linux/` — `dir.rs` (reading trees: `getdents64`, `statx`; mounts; the process),
 //!   `extents.rs` (FIEMAP), `dupes.rs` (FIDEDUPERANGE and the rest of `dupes`' calls),
 //!   `time.rs` (local time).
-//! * `macos/` — `dir.rs` (`getattrlistbulk`, APFS clone figures; the process), `attrs.rs`
-//!   (its buffer parser), `time.rs` (local time).
-//! * `windows/` — `dir.rs` (the NT reader; the process, time, delete), `ffi.rs` (the
-//!   declarations), `term.rs` (the console).
+//! * `macos/` — `dir.rs` (`getattrlistbulk`; the process), `attrs.rs` (its buffer
+//!   parser), `extents.rs` (APFS clone figures), `time.rs` (local time).
+//! * `windows/` — `dir.rs` (the NT reader; the process, delete), `ffi.rs` (the
+//!   declarations), `term.rs` (the console), `time.rs` (local time), `extents.rs` (none).
 //! * `unix/` — what the Linux and macOS backends share and take in themselves: `dir.rs`
 //!   (directory handles, their identity and removal) and `term.rs` (termios and signals).
-//! * `fallback/` — std::fs: `dir.rs` (reading by paths, stubs for the rest) and `dupes.rs`
-//!   (`dupes` without extents or dedupe, which macOS and Windows use too). It is the
-//!   backend on any other OS, and it is built everywhere as the oracle the native readers
-//!   are tested against (`DFDU_READER=portable`).
+//! * `fallback/` — std::fs: `dir.rs` (reading by paths), `dupes.rs` (`dupes` without
+//!   extents or dedupe, which macOS and Windows use too), and stubs or plain answers for
+//!   the rest (`term.rs`, `time.rs` in UTC, `extents.rs`). It is the backend on any
+//!   other OS, and it is built everywhere as the oracle the native readers are tested
+//!   against (`DFDU_READER=portable`).
 //! * `common/` — what no OS family owns, written once for all: `dupes.rs` (the `dupes`
 //!   contract's types, the hash file's lock and directory handle) and `oom.rs` (the global
 //!   allocator). A folder of its own rather than files beside this one, so that `ls

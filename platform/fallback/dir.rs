@@ -1,9 +1,10 @@
 //! Portable reader on `std::fs`: the fallback for targets without a native reader yet,
 //! and the oracle the native readers are checked against in tests (`DFDU_READER=portable`).
 //! Same names as the native readers; slower (full paths, one allocation per entry) and
-//! limited to paths the OS accepts whole (PATH_MAX).
+//! limited to paths the OS accepts whole (PATH_MAX). The terminal, local time and extent
+//! maps are `term.rs`, `time.rs` and `extents.rs` beside this file.
 
-use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::platform::common::io_errno;
 use crate::platform::Follow;
 use std::ffi::{CStr, CString};
@@ -227,54 +228,6 @@ pub fn errno_text(e: Errno) -> String {
     }
 }
 
-/// Nothing to do: times here are UTC, which no reload changes.
-pub fn reload_zone() {}
-
-/// Without the C library's time zone code, times are shown in UTC.
-pub fn local_time(sec: i64) -> Option<LocalTime> {
-    let days = sec.div_euclid(86_400);
-    let secs = sec.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    let jan1 = days_from_civil(year, 1, 1);
-    Some(LocalTime {
-        year,
-        month,
-        day,
-        hour: (secs / 3600) as u32,
-        minute: (secs / 60 % 60) as u32,
-        second: (secs % 60) as u32,
-        weekday: (days + 4).rem_euclid(7) as u32,
-        yearday: (days - jan1) as u32,
-        gmtoff: 0,
-        zone: b"UTC".to_vec(),
-    })
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm). A
-/// copy of `text::tz`'s: `tests/wine` builds this file on its own, without the crate.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// Nothing to restore where the platform has no SIGPIPE or std leaves it alone.
 pub fn default_sigpipe() {}
 
@@ -290,7 +243,7 @@ pub fn dir_id(dir: &Dir) -> Result<(u64, u64), Errno> {
 /// deleting inside it, so it deletes nothing.
 #[cfg(not(unix))]
 pub fn dir_id(_dir: &Dir) -> Result<(u64, u64), Errno> {
-    Err(NOT_SUPPORTED)
+    Err(Errno::NOSYS)
 }
 
 /// Whether anyone but root and this process's effective user may change the entries of
@@ -343,69 +296,11 @@ pub fn symlink_at(target: &CStr, dir: &Dir, name: &CStr) -> Result<(), Errno> {
     #[cfg(not(unix))]
     {
         let _ = (target, link);
-        Err(NOT_SUPPORTED)
+        Err(Errno::NOSYS)
     }
 }
 
 /// Renames `from` to `to` within `dir`, replacing what `to` names.
 pub fn rename_at(dir: &Dir, from: &CStr, to: &CStr) -> Result<(), Errno> {
     fs::rename(dir.path.join(path_of(from.to_bytes())), dir.path.join(path_of(to.to_bytes()))).map_err(io_errno)
-}
-
-/// "Function not implemented": what the terminal functions answer here.
-const NOT_SUPPORTED: Errno = Errno::NOSYS;
-
-// No terminal support in the portable build: `dfdu browse` says so and exits.
-pub const SIG_QUIT: u32 = 1;
-pub const SIG_SUSPEND: u32 = 2;
-pub const SIG_CONTINUE: u32 = 4;
-pub const SIG_RESIZE: u32 = 8;
-
-pub fn term_raw_enter() -> Result<(), Errno> {
-    Err(NOT_SUPPORTED)
-}
-
-pub fn term_raw_leave() {}
-
-pub fn term_size() -> Option<(u16, u16)> {
-    None
-}
-
-pub fn term_write(_bytes: &[u8]) -> Result<(), Errno> {
-    Err(NOT_SUPPORTED)
-}
-
-pub fn term_wait(_buf: &mut [u8], _timeout_ms: u32) -> Result<usize, Errno> {
-    Err(NOT_SUPPORTED)
-}
-
-pub fn term_signals() -> (u32, i32) {
-    (0, 0)
-}
-
-pub fn term_stop_self() {}
-
-/// No signal handling here: a signal keeps its default action.
-pub fn interrupt_catch() {}
-
-pub fn interrupt_requested() -> Option<i32> {
-    None
-}
-
-/// Extent maps are read on Linux only (see `linux/extents.rs`); elsewhere no file system
-/// is treated as sharing and nothing is asked.
-#[derive(Default)]
-pub struct ExtentBuf;
-
-pub fn fs_shares_extents(_dir: &Dir) -> bool {
-    false
-}
-
-pub fn file_extents_at(
-    _dir: &Dir,
-    _name: &std::ffi::CStr,
-    _buf: &mut ExtentBuf,
-    _each: &mut dyn FnMut(&crate::meta::Extent),
-) -> Result<(), crate::meta::Errno> {
-    Err(Errno::NOTSUP)
 }

@@ -10,16 +10,22 @@
 
 mod dir;
 pub(in crate::platform) mod dupes;
+mod extents;
+mod term;
+mod time;
 
 pub use dir::{
     address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
-    file_extents_at, fs_shares_extents, interrupt_catch, interrupt_requested, kernel_fs, link_at, local_time,
-    lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, raise_fd_limit,
-    reload_zone, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, term_raw_enter, term_raw_leave,
-    term_signals, term_size, term_stop_self, term_wait, term_write, thread_cpu_ns, Dir, ExtentBuf, Lister,
-    SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+    kernel_fs, link_at, lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path,
+    raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns, Dir, Lister,
 };
 pub use dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
+pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
+pub use term::{
+    interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
+    term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+};
+pub use time::{local_time, reload_zone};

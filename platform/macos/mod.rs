@@ -11,6 +11,7 @@
 
 pub mod attrs;
 mod dir;
+mod extents;
 mod time;
 #[path = "../unix/mod.rs"]
 mod unix;
@@ -20,10 +21,11 @@ pub use super::fallback::dupes::{
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use dir::{
-    address_space_left, default_threads, dir_mount, errno_text, file_extents_at, fs_shares_extents, kernel_fs,
-    lookups_serialize, mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at,
-    stat_path, thread_cpu_ns, ExtentBuf, Lister,
+    address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
+    open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
 };
+pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
+
 pub use time::{local_time, reload_zone};
 pub use unix::dir::{
     default_sigpipe, dir_id, dir_others_may_write, link_at, open_at, open_path, remove_at, rename_at, symlink_at, Dir,

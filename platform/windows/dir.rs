@@ -2,7 +2,7 @@
 //! stat, messages, local time, and the browser's delete.
 
 use super::ffi::*;
-use crate::meta::{Errno, Kind, LocalTime, Meta, Timespec};
+use crate::meta::{Errno, Kind, Meta, Timespec};
 use crate::platform::Follow;
 use std::ffi::{c_void, CStr, OsString};
 use std::os::windows::ffi::{OsStrExt, OsStringExt};
@@ -591,7 +591,7 @@ pub fn address_space_left() -> Option<u64> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Messages, time, signals.
+// Messages and signals.
 
 /// Texts in the words GNU du uses for the common cases (what Cygwin's errno mapping
 /// gives); anything else in the system's own words.
@@ -621,51 +621,6 @@ pub fn errno_text(e: Errno) -> String {
         }
     };
     text.to_string()
-}
-
-/// Nothing to do: Windows reads its zone settings on every conversion.
-pub fn reload_zone() {}
-
-/// Local time by the system's time zone rules for that date (daylight saving included).
-pub fn local_time(sec: i64) -> Option<LocalTime> {
-    let utc_ticks = sec.checked_add(SECS_1601_TO_1970)?.checked_mul(10_000_000)?;
-    let utc_ticks = u64::try_from(utc_ticks).ok()?;
-    let mut utc = SystemTime::default();
-    let mut local = SystemTime::default();
-    let mut local_ticks = 0u64;
-    // SAFETY: each call reads and writes only the locals passed by pointer, all live and
-    // properly aligned; a null zone means "the current system time zone".
-    let ok = unsafe {
-        FileTimeToSystemTime(&utc_ticks, &mut utc) != 0
-            && SystemTimeToTzSpecificLocalTime(null(), &utc, &mut local) != 0
-            && SystemTimeToFileTime(&local, &mut local_ticks) != 0
-    };
-    if !ok {
-        return None;
-    }
-    let gmtoff = (local_ticks as i64 - utc_ticks as i64) / 10_000_000;
-    let mut out = crate::platform::fallback::local_time(sec.checked_add(gmtoff)?)?;
-    out.gmtoff = gmtoff;
-    out.zone = zone_name(gmtoff).into_bytes();
-    Some(out)
-}
-
-/// The system's name for the standard or daylight zone, whichever has this offset.
-pub(super) fn zone_name(gmtoff: i64) -> String {
-    // SAFETY: TIME_ZONE_INFORMATION is plain integers; all zeroes is a valid value.
-    let mut tz: TimeZoneInformation = unsafe { std::mem::zeroed() };
-    // SAFETY: writes only into `tz`, which is live and of the declared type.
-    if unsafe { GetTimeZoneInformation(&mut tz) } == u32::MAX {
-        return String::new();
-    }
-    let daylight = -i64::from(tz.bias_minutes + tz.daylight_bias_minutes) * 60;
-    let name = if tz.daylight_date.month != 0 && tz.daylight_bias_minutes != 0 && gmtoff == daylight {
-        &tz.daylight_name
-    } else {
-        &tz.standard_name
-    };
-    let end = name.iter().position(|&u| u == 0).unwrap_or(name.len());
-    String::from_utf16_lossy(&name[..end])
 }
 
 /// Windows has no SIGPIPE; a closed pipe is a write error (`BrokenPipe`) handled above.
@@ -740,22 +695,4 @@ pub fn symlink_at(_target: &CStr, _dir: &Dir, _name: &CStr) -> Result<(), Errno>
 /// See `link_at`.
 pub fn rename_at(_dir: &Dir, _from: &CStr, _to: &CStr) -> Result<(), Errno> {
     Err(NOT_SUPPORTED)
-}
-
-/// Extent maps are read on Linux only (see `linux/extents.rs`); elsewhere no file system
-/// is treated as sharing and nothing is asked.
-#[derive(Default)]
-pub struct ExtentBuf;
-
-pub fn fs_shares_extents(_dir: &Dir) -> bool {
-    false
-}
-
-pub fn file_extents_at(
-    _dir: &Dir,
-    _name: &std::ffi::CStr,
-    _buf: &mut ExtentBuf,
-    _each: &mut dyn FnMut(&crate::meta::Extent),
-) -> Result<(), crate::meta::Errno> {
-    Err(Errno(ERROR_NOT_SUPPORTED))
 }

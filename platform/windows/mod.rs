@@ -49,17 +49,21 @@
 //! or a view of a buffer the OS filled; each states what makes it sound.
 
 mod dir;
+mod extents;
 mod ffi;
 mod term;
 #[cfg(test)]
 mod tests;
+mod time;
 
 pub use dir::{
     address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
-    file_extents_at, fs_shares_extents, kernel_fs, link_at, local_time, lookups_serialize, mount_points, open_at,
-    open_fds, open_file_at, open_file_path, open_path, raise_fd_limit, reload_zone, remove_at, rename_at,
-    sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns, Dir, ExtentBuf, Lister,
+    kernel_fs, link_at, lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path,
+    raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns, Dir, Lister,
 };
+pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
+pub use time::{local_time, reload_zone};
+
 // `dupes` through std::fs, as on every OS but Linux.
 pub use super::fallback::dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,

@@ -4,6 +4,7 @@
 use super::dir::*;
 use super::ffi::*;
 use super::term::*;
+use super::time::*;
 use crate::meta::{Errno, Kind, Meta};
 use crate::platform::Follow;
 use std::ffi::CString;

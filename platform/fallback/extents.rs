@@ -1,0 +1,21 @@
+//! No extent maps in the std::fs backend: no file system is treated as sharing.
+
+use super::dir::Dir;
+
+/// Extent maps are read on Linux only (see `linux/extents.rs`); elsewhere no file system
+/// is treated as sharing and nothing is asked.
+#[derive(Default)]
+pub struct ExtentBuf;
+
+pub fn fs_shares_extents(_dir: &Dir) -> bool {
+    false
+}
+
+pub fn file_extents_at(
+    _dir: &Dir,
+    _name: &std::ffi::CStr,
+    _buf: &mut ExtentBuf,
+    _each: &mut dyn FnMut(&crate::meta::Extent),
+) -> Result<(), crate::meta::Errno> {
+    Err(crate::meta::Errno::NOTSUP)
+}
