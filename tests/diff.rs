@@ -114,14 +114,6 @@ fn diff_of_directories_names_exactly_the_changed_ones_with_du_sizes() {
     assert!(got.contains(&format!("added\td1/s2/t/u/big\t{}", 100_000_000)), "{got:?}");
 }
 
-fn have(tool: &str, arg: &str) -> bool {
-    let ok = Command::new(tool).arg(arg).output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIP: {tool} is not installed (apt-get install {tool})");
-    }
-    ok
-}
-
 #[test]
 fn exports_from_dfdu_ncdu_and_gdu_give_the_same_changes() {
     let scratch = Scratch::new("diff-exports");
@@ -135,12 +127,12 @@ fn exports_from_dfdu_ncdu_and_gdu_give_the_same_changes() {
         let dfdu_export = scratch.dir.join(format!("dfdu{i}.json"));
         run_ok(Command::new(dfdu_path()).args(["scan", "-q", "-o"]).arg(&dfdu_export).arg(tree));
         sides.push(("dfdu", i, dfdu_export));
-        if have("ncdu", "--version") {
+        if common::have_or_skip("ncdu", "the ncdu side of this test") {
             let e = scratch.dir.join(format!("ncdu{i}.json"));
             run_ok(Command::new("ncdu").arg("-0").arg("-o").arg(&e).arg(tree));
             sides.push(("ncdu", i, e));
         }
-        if have("gdu", "--version") {
+        if common::have_or_skip("gdu", "the gdu side of this test") {
             let e = scratch.dir.join(format!("gdu{i}.json"));
             run_ok(Command::new("gdu").args(["-n", "-p", "-o"]).arg(&e).arg(tree).stdout(Stdio::null()));
             sides.push(("gdu", i, e));

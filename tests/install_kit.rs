@@ -12,7 +12,7 @@
 mod common;
 
 use common::tmux::{have_tmux, Term};
-use common::{notice, Scratch};
+use common::{have_or_skip, Scratch};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,18 +30,6 @@ const MODES: &[(&str, &[&str], &str)] = &[
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
-
-/// Whether `tool` runs here; says SKIP for `what` when not.
-fn have_or_skip(tool: &str, what: &str) -> bool {
-    have(tool) || {
-        notice(&format!("SKIP: {tool} is not installed; {what} did not run"));
-        false
-    }
 }
 
 fn help_text(args: &[&str]) -> String {

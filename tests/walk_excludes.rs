@@ -35,9 +35,7 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("it runs");
-    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&common::run_ok(cmd).stdout).into_owned()
 }
 
 fn dfdu(args: &[&str], path: &Path) -> String {

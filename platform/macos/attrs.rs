@@ -280,7 +280,7 @@ impl Clones {
     }
 
     /// The file's figures as extents, for the same accounting as FIEMAP's
-    /// (`walk/extents.rs`, `tree/shared.rs`): of its `alloc_bytes`, the private bytes are
+    /// (`walk/extents.rs`, `tree/sharing.rs`): of its `alloc_bytes`, the private bytes are
     /// one unshared extent (exclusive: freed by deleting it), the rest one extent flagged
     /// shared. APFS does not say where the shared blocks are, so the shared extent gets a
     /// made-up address: for a full clone, `family_base` (the same for every file of its

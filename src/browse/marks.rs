@@ -136,14 +136,8 @@ impl Browser<'_> {
 
     /// `d` with marks set: checks every mark as a single delete is checked, then asks.
     pub(super) fn ask_delete_marks(&mut self) {
-        if self.limits.imported {
-            return self.refuse("Deleting needs a scan of the file system; this is an imported export.");
-        }
-        if self.limits.read_only {
-            return self.refuse("Deleting is off (--read-only).");
-        }
-        if self.busy {
-            return self.refuse("Wait until the running rescan or deletion has finished.");
+        if let Some(why) = self.delete_refusal() {
+            return self.refuse(why);
         }
         let targets = self.top_marks();
         let a = self.a;

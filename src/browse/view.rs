@@ -904,6 +904,20 @@ impl<'a> Browser<'a> {
         self.say(why);
     }
 
+    /// Why no delete (or trash move) can start now, whatever is selected: an imported
+    /// tree, `--read-only`, or a rescan or deletion still running.
+    pub(super) fn delete_refusal(&self) -> Option<&'static str> {
+        if self.limits.imported {
+            Some("Deleting needs a scan of the file system; this is an imported export.")
+        } else if self.limits.read_only {
+            Some("Deleting is off (--read-only).")
+        } else if self.busy {
+            Some("Wait until the running rescan or deletion has finished.")
+        } else {
+            None
+        }
+    }
+
     pub(super) fn ask_delete(&mut self) {
         let Some(id) = self.sel_id else { return self.say("Nothing to delete: this directory is empty.") };
         if self.is_gone(id) {
@@ -911,14 +925,8 @@ impl<'a> Browser<'a> {
             return self
                 .refuse(&format!("{name} is not on disk (removed since the compared tree): nothing to delete."));
         }
-        if self.limits.imported {
-            return self.refuse("Deleting needs a scan of the file system; this is an imported export.");
-        }
-        if self.limits.read_only {
-            return self.refuse("Deleting is off (--read-only).");
-        }
-        if self.busy {
-            return self.refuse("Wait until the running rescan or deletion has finished.");
+        if let Some(why) = self.delete_refusal() {
+            return self.refuse(why);
         }
         if is_dir_entry(self.a, id) && self.a.dir_flags(self.a.dir_of(id)) & arena::D_DONE == 0 {
             return self.refuse("This directory is still being scanned; it can be deleted once its scan is done.");

@@ -415,11 +415,11 @@ pub(super) struct Importer<'a, R: BufRead> {
     scratch: Vec<u8>,
 }
 
-impl<'a> Importer<'a, &'static [u8]> {
-    /// An importer with no JSON input, for the binary reader to drive.
-    pub(super) fn without_input(arena: &'a Arena) -> Self {
+impl<'a, R: BufRead> Importer<'a, R> {
+    /// An importer reading `r` into `arena`, nothing known of its writer yet.
+    fn new(r: R, arena: &'a Arena) -> Self {
         Importer {
-            input: Input { r: &[], offset: 0 },
+            input: Input { r, offset: 0 },
             arena,
             links: HashMap::new(),
             cumulative_dirs: false,
@@ -427,6 +427,13 @@ impl<'a> Importer<'a, &'static [u8]> {
             shared: None,
             scratch: Vec::new(),
         }
+    }
+}
+
+impl<'a> Importer<'a, &'static [u8]> {
+    /// An importer with no JSON input, for the binary reader to drive.
+    pub(super) fn without_input(arena: &'a Arena) -> Self {
+        Importer::new(&[], arena)
     }
 
     /// The byte offset errors name from now on.
@@ -437,15 +444,7 @@ impl<'a> Importer<'a, &'static [u8]> {
 
 /// Reads an ncdu JSON export into `arena`; the root directory is returned.
 pub fn import<R: BufRead>(r: R, arena: &Arena) -> Result<Imported, ImportError> {
-    let mut im = Importer {
-        input: Input { r, offset: 0 },
-        arena,
-        links: HashMap::new(),
-        cumulative_dirs: false,
-        marks_later_links: false,
-        shared: None,
-        scratch: Vec::new(),
-    };
+    let mut im = Importer::new(r, arena);
     let i = &mut im.input;
     i.expect(b'[')?;
     let t = i.token()?;
