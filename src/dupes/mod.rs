@@ -454,7 +454,11 @@ fn scan_all<R: Reader>(a: &Args, sink: &FilesSink, threads: usize, fd_budget: us
     ok
 }
 
-/// Runs `dfdu dupes` or `dfdu dedupe`; returns the exit status.
+/// Runs `dfdu dupes` or `dfdu dedupe`; returns the exit status. Its stages, in order:
+/// open the hash file and the plan (`open_files`), scan and find the groups
+/// (`scan_and_find`), dedupe (`dedupe_stage`), act (`act_stage`), save the hash file
+/// (`save_hashfile`: after dedupe, whose refusals make entries stale), report
+/// (`report_groups`).
 pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     let cmd = format!("{} {}", a.prog, a.mode.name());
     let start = Instant::now();
@@ -465,67 +469,16 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         );
         return 1;
     }
-    let mut status = 0;
-    let hashfile = match &a.hashfile {
-        Some(path) => match cache::open(std::path::Path::new(path), &mut |line| eprintln!("{cmd}: {line}")) {
-            Ok(pair) => Some(pair),
-            Err(msg) => {
-                eprintln!("{cmd}: {msg}");
-                return 1;
-            }
-        },
-        None => None,
-    };
-    let (hash_handle, cache) = hashfile.unwrap_or_default();
-    // Created before the scan: a plan that cannot be written is known before any work.
-    let plan_file = match a.plan.as_ref().map(|path| cache::create_new(std::path::Path::new(path))).transpose() {
-        Ok(f) => f,
+    let (hash_handle, cache, plan_file) = match open_files(a, &cmd) {
+        Ok(files) => files,
         Err(msg) => {
             eprintln!("{cmd}: {msg}");
             return 1;
         }
     };
-    let sink = FilesSink::new(Found::default(), a.min_size, a.max_size);
     let stats = Stats::default();
-    let phase = AtomicU8::new(PHASE_SCAN);
-    let stop = AtomicBool::new(false);
     let show_progress = !a.quiet && io::stderr().is_terminal();
-    let mut notes = Vec::new();
-    let mut outcome = None;
-    let mut found = Found::default();
-    std::thread::scope(|s| {
-        if show_progress {
-            let (phase, sink, stats) = (&phase, &sink, &stats);
-            // Without a thread for it (a low RLIMIT_AS), the run goes on without the line.
-            threads::try_spawn(s, move || progress(phase, sink, stats, start));
-        }
-        if !scan_all::<R>(a, &sink, threads, fd_budget, &mut notes) {
-            status = 1;
-        }
-        found = std::mem::take(&mut *sink.found.lock().unwrap());
-        phase.store(PHASE_READ, Ordering::Relaxed);
-        let handles = open::Handles::new(&found, fd_budget);
-        let mut o = find::find(&found, &handles, &cache, threads, &stats, &stop, a.verify);
-        find::layouts(&found, &handles, &mut o.groups, threads, &stats);
-        phase.store(PHASE_DONE, Ordering::Relaxed);
-        outcome = Some(o);
-    });
-    for n in &notes {
-        eprintln!("{cmd}: {n}");
-    }
-    if sink.overflow.load(Ordering::Relaxed) {
-        eprintln!("{cmd}: more than 4 billion directories: the rest were not scanned");
-        status = 1;
-    }
-    for (dir, name, e) in &found.errors {
-        eprintln!("{cmd}: {}", found.problem_line(*dir, name, &platform::errno_text(*e)));
-        status = 1;
-    }
-    let mut o = outcome.expect("find ran");
-    for (path, e) in &o.errors {
-        eprintln!("{cmd}: {}", problem("cannot read", path, &platform::errno_text(*e)));
-        status = 1;
-    }
+    let (found, mut o, mut status) = scan_and_find::<R>(a, threads, fd_budget, &cache, &stats, start, &cmd);
     o.groups.sort_by(|x, y| y.wasted().cmp(&x.wasted()).then_with(|| x.paths[0].cmp(&y.paths[0])));
     let mut report = (a.mode == Mode::Dedupe).then(|| {
         platform::interrupt_catch();
@@ -541,14 +494,8 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts, &cache)
     });
     let acted = act_stage(a, &found, &mut o.groups, fd_budget, plan_file, &cmd, &mut status);
-    // Saved after dedupe: a range the kernel refused makes entries stale, dropped here.
     if let Some(h) = hash_handle {
-        let key = |i: &u32| (found.files[*i as usize].dev, found.files[*i as usize].ino);
-        let stale: HashSet<(u64, u64)> = report.iter().flat_map(|r| &r.stale).map(key).collect();
-        let mut entries = find::cache_entries(&found, &o.cands);
-        entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
-        let blocks = report.as_mut().and_then(|r| r.blocks.as_mut()).map(|b| std::mem::take(&mut b.entries));
-        if let Err(msg) = h.save(cache, entries, blocks.unwrap_or_default(), &stale) {
+        if let Err(msg) = save_hashfile(h, cache, &found, &o, report.as_mut()) {
             eprintln!("{cmd}: {msg}");
             status = 1;
         }
@@ -556,26 +503,119 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     if let Some(r) = &acted {
         return report_actions(a, &o.groups, r, &stats, start, &cmd).unwrap_or(status);
     }
+    report_groups(a, &o.groups, &stats, start, report, &cmd).unwrap_or(status)
+}
+
+/// The hash file (`--hashfile`, opened and locked) and the plan (`--plan`, created new):
+/// both before the scan, so that one that cannot be used is known before any work.
+fn open_files(a: &Args, cmd: &str) -> Result<(Option<cache::HashFile>, cache::Cache, Option<std::fs::File>), String> {
+    let (hash_handle, cache) = match &a.hashfile {
+        Some(path) => cache::open(std::path::Path::new(path), &mut |line| eprintln!("{cmd}: {line}"))?,
+        None => Default::default(),
+    };
+    let plan_file = a.plan.as_ref().map(|path| cache::create_new(std::path::Path::new(path))).transpose()?;
+    Ok((hash_handle, cache, plan_file))
+}
+
+/// The scan, then the finding stages on the same workers, with the progress line beside
+/// them on a terminal; what could not be scanned or read is reported here. Returns the
+/// files, the groups and the exit status so far.
+fn scan_and_find<R: Reader>(
+    a: &Args,
+    threads: usize,
+    fd_budget: usize,
+    cache: &cache::Cache,
+    stats: &Stats,
+    start: Instant,
+    cmd: &str,
+) -> (Found, find::Outcome, i32) {
+    let mut status = 0;
+    let sink = FilesSink::new(Found::default(), a.min_size, a.max_size);
+    let phase = AtomicU8::new(PHASE_SCAN);
+    let stop = AtomicBool::new(false);
+    let mut notes = Vec::new();
+    let mut outcome = None;
+    let mut found = Found::default();
+    std::thread::scope(|s| {
+        if !a.quiet && io::stderr().is_terminal() {
+            let (phase, sink) = (&phase, &sink);
+            // Without a thread for it (a low RLIMIT_AS), the run goes on without the line.
+            threads::try_spawn(s, move || progress(phase, sink, stats, start));
+        }
+        if !scan_all::<R>(a, &sink, threads, fd_budget, &mut notes) {
+            status = 1;
+        }
+        found = std::mem::take(&mut *sink.found.lock().unwrap());
+        phase.store(PHASE_READ, Ordering::Relaxed);
+        let handles = open::Handles::new(&found, fd_budget);
+        let mut o = find::find(&found, &handles, cache, threads, stats, &stop, a.verify);
+        find::layouts(&found, &handles, &mut o.groups, threads, stats);
+        phase.store(PHASE_DONE, Ordering::Relaxed);
+        outcome = Some(o);
+    });
+    for n in &notes {
+        eprintln!("{cmd}: {n}");
+    }
+    if sink.overflow.load(Ordering::Relaxed) {
+        eprintln!("{cmd}: more than 4 billion directories: the rest were not scanned");
+        status = 1;
+    }
+    for (dir, name, e) in &found.errors {
+        eprintln!("{cmd}: {}", found.problem_line(*dir, name, &platform::errno_text(*e)));
+        status = 1;
+    }
+    let o = outcome.expect("find ran");
+    for (path, e) in &o.errors {
+        eprintln!("{cmd}: {}", problem("cannot read", path, &platform::errno_text(*e)));
+        status = 1;
+    }
+    (found, o, status)
+}
+
+/// Saves the hash file: what this run learned, less the entries a range the kernel
+/// refused made stale, with the block fingerprints of `--blocks`.
+fn save_hashfile(
+    h: cache::HashFile,
+    old: cache::Cache,
+    found: &Found,
+    o: &find::Outcome,
+    report: Option<&mut dedupe::Report>,
+) -> Result<(), String> {
+    let key = |i: &u32| (found.files[*i as usize].dev, found.files[*i as usize].ino);
+    let stale: HashSet<(u64, u64)> = report.iter().flat_map(|r| &r.stale).map(key).collect();
+    let mut entries = find::cache_entries(found, &o.cands);
+    entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
+    let blocks = report.and_then(|r| r.blocks.as_mut()).map(|b| std::mem::take(&mut b.entries));
+    h.save(old, entries, blocks.unwrap_or_default(), &stale)
+}
+
+/// The groups on stdout (always for `dupes`; for `dedupe` unless `-q` alone), the summary
+/// line and dedupe's report on stderr. `Some(code)`: the exit status that replaces the
+/// one so far (a write error, an interrupted or failed dedupe); `None` keeps it.
+fn report_groups(
+    a: &Args,
+    groups: &[Group],
+    stats: &Stats,
+    start: Instant,
+    report: Option<dedupe::Report>,
+    cmd: &str,
+) -> Option<i32> {
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
-        if let Err(code) = out::finish(&cmd, print_groups(a, &o.groups, &stats, start, report.as_ref())) {
-            return code;
+        if let Err(code) = out::finish(cmd, print_groups(a, groups, stats, start, report.as_ref())) {
+            return Some(code);
         }
     }
     if !a.quiet && !a.json {
-        eprintln!("{cmd}: {}", summary_line(&o.groups, &stats, start));
+        eprintln!("{cmd}: {}", summary_line(groups, stats, start));
     }
-    if let Some(r) = report {
-        if !a.json {
-            eprint!("{}", r.text(&cmd, a.dry_run));
-        }
-        if r.failed {
-            status = 1;
-        }
-        if r.interrupted {
-            status = 128 + platform::interrupt_requested().unwrap_or(2);
-        }
+    let r = report?;
+    if !a.json {
+        eprint!("{}", r.text(cmd, a.dry_run));
     }
-    status
+    if r.interrupted {
+        return Some(128 + platform::interrupt_requested().unwrap_or(2));
+    }
+    r.failed.then_some(1)
 }
 
 /// `--dirs` and the actions, after the groups are final: with `--dirs` the groups become
