@@ -390,8 +390,14 @@ fn act_on(handles: &Handles, opts: &Options, now: &Now, target: Option<&[u8]>) -
 
 /// The entry `name` of `dir` is still the regular file `f` (not followed).
 fn is_still(dir: &Parent, name: &CString, f: &FileRec) -> Result<(), Skip> {
+    is_still_as(dir, name, Kind::File, (f.dev, f.ino))
+}
+
+/// The entry `name` of `dir` is still of `kind` with identity `(dev, ino)` (not followed;
+/// an inode 0, which the scan could not learn, matches any).
+fn is_still_as(dir: &Parent, name: &CString, kind: Kind, (dev, ino): (u64, u64)) -> Result<(), Skip> {
     match platform::stat_at(dir.dir(), name, platform::Follow::No) {
-        Ok(now) if now.kind == Kind::File && (f.ino == 0 || (now.dev, now.ino) == (f.dev, f.ino)) => Ok(()),
+        Ok(now) if now.kind == kind && (ino == 0 || (now.dev, now.ino) == (dev, ino)) => Ok(()),
         Ok(_) => Err(Skip::Changed),
         Err(e) => Err(Skip::Os(e)),
     }
@@ -789,11 +795,7 @@ fn rmdir(handles: &Handles, d: u32) -> Result<(), Skip> {
     let (parent, name) = handles.dir_parent(d).map_err(refused)?;
     let name = CString::new(name).map_err(|_| Skip::Os(Errno::INVAL))?;
     let rec = &handles.found().dirs[d as usize];
-    match platform::stat_at(parent.dir(), &name, platform::Follow::No) {
-        Ok(now) if now.kind == Kind::Dir && (rec.ino == 0 || (now.dev, now.ino) == (rec.dev, rec.ino)) => {}
-        Ok(_) => return Err(Skip::Changed),
-        Err(e) => return Err(Skip::Os(e)),
-    }
+    is_still_as(&parent, &name, Kind::Dir, (rec.dev, rec.ino))?;
     platform::remove_at(parent.dir(), &name, true).map_err(Skip::Os)
 }
 

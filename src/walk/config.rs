@@ -90,7 +90,7 @@ fn read_trusted(file: &Path) -> Result<Option<String>, String> {
         Err(_) => return Ok(None),
     };
     if let (Some(d), Some(f)) = (platform::write_dir_owner(&wd), platform::file_owner(&file)) {
-        if let Some(why) = untrusted(uid, file_path_of(dir, name).as_path(), d, f) {
+        if let Some(why) = untrusted(uid, &dir.join(name), d, f) {
             return Err(why);
         }
         if f.mode & 0o022 != 0 {
@@ -101,10 +101,6 @@ fn read_trusted(file: &Path) -> Result<Option<String>, String> {
     use std::io::Read;
     file.take(MAX_CONFIG_BYTES).read_to_string(&mut text).map_err(|e| e.to_string())?;
     Ok(Some(text))
-}
-
-fn file_path_of(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
-    dir.join(name)
 }
 
 /// Why a step to `path` cannot be trusted: owned by someone else than root and `uid`, or
