@@ -123,8 +123,8 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<DiffArgs, i32> {
 
 /// Unreadable entries below `root` (listing or stat failures).
 fn errors_below(a: &Arena, root: u32) -> u64 {
-    let mut n = u64::from(a.dir_flags(root) & arena::D_READ_ERROR != 0);
-    if a.dir_flags(root) & arena::D_ERROR_BELOW == 0 {
+    let mut n = u64::from(a.dir_flags(root).read_error());
+    if !a.dir_flags(root).error_below() {
         return n;
     }
     let mut stack = vec![root];
@@ -135,8 +135,8 @@ fn errors_below(a: &Arena, root: u32) -> u64 {
                 n += 1;
             } else if f.is_dir() {
                 let sub = a.dir_of(id);
-                n += u64::from(a.dir_flags(sub) & arena::D_READ_ERROR != 0);
-                if a.dir_flags(sub) & arena::D_ERROR_BELOW != 0 {
+                n += u64::from(a.dir_flags(sub).read_error());
+                if a.dir_flags(sub).error_below() {
                     stack.push(sub);
                 }
             }

@@ -49,9 +49,10 @@
 //!   `records.rs` (`Records`, du's sink: one record per directory), `mod.rs` (per-argument
 //!   logic and the ordered pass that prints).
 //! * `tree/` — the whole tree in memory: `arena/` (`Arena`: every entry in 8 bytes plus
-//!   its name; `mod.rs` the layout and the scan's side, `flags.rs` an entry's `Flags`,
-//!   `change.rs` deletes, rescans and reuse, `chunked.rs` its storage, `kept_figures.rs`
-//!   the sharing-aware figures kept and computed again after deletes and rescans,
+//!   its name; `mod.rs` the layout and the scan's side, `flags.rs` an entry's `Flags`
+//!   and a directory's `DirFlags`, `change.rs` deletes, rescans and reuse, `chunked.rs`
+//!   its storage, `kept_figures.rs` the sharing-aware figures kept and computed again
+//!   after deletes and rescans,
 //!   `tests.rs`), `sink.rs` (`ArenaSink` fills it), `ncdu/` (ncdu's formats: `export.rs`
 //!   the JSON writer, `import.rs` the JSON reader, `bin_export.rs` and `bin_import.rs` the
 //!   binary format's, `zstd.rs` compressed input, `tests.rs` their unit tests),

@@ -243,7 +243,7 @@ impl Browser<'_> {
     pub(super) fn draw_path(&self, scr: &mut Screen) {
         let w = scr.width;
         let hc = self.frame_chars().h;
-        let scanning = self.a.dir_flags(self.cwd) & arena::D_DONE == 0;
+        let scanning = !self.a.dir_flags(self.cwd).is_done();
         let mut note = if scanning { " (scanning)".to_string() } else { String::new() };
         if self.trail.is_some() {
             note.push_str(" (removed since the compared tree: not on disk)");
@@ -278,7 +278,7 @@ impl Browser<'_> {
             let flags = self.a.dir_flags(self.cwd);
             let why = if self.a.children(self.cwd).is_none() {
                 "(not listed yet: scanning)"
-            } else if flags & arena::D_READ_ERROR != 0 {
+            } else if flags.read_error() {
                 "(could not be read)"
             } else if self.filter.is_some() {
                 "(nothing here matches the filter; Esc clears it)"
@@ -324,11 +324,11 @@ impl Browser<'_> {
             Kind::Dir => {
                 let d = a.dir_of(id);
                 let df = a.dir_flags(d);
-                if df & arena::D_READ_ERROR != 0 {
+                if df.read_error() {
                     ('!', Color::Red)
-                } else if df & arena::D_DONE == 0 {
+                } else if !df.is_done() {
                     ('*', Color::Yellow)
-                } else if df & arena::D_ERROR_BELOW != 0 {
+                } else if df.error_below() {
                     ('.', Color::Red)
                 } else if a.dir_totals(d).2 == 0 {
                     ('e', Color::Default)
@@ -462,7 +462,7 @@ impl Browser<'_> {
         let errors = match st.errors {
             Some(0) => String::new(),
             Some(n) => format!("  Errors: {}", grouped(n)),
-            None if root_flags & (arena::D_READ_ERROR | arena::D_ERROR_BELOW) != 0 => "  Errors: some".into(),
+            None if root_flags.any_error() => "  Errors: some".into(),
             None => String::new(),
         };
         let full = format!("{head}{second}{items}{once}{errors}");
@@ -712,13 +712,13 @@ impl Browser<'_> {
         }
         if is_dir {
             let df = a.dir_flags(a.dir_of(id));
-            if df & arena::D_READ_ERROR != 0 {
+            if df.read_error() {
                 notes.push("could not be read (fully)");
             }
-            if df & arena::D_ERROR_BELOW != 0 {
+            if df.error_below() {
                 notes.push("something below could not be read");
             }
-            if df & arena::D_DONE == 0 {
+            if !df.is_done() {
                 notes.push("still being scanned");
             }
         }

@@ -10,7 +10,7 @@
 
 use super::*;
 use crate::term::escape;
-use crate::tree::arena::{self, NO_DIR};
+use crate::tree::arena::NO_DIR;
 use crate::tree::path::child_path;
 
 /// The marked entries the footer and the confirmation count.
@@ -142,7 +142,7 @@ impl Browser<'_> {
         let targets = self.top_marks();
         let a = self.a;
         if let Some(&(dir, id)) =
-            targets.iter().find(|&&(_, id)| is_dir_entry(a, id) && a.dir_flags(a.dir_of(id)) & arena::D_DONE == 0)
+            targets.iter().find(|&&(_, id)| is_dir_entry(a, id) && !a.dir_flags(a.dir_of(id)).is_done())
         {
             let path = escape(&child_path(a, dir, id));
             return self.refuse(&format!("{path} is still being scanned; it can be deleted once its scan is done."));

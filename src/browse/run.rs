@@ -21,11 +21,10 @@ use std::time::Instant;
 /// Entries below `root` that could not be read: one pass over the parts of the tree
 /// whose directories carry an error flag.
 pub fn count_errors(a: &Arena, root: u32) -> u64 {
-    let err_flags = arena::D_READ_ERROR | arena::D_ERROR_BELOW;
-    let mut n = u64::from(a.dir_flags(root) & arena::D_READ_ERROR != 0);
+    let mut n = u64::from(a.dir_flags(root).read_error());
     let mut stack = vec![root];
     while let Some(d) = stack.pop() {
-        if a.dir_flags(d) & err_flags == 0 {
+        if !a.dir_flags(d).any_error() {
             continue;
         }
         for id in a.children(d).unwrap_or(0..0) {
@@ -37,7 +36,7 @@ pub fn count_errors(a: &Arena, root: u32) -> u64 {
                 n += 1;
             } else if f.is_dir() {
                 let sub = a.dir_of(id);
-                n += u64::from(a.dir_flags(sub) & arena::D_READ_ERROR != 0);
+                n += u64::from(a.dir_flags(sub).read_error());
                 stack.push(sub);
             }
         }

@@ -368,7 +368,7 @@ fn delete_asks_and_defaults_to_no() {
 fn a_mark_never_touches_a_nine_character_size() {
     // Issue 11: the `*` of a directory still being scanned touched "186.4 MiB".
     let (a, r) = tree(&[(b"scanning/x", 1), (b"done/y", 1)], &[b"scanning"]);
-    let scanning = a.children(r).unwrap().map(|id| a.dir_of(id)).find(|&d| a.dir_flags(d) & arena::D_DONE == 0);
+    let scanning = a.children(r).unwrap().map(|id| a.dir_of(id)).find(|&d| !a.dir_flags(d).is_done());
     a.add_up(scanning.unwrap(), 195_454_566 - 4096, 195_454_566 - 4096, 1);
     let j = Journey::new(&a, r);
     assert!(j.text().contains("* 186.4 MiB [##########] /scanning"), "{}", j.text());
@@ -416,7 +416,7 @@ fn delete_is_refused_where_it_must_be() {
     let scanning = a.children(r).unwrap().find(|&id| j.b.names.get(id) == b"done").map(|d| d + 1).unwrap();
     assert_eq!(j.names(), ["/done", "/scanning"]);
     let d = a.dir_of(scanning);
-    assert!(a.dir_flags(d) & arena::D_DONE == 0);
+    assert!(!a.dir_flags(d).is_done());
     assert!(j.text().contains("*   4.0 KiB [##########] /scanning"), "{}", j.text());
     j.type_str("jd");
     assert!(j.text().contains("still being scanned"), "{}", j.text());

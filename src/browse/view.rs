@@ -928,7 +928,7 @@ impl<'a> Browser<'a> {
         if let Some(why) = self.delete_refusal() {
             return self.refuse(why);
         }
-        if is_dir_entry(self.a, id) && self.a.dir_flags(self.a.dir_of(id)) & arena::D_DONE == 0 {
+        if is_dir_entry(self.a, id) && !self.a.dir_flags(self.a.dir_of(id)).is_done() {
             return self.refuse("This directory is still being scanned; it can be deleted once its scan is done.");
         }
         let mounts = match &self.mounts_of {
@@ -994,7 +994,7 @@ impl<'a> Browser<'a> {
             Some(id) if is_dir_entry(self.a, id) && flags_ok(id) && !self.is_gone(id) => self.a.dir_of(id),
             _ => self.cwd,
         };
-        if self.a.dir_flags(dir) & arena::D_DONE == 0 {
+        if !self.a.dir_flags(dir).is_done() {
             self.refuse("This directory is still being scanned.");
             return Action::None;
         }

@@ -220,7 +220,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
         other: 0,
         hardlinked: 0,
         dup_links: 0,
-        errors: u64::from(a.dir_flags(root) & arena::D_READ_ERROR != 0),
+        errors: u64::from(a.dir_flags(root).read_error()),
         excluded: 0,
         loops: 0,
         unstatable: 0,
@@ -251,7 +251,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
                 Kind::Dir => {
                     s.dirs += 1;
                     let sub = a.dir_of(id);
-                    if a.dir_flags(sub) & arena::D_READ_ERROR != 0 {
+                    if a.dir_flags(sub).read_error() {
                         s.errors += 1;
                     }
                     let (d, ap, _) = a.dir_totals(sub);

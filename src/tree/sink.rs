@@ -440,7 +440,7 @@ mod tests {
         scan::scan_as::<Native, ArenaSink>(&walk, &sink, &path, &meta, r);
         let _ = std::process::Command::new("rm").arg("-rf").arg(&top).status();
 
-        assert!(arena.dir_flags(r) & arena::D_DONE != 0);
+        assert!(arena.dir_flags(r).is_done());
         let (_, apparent, items) = arena.dir_totals(r);
         assert_eq!(items, 3000, "2,999 directories below the root and one file");
         assert_eq!(apparent, 5000 + 3000 * meta.size, "directories of one size, plus the file");

@@ -127,15 +127,15 @@ impl Arena {
         while p != NO_DIR {
             let d = self.dirs.at(p);
             let was = d.pending_flags.fetch_add(1, AcqRel);
-            if was & D_DONE == 0 {
+            if !DirFlags::of_word(was).is_done() {
                 break;
             }
-            d.pending_flags.fetch_and(!D_DONE, AcqRel);
-            d.pending_flags.fetch_or(D_RESCAN, AcqRel);
+            d.pending_flags.fetch_and(!D_DONE.in_word(), AcqRel);
+            d.pending_flags.fetch_or(D_RESCAN.in_word(), AcqRel);
             p = d.parent.load(Relaxed);
         }
         self.rescan_roots.lock().unwrap().insert(new);
-        self.dirs.at(new).pending_flags.fetch_or(D_RESCAN, AcqRel);
+        self.dirs.at(new).pending_flags.fetch_or(D_RESCAN.in_word(), AcqRel);
         if parent == NO_DIR {
             let name = self.root_names.lock().unwrap().get(&old).cloned().unwrap_or_default();
             self.set_root_name(new, &name);

@@ -2,6 +2,10 @@
 //! `F_*` bits above them, stored in the top byte of the entry's word 0 (see the arena's
 //! layout). A small newtype rather than a bare `u8`, so that a kind is never compared
 //! with a mask by hand (`flags & 3`) and a size or id cannot be passed for flags.
+//!
+//! A directory's `D_*` flags are a type too (`DirFlags`): they share one atomic word
+//! with the directory's count of pending work, so a bare `u32` could be a count, a
+//! mask or both; the type holds only the flag bits, in their place in that word.
 
 use crate::meta::Kind;
 use std::ops::{BitOr, BitOrAssign};
@@ -108,6 +112,72 @@ impl BitOrAssign for Flags {
     }
 }
 
+/// The flags of one directory: the top four bits of its pending word, in place (the
+/// low 28 bits are the count of pending work, which `DirFlags` never holds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirFlags(u32);
+
+/// The low bits of a directory's pending word: units of unfinished work.
+pub(super) const PENDING_MASK: u32 = (1 << 28) - 1;
+
+/// Every unit of work below is finished and the totals reported to the parent.
+pub const D_DONE: DirFlags = DirFlags(1 << 28);
+/// The directory itself could not be listed (or an import said so).
+pub const D_READ_ERROR: DirFlags = DirFlags(1 << 29);
+/// Some directory or file below had an error.
+pub const D_ERROR_BELOW: DirFlags = DirFlags(1 << 30);
+/// Part of a rescan: a reopened ancestor, or the rescan's new record (see `change.rs`).
+pub(super) const D_RESCAN: DirFlags = DirFlags(1 << 31);
+
+impl DirFlags {
+    /// The flags of a directory's pending word (its count dropped).
+    pub(super) const fn of_word(word: u32) -> DirFlags {
+        DirFlags(word & !PENDING_MASK)
+    }
+
+    /// The flags in their place in the pending word (no count bits).
+    pub(super) const fn in_word(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every bit of `bits` is set.
+    pub fn contains(self, bits: DirFlags) -> bool {
+        self.0 & bits.0 == bits.0
+    }
+
+    /// Whether any bit of `bits` is set.
+    pub fn intersects(self, bits: DirFlags) -> bool {
+        self.0 & bits.0 != 0
+    }
+
+    /// Whether the directory is done (`D_DONE`): its totals are final.
+    pub fn is_done(self) -> bool {
+        self.contains(D_DONE)
+    }
+
+    /// Whether the directory could not be read (`D_READ_ERROR`).
+    pub fn read_error(self) -> bool {
+        self.contains(D_READ_ERROR)
+    }
+
+    /// Whether something below had an error (`D_ERROR_BELOW`).
+    pub fn error_below(self) -> bool {
+        self.contains(D_ERROR_BELOW)
+    }
+
+    /// Whether the directory or anything below it had an error.
+    pub fn any_error(self) -> bool {
+        self.intersects(D_READ_ERROR | D_ERROR_BELOW)
+    }
+}
+
+impl BitOr for DirFlags {
+    type Output = DirFlags;
+    fn bitor(self, bits: DirFlags) -> DirFlags {
+        DirFlags(self.0 | bits.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +197,20 @@ mod tests {
         assert!(!(Flags::of(Kind::Dir) | F_EXCLUDED).is_loop());
         // The kind bits never count as flags: an "other" entry (both low bits) has none.
         assert!(!Flags::of(Kind::Other).intersects(Flags::from_bits(0xff)));
+    }
+
+    #[test]
+    fn dir_flags_drop_the_count() {
+        // A word with every count bit set and two flags reads as just those flags.
+        let f = DirFlags::of_word(PENDING_MASK | (D_DONE | D_ERROR_BELOW).in_word());
+        assert_eq!(f, D_DONE | D_ERROR_BELOW);
+        assert!(f.is_done() && f.error_below() && !f.read_error() && f.any_error());
+        assert!(D_READ_ERROR.any_error() && !(D_DONE | D_RESCAN).any_error());
+        assert!(f.intersects(D_READ_ERROR | D_ERROR_BELOW) && !f.contains(D_READ_ERROR | D_ERROR_BELOW));
+        assert_eq!(DirFlags::of_word(PENDING_MASK), DirFlags::default());
+        // The four flags are distinct bits above the count.
+        let all = [D_DONE, D_READ_ERROR, D_ERROR_BELOW, D_RESCAN];
+        assert_eq!(all.iter().fold(0, |w, f| w | f.in_word()).count_ones(), 4);
+        assert!(all.iter().all(|f| f.in_word() & PENDING_MASK == 0));
     }
 }

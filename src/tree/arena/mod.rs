@@ -120,13 +120,12 @@ pub struct DirSlot {
 }
 const _: () = assert!(std::mem::size_of::<DirSlot>() == 64);
 
-/// Directory flags (kept in the top bits of `pending_flags`).
-pub const D_DONE: u32 = 1 << 28;
-pub const D_READ_ERROR: u32 = 1 << 29;
-pub const D_ERROR_BELOW: u32 = 1 << 30;
-/// Part of a rescan: a reopened ancestor, or the rescan's new record (see `change.rs`).
-const D_RESCAN: u32 = 1 << 31;
-const PENDING_MASK: u32 = (1 << 28) - 1;
+impl DirSlot {
+    /// The directory's flags, read with the ordering that makes its totals visible.
+    fn flags(&self) -> DirFlags {
+        DirFlags::of_word(self.pending_flags.load(Acquire))
+    }
+}
 
 /// Free runs by (length, start): the smallest that fits is the first at or after (n, 0).
 #[derive(Default)]
@@ -518,7 +517,7 @@ impl Arena {
     /// unfinished directories below are added, see the module doc).
     pub fn dir_totals(&self, dir: u32) -> (u64, u64, u64) {
         let mut sum = self.stored_totals(dir);
-        if self.dir_flags(dir) & D_DONE != 0 {
+        if self.dir_flags(dir).is_done() {
             return sum;
         }
         let mut todo = vec![dir];
@@ -530,14 +529,14 @@ impl Arena {
                     continue;
                 }
                 let sub = self.dir_of(id);
-                let flags = self.dirs.at(sub).pending_flags.load(Acquire);
+                let flags = self.dirs.at(sub).flags();
                 // The parent check keeps a half-written record from looping back.
-                if flags & D_DONE != 0 || self.dir_parent(sub) != d || sub == d {
+                if flags.is_done() || self.dir_parent(sub) != d || sub == d {
                     continue;
                 }
                 // A directory reopened by a rescan reported before; only what is below it
                 // (the rescan's new record) has not.
-                if flags & D_RESCAN == 0 || self.rescan_roots.lock().unwrap().contains(&sub) {
+                if !flags.contains(D_RESCAN) || self.rescan_roots.lock().unwrap().contains(&sub) {
                     let t = self.stored_totals(sub);
                     sum = (sum.0.saturating_add(t.0), sum.1.saturating_add(t.1), sum.2 + t.2);
                 }
@@ -599,12 +598,12 @@ impl Arena {
         self.dirs.at(dir).parent.load(Relaxed)
     }
 
-    pub fn dir_flags(&self, dir: u32) -> u32 {
-        self.dirs.at(dir).pending_flags.load(Acquire) & !PENDING_MASK
+    pub fn dir_flags(&self, dir: u32) -> DirFlags {
+        self.dirs.at(dir).flags()
     }
 
-    pub fn set_dir_flags(&self, dir: u32, add: u32) {
-        self.dirs.at(dir).pending_flags.fetch_or(add & !PENDING_MASK, Release);
+    pub fn set_dir_flags(&self, dir: u32, add: DirFlags) {
+        self.dirs.at(dir).pending_flags.fetch_or(add.in_word(), Release);
     }
 
     // ---- totals and completion ----
@@ -634,7 +633,7 @@ impl Arena {
             self.step();
             let d = self.dirs.at(dir);
             f(d);
-            if d.pending_flags.load(Acquire) & (D_DONE | D_RESCAN) == 0 {
+            if !d.flags().intersects(D_DONE | D_RESCAN) {
                 return;
             }
             dir = d.parent.load(Relaxed);
@@ -665,7 +664,7 @@ impl Arena {
     pub fn mark_error_below(&self, mut dir: u32) {
         while dir != NO_DIR {
             let d = self.dirs.at(dir);
-            if d.pending_flags.fetch_or(D_ERROR_BELOW, Relaxed) & D_ERROR_BELOW != 0 {
+            if DirFlags::of_word(d.pending_flags.fetch_or(D_ERROR_BELOW.in_word(), Relaxed)).error_below() {
                 break;
             }
             dir = d.parent.load(Relaxed);
@@ -703,7 +702,7 @@ impl Arena {
             saturating_add(&p.total_apparent, apparent);
             p.items.fetch_add(items as u32, Relaxed);
         };
-        if d.pending_flags.load(Acquire) & D_RESCAN == 0 {
+        if !d.flags().contains(D_RESCAN) {
             if parent != NO_DIR {
                 self.step();
                 add(self.dirs.at(parent));
@@ -712,8 +711,8 @@ impl Arena {
             self.each_holder(parent, add);
         }
         // Done before the flag goes: `each_holder` walks past done or reopened records.
-        d.pending_flags.fetch_or(D_DONE, Release);
-        d.pending_flags.fetch_and(!D_RESCAN, Release);
+        d.pending_flags.fetch_or(D_DONE.in_word(), Release);
+        d.pending_flags.fetch_and(!D_RESCAN.in_word(), Release);
     }
 
     // ---- side tables ----

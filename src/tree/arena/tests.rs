@@ -76,11 +76,11 @@ fn completion_cascades_to_ancestors() {
     assert_eq!(a.dir_name(s), b"s");
     a.add_pending(r, 1);
     a.finish(r);
-    assert!(a.dir_flags(r) & D_DONE == 0);
+    assert!(!a.dir_flags(r).is_done());
     a.set_dir_flags(s, D_ERROR_BELOW);
     a.finish(s);
-    assert!(a.dir_flags(s) & D_DONE != 0 && a.dir_flags(r) & D_DONE != 0);
-    assert!(a.dir_flags(s) & D_ERROR_BELOW != 0, "flags survive the pending count");
+    assert!(a.dir_flags(s).is_done() && a.dir_flags(r).is_done());
+    assert!(a.dir_flags(s).error_below(), "flags survive the pending count");
 }
 
 #[test]
@@ -137,13 +137,13 @@ fn deep_chain_totals_cost_linear_work_and_stay_live() {
     }
     let n = LEVELS as u64;
     let want = (512 * n + 512 * n, n + 10 * (n - 1) + 512, 2 * n - 1);
-    assert!(a.dir_flags(top) & D_DONE == 0, "the deepest directory is not done yet");
+    assert!(!a.dir_flags(top).is_done(), "the deepest directory is not done yet");
     assert_eq!(a.dir_totals(top), want, "live totals of an unfinished chain");
     let mid = dirs[LEVELS as usize / 2];
     assert_eq!(a.dir_totals(mid).2, 2 * (n / 2) - 1);
     // The deepest level finishes: everything reports, once per directory.
     a.finish(*dirs.last().unwrap());
-    assert!(a.dir_flags(top) & D_DONE != 0);
+    assert!(a.dir_flags(top).is_done());
     assert_eq!(a.stored_totals(top), want);
     let steps = a.steps.load(Relaxed);
     assert!(steps <= 3 * n, "{steps} steps for {n} directories: not linear");
@@ -153,7 +153,7 @@ fn deep_chain_totals_cost_linear_work_and_stay_live() {
     let deep = dirs[LEVELS as usize - 2];
     let before = a.dir_totals(deep);
     let new = a.begin_rescan(deep, 512, 10).unwrap();
-    assert!(a.dir_flags(top) & D_DONE == 0, "reopened");
+    assert!(!a.dir_flags(top).is_done(), "reopened");
     assert_eq!(a.dir_totals(top), (want.0 - before.0 + 512, want.1 - before.1 + 10, want.2 - before.2));
     let f = children(
         &a,
@@ -163,7 +163,7 @@ fn deep_chain_totals_cost_linear_work_and_stay_live() {
     a.publish_children(new, f, 1);
     a.add_here(new, 1024, 7, 1);
     a.finish(new);
-    assert!(a.dir_flags(top) & D_DONE != 0);
+    assert!(a.dir_flags(top).is_done());
     let after = (want.0 - before.0 + 1536, want.1 - before.1 + 17, want.2 - before.2 + 1);
     assert_eq!(a.dir_totals(top), after);
     assert_eq!(a.dir_totals(dirs[1]).2, after.2 - 2, "a reopened ancestor did not report twice");
@@ -223,16 +223,16 @@ fn rescan_replaces_the_record_and_reopens_done_ancestors() {
     a.add_here(r, 0, 0, 1);
     let s = dir_with_file(&a, r, e, 8192);
     a.finish(r);
-    assert!(a.dir_flags(r) & D_DONE != 0);
+    assert!(a.dir_flags(r).is_done());
     let n = a.begin_rescan(s, 1024, 10).unwrap();
     assert_eq!(a.dir_of(e), n);
     assert_eq!(a.dir_name(n), b"s");
     assert!(a.children(n).is_none(), "the new record is unlisted");
-    assert!(a.dir_flags(r) & D_DONE == 0, "the root is scanning again");
+    assert!(!a.dir_flags(r).is_done(), "the root is scanning again");
     assert_eq!(a.dir_totals(r), (1024, 10, 1));
     a.add_here(n, 512, 5, 1);
     a.finish(n);
-    assert!(a.dir_flags(n) & D_DONE != 0 && a.dir_flags(r) & D_DONE != 0);
+    assert!(a.dir_flags(n).is_done() && a.dir_flags(r).is_done());
     assert_eq!(a.dir_totals(r), (1536, 15, 2));
 
     // A rescan below a directory that is still being scanned takes one unit from it
@@ -246,9 +246,9 @@ fn rescan_replaces_the_record_and_reopens_done_ancestors() {
     b.finish(s);
     let n = b.begin_rescan(s, 0, 0).unwrap();
     b.finish(n);
-    assert!(b.dir_flags(r) & D_DONE == 0);
+    assert!(!b.dir_flags(r).is_done());
     b.finish(r);
-    assert!(b.dir_flags(r) & D_DONE != 0, "the root's own unit was the last");
+    assert!(b.dir_flags(r).is_done(), "the root's own unit was the last");
 
     // The root itself can be rescanned.
     let root_new = b.begin_rescan(r, 0, 0).unwrap();

@@ -188,11 +188,7 @@ fn leaf<'n>(a: &Arena, id: u32, name: &'n [u8], prev: Option<u64>) -> Item<'n> {
 /// The item of directory `dir`, its children written.
 fn dir_item<'n>(a: &Arena, dir: u32, name: &'n [u8], prev: Option<u64>, sub: Option<u64>) -> Item<'n> {
     let flags = a.dir_flags(dir);
-    let rderr = if flags & arena::D_READ_ERROR != 0 {
-        Some(true)
-    } else {
-        (flags & arena::D_ERROR_BELOW != 0).then_some(false)
-    };
+    let rderr = if flags.read_error() { Some(true) } else { flags.error_below().then_some(false) };
     Item {
         kind: TYPE.dir,
         name,

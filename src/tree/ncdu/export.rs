@@ -69,7 +69,7 @@ fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, shared: Option<&Figur
             out.extend_from_slice(format!(",\"{key}\":{v}").as_bytes());
         }
     }
-    if kind == Kind::Dir && a.dir_flags(a.dir_of(id)) & arena::D_READ_ERROR != 0 {
+    if kind == Kind::Dir && a.dir_flags(a.dir_of(id)).read_error() {
         out.extend_from_slice(b",\"read_error\":true");
     }
     if kind == Kind::Symlink || kind == Kind::Other {

@@ -301,9 +301,9 @@ fn errors_mark_every_directory_above() {
     let (d_a, d_clean) = (sub(r.root, 0), sub(r.root, 1));
     let d_b = sub(d_a, 0);
     for d in [r.root, d_a, d_b] {
-        assert!(a.dir_flags(d) & arena::D_ERROR_BELOW != 0, "dir {d}");
+        assert!(a.dir_flags(d).error_below(), "dir {d}");
     }
-    assert_eq!(a.dir_flags(d_clean) & arena::D_ERROR_BELOW, 0);
+    assert!(!a.dir_flags(d_clean).error_below());
 }
 
 /// A deterministic generator (xorshift) so failures reproduce.
@@ -658,7 +658,7 @@ fn an_excluded_directory_gets_an_empty_finished_record() {
     assert_eq!(a.dir_entry(d), dirs[0]);
     assert_eq!(a.children(d).map(|c| c.len()), Some(0));
     assert_eq!(a.dir_totals(d), (0, 0, 0));
-    assert_ne!(a.dir_flags(d) & arena::D_DONE, 0);
+    assert!(a.dir_flags(d).is_done());
     let out = export_bytes(&a, r.root);
     let text = String::from_utf8_lossy(&out);
     assert!(text.contains("[{\"name\":\"proc\""), "{text}");
@@ -673,13 +673,13 @@ fn only_real_errors_mark_directories() {
     let clean = b"[1,2,{\"progname\":\"x\"},[{\"name\":\"/r\"},{\"name\":\"f\",\"asize\":1},[{\"name\":\"d\"},{\"name\":\"g\",\"asize\":2}]]]";
     let (a, r) = load(clean).unwrap();
     for dir in 0..a.dir_count() {
-        assert_eq!(a.dir_flags(dir) & arena::D_ERROR_BELOW, 0, "clean import marked {dir}");
+        assert!(!a.dir_flags(dir).error_below(), "clean import marked {dir}");
     }
     let one = b"[1,2,{\"progname\":\"x\"},[{\"name\":\"/r\"},[{\"name\":\"ok\"},{\"name\":\"g\",\"asize\":2}],[{\"name\":\"bad\"},{\"name\":\"s\",\"read_error\":true}]]]";
     let (a, r2) = load(one).unwrap();
     let mut marked = Vec::new();
     for dir in 0..a.dir_count() {
-        if a.dir_flags(dir) & arena::D_ERROR_BELOW != 0 {
+        if a.dir_flags(dir).error_below() {
             marked.push(a.dir_name(dir));
         }
     }
