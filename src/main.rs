@@ -58,8 +58,9 @@
 //!   binary format's, `zstd.rs` compressed input, `tests.rs` their unit tests),
 //!   `roots.rs` (`WalkArgs`: `WalkOpts` plus `-f`; importing or stat'ing the roots; one
 //!   side of a comparison, imported or scanned), `path.rs` (`dir_path`, `child_path`),
-//!   `sharing.rs` (sharing-aware figures: total, exclusive, set shared and disk once per
-//!   directory, folded bottom-up), `compare.rs` (two trees in one arena matched by path,
+//!   `sharing/` (sharing-aware figures: total, exclusive, set shared, disk once and frees
+//!   per directory; `mod.rs` the collector, `fold.rs` the bottom-up fold, `frees.rs` what
+//!   deleting frees, `tests.rs`), `compare.rs` (two trees in one arena matched by path,
 //!   and which changed directories a report lists), `treemap.rs` (the SVG treemap of
 //!   `scan --treemap`), `top.rs` (`Top`: the largest N of a stream, for the reports'
 //!   lists).

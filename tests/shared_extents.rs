@@ -86,11 +86,17 @@ impl Drop for Mounted {
     }
 }
 
-/// (path, [total, exclusive, set shared, disk once]) of every directory in a dfdu ncdu
-/// export, paths joined from the root's name. The export writes one entry per line and
-/// the test's names need no escapes.
-fn export_dirs(export: &str) -> Vec<(String, [u64; 4])> {
-    let keys = ["dfdu_total_bytes", "dfdu_exclusive_bytes", "dfdu_set_shared_bytes", "dfdu_disk_once_bytes"];
+/// (path, [total, exclusive, set shared, disk once, frees, 1 if frees is an estimate])
+/// of every directory in a dfdu ncdu export, paths joined from the root's name. The
+/// export writes one entry per line and the test's names need no escapes.
+fn export_dirs(export: &str) -> Vec<(String, [u64; 6])> {
+    let keys = [
+        "dfdu_total_bytes",
+        "dfdu_exclusive_bytes",
+        "dfdu_set_shared_bytes",
+        "dfdu_disk_once_bytes",
+        "dfdu_frees_bytes",
+    ];
     let mut out = Vec::new();
     let mut stack: Vec<String> = Vec::new();
     for line in export.lines().skip(1) {
@@ -101,7 +107,7 @@ fn export_dirs(export: &str) -> Vec<(String, [u64; 4])> {
                 Some(p) => format!("{p}/{name}"),
                 None => name.to_string(),
             };
-            let mut v = [u64::MAX; 4];
+            let mut v = [u64::MAX; 6];
             for (k, key) in keys.iter().enumerate() {
                 let pat = format!("\"{key}\":");
                 if let Some(i) = line.find(&pat) {
@@ -109,6 +115,7 @@ fn export_dirs(export: &str) -> Vec<(String, [u64; 4])> {
                     v[k] = digits.parse().expect("a number");
                 }
             }
+            v[5] = u64::from(line.contains("\"dfdu_frees_estimate\":true"));
             out.push((path.clone(), v));
             stack.push(path);
         }
@@ -226,6 +233,11 @@ fn btrfs_every_directory_matches_btrfs_filesystem_du() {
     assert_eq!(json_num(shared, "total_bytes"), Some(root[0]));
     assert_eq!(json_num(shared, "exclusive_bytes"), Some(root[1]));
     assert_eq!(json_num(shared, "set_shared_bytes"), Some(root[2]));
+    // FIEMAP knows no reference counts: "frees" is the lower bound, every name of the
+    // hard-linked files lying inside, and frees + set shared the upper one.
+    assert_eq!(json_num(shared, "frees_bytes"), Some(root[1]));
+    assert_eq!(json_num(shared, "frees_most_bytes"), Some(root[1] + root[2]));
+    assert!(shared.contains("\"frees_exact\":false"), "{shared}");
     // Sharing counted once: less than the plain disk usage, more than the shared set.
     let once = json_num(shared, "disk_bytes_once").unwrap();
     let disk = json_num(&json, "disk_bytes").unwrap();
@@ -296,7 +308,7 @@ fn btrfs_partial_reflink_inside_a_longer_shared_extent() {
     // exactly the data btrfs allocated for it.
     assert_eq!(dirs[0].1[3], taken, "disk once of top: the data the tree took");
     let one = dirs.iter().find(|(p, _)| p.ends_with("/one")).expect("one in the export");
-    assert_eq!(one.1[2..], [2 * mib, 2 * mib], "one: set shared and disk once");
+    assert_eq!(one.1[2..4], [2 * mib, 2 * mib], "one: set shared and disk once");
 }
 
 /// The same nested case on XFS, where FIEMAP reports an extent as shared only where its
@@ -388,13 +400,16 @@ fn xfs_disk_once_is_the_space_taken_and_exclusive_is_what_delete_frees() {
     assert!(once <= taken && taken - once <= slack, "disk once {once}, statfs used {taken}");
     // Directories whose shared extents are all shared with the rest of the tree: deleting
     // one frees its exclusive bytes. Directory `e` shares only within itself: deleting it
-    // frees more than its exclusive bytes, at most exclusive + set shared.
+    // frees more than its exclusive bytes, at most exclusive + set shared. FIEMAP knows no
+    // reference counts, so "frees" is an estimate wherever something is shared, and what
+    // the delete freed lies between its bounds (frees, frees + set shared).
     let slack = 64 * 1024;
     for dir in ["e", "c", "b", "d", "a"] {
         let export = scan_export(&top);
         let figures = export_dirs(&export);
         let (_, v) = figures.iter().find(|(p, _)| p.ends_with(&format!("/{dir}"))).expect("directory in the export");
-        let (exclusive, set_shared) = (v[1], v[2]);
+        let (exclusive, set_shared, frees, estimate) = (v[1], v[2], v[4], v[5] == 1);
+        assert_eq!((frees, estimate), (exclusive, set_shared > 0), "{dir}: frees {frees} (estimate: {estimate})");
         let before = used_bytes(&m.at);
         sh(&format!("rm -r '{t}/{dir}'"));
         let freed = before - used_bytes(&m.at);
@@ -403,6 +418,7 @@ fn xfs_disk_once_is_the_space_taken_and_exclusive_is_what_delete_frees() {
             freed >= exclusive && freed <= most + slack,
             "{dir}: exclusive {exclusive}, set shared {set_shared}, deleting it freed {freed}"
         );
+        assert!(freed >= frees && freed <= frees + set_shared + slack, "{dir}: frees {frees}, freed {freed}");
     }
 }
 

@@ -177,7 +177,14 @@ fn sharing_figures_give_a_column_a_sort_key_an_info_box_and_a_footer() {
     // Directories in creation order: root, big, empty, mid, big/sub.
     let mut f = crate::tree::sharing::Figures::default();
     for (dir, exclusive) in [(0, 7 << 20), (1, 10 << 10), (2, 500 << 10), (3, 300 << 10), (4, 0)] {
-        let s = crate::tree::sharing::Share { total: 1 << 30, exclusive, set_shared: 5 << 20, disk_once: 3 << 20 };
+        let s = crate::tree::sharing::Share {
+            total: 1 << 30,
+            exclusive,
+            set_shared: 5 << 20,
+            disk_once: 3 << 20,
+            frees: exclusive,
+            frees_exact: false,
+        };
         f.set(dir, s);
     }
     a.set_shared_figures(f);

@@ -322,9 +322,19 @@ fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> i
     writeln!(out, "  unreadable     {:>12}", s.errors)?;
     if let Some(sh) = s.shared {
         writeln!(out, "  extents total  {:>12}  data extents referenced by its files", size_text(sh.total, args))?;
-        writeln!(out, "  exclusive      {:>12}  not shared: freed by deleting it", size_text(sh.exclusive, args))?;
+        writeln!(out, "  exclusive      {:>12}  in extents not shared", size_text(sh.exclusive, args))?;
         writeln!(out, "  set shared     {:>12}  shared extents, each byte once", size_text(sh.set_shared, args))?;
         writeln!(out, "  disk once      {:>12}  disk usage with sharing counted once", size_text(sh.disk_once, args))?;
+        if sh.frees_exact {
+            writeln!(out, "  frees          {:>12}  freed by deleting it", size_text(sh.frees, args))?;
+        } else {
+            let most = size_text(sh.frees_most(), args);
+            writeln!(
+                out,
+                "  frees          {:>12}  at least (at most {most}): reference counts not known",
+                size_text(sh.frees, args)
+            )?;
+        }
     }
     if s.excluded > 0 {
         writeln!(out, "  excluded       {:>12}", s.excluded)?;
@@ -378,8 +388,8 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
         ));
         if let Some(sh) = s.shared {
             o.push_str(&format!(
-                ",\"shared\":{{\"total_bytes\":{},\"exclusive_bytes\":{},\"set_shared_bytes\":{},\"disk_bytes_once\":{}}}",
-                sh.total, sh.exclusive, sh.set_shared, sh.disk_once
+                ",\"shared\":{{\"total_bytes\":{},\"exclusive_bytes\":{},\"set_shared_bytes\":{},\"disk_bytes_once\":{},\"frees_bytes\":{},\"frees_most_bytes\":{},\"frees_exact\":{}}}",
+                sh.total, sh.exclusive, sh.set_shared, sh.disk_once, sh.frees, sh.frees_most(), sh.frees_exact
             ));
         }
         for (key, list) in [("largest_dirs", &s.top_dirs), ("largest_files", &s.top_files)] {

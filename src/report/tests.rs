@@ -25,9 +25,10 @@ fn refused(args: &[&str]) -> bool {
 ///   and `mid` 12288 / 7000,
 /// * `empty` 4096 / 50.
 ///
-/// `sub` and the root carry dfdu's sharing figures.
+/// `sub` and the root carry dfdu's sharing figures; the root what deleting it frees
+/// (exact), `sub` not (an export from before that figure).
 const TREE: &str = r#"[1,2,{"progname":"test"},
-[{"name":"/r","asize":100,"dsize":4096,"dfdu_total_bytes":900,"dfdu_exclusive_bytes":800,"dfdu_set_shared_bytes":70,"dfdu_disk_once_bytes":600},
+[{"name":"/r","asize":100,"dsize":4096,"dfdu_total_bytes":900,"dfdu_exclusive_bytes":800,"dfdu_set_shared_bytes":70,"dfdu_disk_once_bytes":600,"dfdu_frees_bytes":850},
  {"name":"big","asize":300000,"dsize":303104},
  {"name":"small","asize":10,"dsize":4096},
  {"name":"link1","asize":5000,"dsize":8192,"ino":77,"nlink":2},
@@ -182,9 +183,10 @@ fn text_report_of_the_import() {
   hard links                2  files with several names (1 further names counted once)
   unreadable                2
   extents total           900  data extents referenced by its files
-  exclusive               800  not shared: freed by deleting it
+  exclusive               800  in extents not shared
   set shared               70  shared extents, each byte once
   disk once               600  disk usage with sharing counted once
+  frees                   850  freed by deleting it
   excluded                  1
   largest directories (disk usage):
            24576  /r/sub
@@ -274,7 +276,7 @@ fn json_report_of_the_import() {
             r#"{{"format":"dfdu-scan-report","version":1,"source":"import of a test export","elapsed_seconds":1.234,"measure":"disk","roots":["#,
             r#"{{"path":"/r","disk_bytes":{},"apparent_bytes":{},"entries":11,"dirs":3,"files":5,"symlinks":0,"other":1,"nonregular":1,"#,
             r#""hardlinked_files":2,"duplicate_link_names":1,"errors":2,"excluded":1,"loops":0,"unstatable":1,"#,
-            r#""shared":{{"total_bytes":900,"exclusive_bytes":800,"set_shared_bytes":70,"disk_bytes_once":600}},"#,
+            r#""shared":{{"total_bytes":900,"exclusive_bytes":800,"set_shared_bytes":70,"disk_bytes_once":600,"frees_bytes":850,"frees_most_bytes":850,"frees_exact":true}},"#,
             r#""largest_dirs":[{{"path":"/r/sub","disk_bytes":24576,"apparent_bytes":12200,"exclusive_bytes":3}},{{"path":"/r/empty","disk_bytes":4096,"apparent_bytes":50}}],"#,
             r#""largest_files":[{{"path":"/r/big","disk_bytes":303104,"apparent_bytes":300000}},{{"path":"/r/sub/mid","disk_bytes":12288,"apparent_bytes":7000}}]}}]}}"#,
             "\n"

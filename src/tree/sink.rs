@@ -13,8 +13,8 @@ use crate::meta::{Errno, Kind, Meta};
 use crate::text::quote::walk_problem;
 use crate::tree::arena::{self, Arena, Flags, NewEntry, NO_DIR, NO_ENTRY};
 use crate::tree::path::dir_path;
-use crate::tree::sharing::{Collector, FileFigures};
-use crate::walk::extents::FileExtents;
+use crate::tree::sharing::{Collector, FileFigures, LinkId};
+use crate::walk::extents::{FileExtents, WholeExtent};
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -90,12 +90,14 @@ struct Pending {
 #[derive(Clone, Copy)]
 struct PendingExtents {
     idx: u32,
-    link: Option<(u64, u64)>,
+    link: Option<LinkId>,
     total: u64,
     shared: u64,
     disk: u64,
-    /// Its shared ranges in `Local::ranges`.
+    refs_unknown: bool,
+    /// Its shared ranges in `Local::ranges`, its whole extents in `Local::known`.
     ranges: (u32, u32),
+    known: (u32, u32),
 }
 
 /// A worker's findings before they are committed.
@@ -107,6 +109,7 @@ pub struct Local {
     problems: Vec<(Vec<u8>, Errno)>,
     extents: Vec<PendingExtents>,
     ranges: Vec<(u64, u64)>,
+    known: Vec<WholeExtent>,
 }
 
 impl<'a> ArenaSink<'a> {
@@ -251,15 +254,19 @@ impl Sink for ArenaSink<'_> {
     }
 
     fn extents(&self, l: &mut Local, pos: Pos, meta: &Meta, file: &FileExtents) {
-        let at = l.ranges.len() as u32;
+        let (at, known_at) = (l.ranges.len() as u32, l.known.len() as u32);
         l.ranges.extend_from_slice(&file.ranges);
+        l.known.extend_from_slice(&file.known);
+        let nlink = meta.nlink.min(u64::from(u32::MAX)) as u32;
         l.extents.push(PendingExtents {
             idx: pos.idx,
             disk: meta.disk_bytes(),
-            link: meta.may_have_links().then_some((meta.dev, meta.ino)),
+            link: meta.may_have_links().then_some(LinkId { dev: meta.dev, ino: meta.ino, nlink }),
             total: file.total,
             shared: file.shared,
+            refs_unknown: file.refs_unknown,
             ranges: (at, l.ranges.len() as u32),
+            known: (known_at, l.known.len() as u32),
         });
     }
 
@@ -361,12 +368,20 @@ impl Sink for ArenaSink<'_> {
                 // What the arena charged: nothing for a further name of a counted file.
                 let dup = first != NO_ENTRY && a.flags(first + x.idx).contains(arena::F_DUP_LINK);
                 let charged = if dup || first == NO_ENTRY { 0 } else { x.disk };
-                let f = FileFigures { total: x.total, shared: x.shared, disk: x.disk, charged };
+                let f = FileFigures {
+                    total: x.total,
+                    shared: x.shared,
+                    disk: x.disk,
+                    charged,
+                    refs_unknown: x.refs_unknown,
+                };
                 let entry = if first == NO_ENTRY { NO_ENTRY } else { first + x.idx };
-                c.add(dir, entry, x.link, f, &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize]);
+                let ranges = &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize];
+                c.add(dir, entry, x.link, f, ranges, &l.known[x.known.0 as usize..x.known.1 as usize]);
             }
             l.extents.clear();
             l.ranges.clear();
+            l.known.clear();
         }
         self.last_dir.store(dir, Ordering::Relaxed);
         l.entries.clear();

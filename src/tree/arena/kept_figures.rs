@@ -1,10 +1,10 @@
-//! The arena's sharing-aware figures (`tree/sharing.rs`): stored for the outputs, and for
+//! The arena's sharing-aware figures (`tree/sharing/`): stored for the outputs, and for
 //! the browser computed again from the kept extent figures after deletes and rescans.
 
 use super::Arena;
 
 impl Arena {
-    /// Sharing-aware figures (see `tree/sharing.rs`), when the scan or import has them.
+    /// Sharing-aware figures (see `tree/sharing/`), when the scan or import has them.
     pub fn shared_figures(&self) -> Option<std::sync::Arc<crate::tree::sharing::Figures>> {
         self.shared.lock().unwrap().clone()
     }

@@ -2,7 +2,7 @@
 //! per entry, names escaped so that any byte string survives (raw bytes above 0x7f are
 //! written as they are, as ncdu does).
 
-use super::SHARED_KEYS;
+use super::{FREES_ESTIMATE, SHARED_KEYS};
 use crate::meta::Kind;
 use crate::tree::arena::{self, Arena};
 use crate::tree::sharing::Figures;
@@ -65,8 +65,11 @@ fn info(a: &Arena, id: u32, name: &[u8], dev: Option<u64>, shared: Option<&Figur
         }
     }
     if let Some(s) = shared.filter(|_| kind == Kind::Dir).and_then(|f| f.get(a.dir_of(id))) {
-        for (key, v) in SHARED_KEYS.iter().zip([s.total, s.exclusive, s.set_shared, s.disk_once]) {
+        for (key, v) in SHARED_KEYS.iter().zip([s.total, s.exclusive, s.set_shared, s.disk_once, s.frees]) {
             out.extend_from_slice(format!(",\"{key}\":{v}").as_bytes());
+        }
+        if !s.frees_exact {
+            out.extend_from_slice(format!(",\"{FREES_ESTIMATE}\":true").as_bytes());
         }
     }
     if kind == Kind::Dir && a.dir_flags(a.dir_of(id)).read_error() {

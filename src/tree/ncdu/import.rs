@@ -2,7 +2,7 @@
 //! the arena. A directory's children are staged compactly (`Staged`) until it closes, then
 //! written under contiguous ids and added up; hard links are counted once by (dev, inode).
 
-use super::{MAX_DEPTH, MAX_NAME, MAX_SIZE, SHARED_KEYS};
+use super::{FREES_ESTIMATE, MAX_DEPTH, MAX_NAME, MAX_SIZE, SHARED_KEYS};
 use crate::meta::Kind;
 use crate::out::io_text;
 use crate::tree::arena::{self, Arena, Flags, NewEntry, NO_DIR};
@@ -258,7 +258,9 @@ pub(super) struct Info {
     pub excluded: Option<Flags>,
     pub notreg: bool,
     /// dfdu's sharing-aware figures (`SHARED_KEYS`), when present.
-    pub shared: [Option<u64>; 4],
+    pub shared: [Option<u64>; 5],
+    /// `FREES_ESTIMATE`: the frees figure is a lower bound.
+    pub frees_estimate: bool,
 }
 
 /// A directory being read: its record and its direct children so far.
@@ -558,6 +560,7 @@ impl<R: BufRead> Importer<'_, R> {
                     let at = SHARED_KEYS.iter().position(|s| s.as_bytes() == k).unwrap_or(0);
                     info.shared[at] = Some(v);
                 }
+                k if k == FREES_ESTIMATE.as_bytes() => info.frees_estimate = i.bool_value()?,
                 b"hlnkc" => info.hlnkc = i.bool_value()?,
                 b"read_error" => info.read_error = i.bool_value()?,
                 b"notreg" => info.notreg = i.bool_value()?,
@@ -597,10 +600,12 @@ impl<R: BufRead> Importer<'_, R> {
         if parent.is_none() || dev != parent_dev {
             self.arena.set_dev(dir, dev);
         }
-        if let [Some(total), Some(exclusive), Some(set_shared), Some(disk_once)] = info.shared {
-            self.shared
-                .get_or_insert_with(Figures::default)
-                .set(dir, Share { total, exclusive, set_shared, disk_once });
+        if let [Some(total), Some(exclusive), Some(set_shared), Some(disk_once), frees] = info.shared {
+            // An export from before "frees": its exclusive bytes are the lower bound.
+            let frees_exact = frees.is_some() && !info.frees_estimate;
+            let frees = frees.unwrap_or(exclusive);
+            let s = Share { total, exclusive, set_shared, disk_once, frees, frees_exact };
+            self.shared.get_or_insert_with(Figures::default).set(dir, s);
         }
         let cumulative = self.cumulative_dirs.then_some((info.dsize, info.asize));
         if info.read_error {

@@ -131,6 +131,9 @@ const MAX_NAME: usize = 32 * 1024;
 const MAX_SIZE: u64 = 1 << 60;
 
 /// Extra keys a directory carries when sharing-aware figures exist (ncdu ignores keys it
-/// does not know; dfdu's import reads them back).
-const SHARED_KEYS: [&str; 4] =
-    ["dfdu_total_bytes", "dfdu_exclusive_bytes", "dfdu_set_shared_bytes", "dfdu_disk_once_bytes"];
+/// does not know; dfdu's import reads them back). The fifth, what deleting it frees,
+/// is absent in exports of dfdu before it; `FREES_ESTIMATE` (`true`) follows it where
+/// it is a lower bound.
+const SHARED_KEYS: [&str; 5] =
+    ["dfdu_total_bytes", "dfdu_exclusive_bytes", "dfdu_set_shared_bytes", "dfdu_disk_once_bytes", "dfdu_frees_bytes"];
+const FREES_ESTIMATE: &str = "dfdu_frees_estimate";

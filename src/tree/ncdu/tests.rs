@@ -580,13 +580,29 @@ fn export_of_a_scan_is_what_ncdu_writes_for_the_same_tree() {
 }
 
 /// dfdu's sharing-aware figures (`scan --shared`) ride along as extra keys on directories
-/// only; an import keeps them and the next export writes them back unchanged.
+/// only; an import keeps them and the next export writes them back unchanged, "frees"
+/// exact (the root) or an estimate (`d`). An export from before "frees" comes back with
+/// its exclusive bytes as the estimate.
 #[test]
 fn sharing_figures_go_round_on_directories() {
-    let doc = "[1,2,{\"progname\":\"dfdu\",\"progver\":\"0\",\"timestamp\":42},\n[{\"name\":\"/r\",\"asize\":4096,\"dsize\":4096,\"dev\":7,\"dfdu_total_bytes\":20480,\"dfdu_exclusive_bytes\":8192,\"dfdu_set_shared_bytes\":4096,\"dfdu_disk_once_bytes\":16384},\n{\"name\":\"f\",\"asize\":1,\"dsize\":4096},\n[{\"name\":\"d\",\"asize\":4096,\"dsize\":4096,\"dfdu_total_bytes\":12288,\"dfdu_exclusive_bytes\":4096,\"dfdu_set_shared_bytes\":8192,\"dfdu_disk_once_bytes\":12288},\n{\"name\":\"g\",\"asize\":0,\"dsize\":8192}]]]\n";
+    let doc = "[1,2,{\"progname\":\"dfdu\",\"progver\":\"0\",\"timestamp\":42},\n[{\"name\":\"/r\",\"asize\":4096,\"dsize\":4096,\"dev\":7,\"dfdu_total_bytes\":20480,\"dfdu_exclusive_bytes\":8192,\"dfdu_set_shared_bytes\":4096,\"dfdu_disk_once_bytes\":16384,\"dfdu_frees_bytes\":12288},\n{\"name\":\"f\",\"asize\":1,\"dsize\":4096},\n[{\"name\":\"d\",\"asize\":4096,\"dsize\":4096,\"dfdu_total_bytes\":12288,\"dfdu_exclusive_bytes\":4096,\"dfdu_set_shared_bytes\":8192,\"dfdu_disk_once_bytes\":12288,\"dfdu_frees_bytes\":4096,\"dfdu_frees_estimate\":true},\n{\"name\":\"g\",\"asize\":0,\"dsize\":8192}]]]\n";
     let (a, r) = load(doc.as_bytes()).unwrap();
     let out = String::from_utf8(export_bytes(&a, r.root)).unwrap();
     assert_eq!(body(out.as_bytes()), body(doc.replace("\"asize\":0,", "").as_bytes()));
+    let old = doc
+        .replace(",\"dfdu_frees_bytes\":12288", "")
+        .replace(",\"dfdu_frees_bytes\":4096,\"dfdu_frees_estimate\":true", "");
+    let (a, r) = load(old.as_bytes()).unwrap();
+    let out = String::from_utf8(export_bytes(&a, r.root)).unwrap();
+    let estimated = |exclusive: u32| format!("\"dfdu_exclusive_bytes\":{exclusive},");
+    assert!(
+        out.contains("\"dfdu_disk_once_bytes\":16384,\"dfdu_frees_bytes\":8192,\"dfdu_frees_estimate\":true}"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&estimated(4096)) && out.contains("\"dfdu_frees_bytes\":4096,\"dfdu_frees_estimate\":true}"),
+        "{out}"
+    );
 }
 
 /// What the format leaves open is accepted: minor versions up to 10,000, and further
