@@ -7,23 +7,28 @@
 //! name for the same feature wherever a backend has it:
 //!
 //! * `linux/` — `dir.rs` (reading trees: `getdents64`, `statx`; mounts; the process),
-//!   `extents.rs` (FIEMAP), `dupes.rs` (FIDEDUPERANGE and the rest of `dupes`' calls),
-//!   `time.rs` (local time).
+//!   `extents.rs` (FIEMAP), `dupes.rs` (FIDEDUPERANGE and the rest of `dupes`' calls,
+//!   the hash file's `O_TMPFILE` replacement), `time.rs` (local time).
 //! * `macos/` — `dir.rs` (`getattrlistbulk`; the process), `attrs.rs` (its buffer
 //!   parser), `extents.rs` (APFS clone figures), `time.rs` (local time).
 //! * `windows/` — `dir.rs` (the NT reader; the process, delete), `ffi.rs` (the
-//!   declarations), `term.rs` (the console), `time.rs` (local time), `extents.rs` (none).
+//!   declarations), `term.rs` (the console), `time.rs` (local time), `extents.rs` (none),
+//!   `write.rs` (the files dfdu writes: the fallback's, but for a no-follow open).
 //! * `unix/` — what the Linux and macOS backends share and take in themselves: `dir.rs`
-//!   (directory handles, their identity and removal) and `term.rs` (termios and signals).
+//!   (directory handles, their identity and removal, the trash's move), `term.rs`
+//!   (termios and signals) and `write.rs` (the files dfdu writes, the hash file and the
+//!   trash, through checked directory handles; the fallback backend takes it in on any
+//!   other Unix).
 //! * `fallback/` — std::fs: `dir.rs` (reading by paths), `dupes.rs` (`dupes` without
-//!   extents or dedupe, which macOS and Windows use too), and stubs or plain answers for
+//!   extents or dedupe, which macOS and Windows use too), `write.rs` (the files dfdu
+//!   writes, by paths, where there are no Unix handles), and stubs or plain answers for
 //!   the rest (`term.rs`, `time.rs` in UTC, `extents.rs`). It is the backend on any
 //!   other OS, and it is built everywhere as the oracle the native readers are tested
 //!   against (`DFDU_READER=portable`).
-//! * `common/` — what no OS family owns, written once for all: `dupes.rs` (the `dupes`
-//!   contract's types, the hash file's lock and directory handle) and `oom.rs` (the global
-//!   allocator). A folder of its own rather than files beside this one, so that `ls
-//!   platform` shows only this file and folders.
+//!
+//! What no OS family owns is written once, in this file: the types the `dupes` and
+//! write calls speak (`FileCheck`, `Layout`, `DedupeStatus`, `Owner`, `WalkError`), the
+//! temporary names they pick, and `oom` (the global allocator).
 //!
 //! # The contract every backend implements
 //!
@@ -63,23 +68,26 @@
 //!   `dedupe`'s clean stop; stubs on Windows and in `fallback/`).
 //! * `dupes` and `dedupe`: `check_file`, `cached`, `layout`, `rotational`,
 //!   `physical_start`, `extents_never_shared`, `read_only_snapshot`, `dedupe_supported`,
-//!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files` and the hash file's `replace_in`:
-//!   `linux/dupes.rs` on Linux (FIEMAP, FIDEDUPERANGE, statfs, O_TMPFILE,
-//!   GET_SUBVOL_INFO), `fallback/dupes.rs` (std::fs; no extents, no dedupe) everywhere
-//!   else. The types they speak (`FileCheck`, `Layout` of `meta::Extent`s, `DedupeStatus`,
-//!   `MAX_DEDUPE_DESTS`) and the calls that are the same everywhere (`lock_file`; for the
-//!   hash file `WriteDir`, `Owner`, `WalkError`, `open_write_dir`, `write_dir_owner`,
-//!   `file_owner`, `effective_uid`, `entry_at`, `open_at_nofollow`) are
-//!   `common/dupes.rs`'s, not the backends'.
-//! * The browser's trash: `make_dir_in`, `remove_in`, `write_dir_id` and `move_into`
-//!   (`rename` without replacing, never across file systems), `common/trash.rs`'s for all.
+//!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files`: `linux/dupes.rs`
+//!   on Linux (FIEMAP, FIDEDUPERANGE, statfs, GET_SUBVOL_INFO), `fallback/dupes.rs`
+//!   (std::fs; no extents, no dedupe) everywhere else. They speak this file's
+//!   `FileCheck`, `Layout` (of `meta::Extent`s), `DedupeStatus` and `MAX_DEDUPE_DESTS`.
+//! * The files dfdu writes (the hash file, `--plan`, the browser's trash): `WriteDir` (a
+//!   directory reached by `open_write_dir`, one name at a time, each step shown to the
+//!   caller's judge as this file's `Owner`s, refused as `WalkError::Refused`),
+//!   `write_dir_owner`, `file_owner`, `effective_uid`, `write_dir_id`, `entry_at`,
+//!   `open_at_nofollow`, `lock_file`, `replace_in` (a new file renamed over the old one),
+//!   and for the trash `make_dir_in`, `remove_in` and `move_into` (`rename` without
+//!   replacing, never across file systems): `unix/write.rs` (Linux adds its `O_TMPFILE`
+//!   `replace_in`), `fallback/write.rs` by paths elsewhere (no owners, no trash).
 //!
 //! Everything `unsafe` in dfdu lives in this directory, each block under a `// SAFETY:`
 //! comment.
 
-use crate::meta::{Errno, Extent, LocalTime, Meta};
+use crate::meta::{Errno, Extent, Kind, LocalTime, Meta};
 use std::ffi::{CStr, OsStr};
 use std::fs::File;
+use std::path::Path;
 
 // The one switch: which folder is this build's backend.
 #[cfg_attr(target_os = "linux", path = "linux/mod.rs")]
@@ -88,7 +96,6 @@ use std::fs::File;
 #[cfg_attr(not(any(target_os = "linux", target_os = "macos", windows)), path = "fallback/mod.rs")]
 mod backend;
 
-mod common;
 /// The std::fs backend, on every OS: the oracle (`walk::reader::Portable`).
 #[allow(dead_code)]
 pub mod fallback;
@@ -106,19 +113,15 @@ pub mod macos {
 
 pub use backend::{
     address_space_left, cached, check_file, dedupe, dedupe_supported, default_sigpipe, default_threads, dir_id,
-    dir_mount, dir_others_may_write, errno_text, extents_never_shared, file_extents_at, free_bytes, fs_block_bytes,
-    fs_shares_extents, fs_uuid, interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time,
-    lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path, physical_start,
-    raise_fd_limit, read_only_snapshot, reload_zone, remove_at, rename_at, replace_in, rotational, sorts_by_inode,
-    stat_at, stat_path, swap_files, symlink_at, term_raw_enter, term_raw_leave, term_signals, term_size,
-    term_stop_self, term_wait, term_write, thread_cpu_ns, Dir, ExtentBuf, Lister, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
+    dir_mount, dir_others_may_write, effective_uid, entry_at, errno_text, extents_never_shared, file_extents_at,
+    file_owner, free_bytes, fs_block_bytes, fs_shares_extents, fs_uuid, interrupt_catch, interrupt_requested,
+    kernel_fs, layout, link_at, local_time, lock_file, lookups_serialize, make_dir_in, mount_points, move_into,
+    open_at, open_at_nofollow, open_fds, open_file_at, open_file_path, open_path, open_write_dir, physical_start,
+    raise_fd_limit, read_only_snapshot, reload_zone, remove_at, remove_in, rename_at, replace_in, rotational,
+    sorts_by_inode, stat_at, stat_path, swap_files, symlink_at, term_raw_enter, term_raw_leave, term_signals,
+    term_size, term_stop_self, term_wait, term_write, thread_cpu_ns, write_dir_id, write_dir_owner, Dir, ExtentBuf,
+    Lister, WriteDir, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
 };
-pub use common::dupes::{
-    effective_uid, entry_at, file_owner, lock_file, open_at_nofollow, open_write_dir, write_dir_owner, DedupeStatus,
-    FileCheck, Layout, Owner, WalkError, WriteDir, MAX_DEDUPE_DESTS,
-};
-pub use common::oom;
-pub use common::trash::{make_dir_in, move_into, remove_in, write_dir_id};
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
 /// (`Yes`: `-L`, `-H`/`-D` for arguments) or on the entry itself (`No`). On Windows a
@@ -140,12 +143,177 @@ impl Follow {
     }
 }
 
+/// What dupes re-checks about a file before trusting what it read or deduplicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileCheck {
+    pub kind: Kind,
+    /// 0 where the OS's `std` metadata carries no file identity (Windows).
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    /// Immutable or append-only: the kernel refuses to change its extents (Linux only).
+    pub pinned: bool,
+    /// Allocated blocks of 512 bytes (a hole takes none); 0 where the OS does not say.
+    pub blocks_512: u64,
+}
+
+/// Where a file's data is, as far as sharing goes.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the std backend says Unknown
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Its extents (not empty; only Linux produces them), each with no flag but
+    /// `Extent::SHARED` kept, so that two layouts compare equal exactly when they are the
+    /// same blocks and agree on being shared.
+    Extents(Vec<Extent>),
+    /// Stored inline in metadata (btrfs small files) or as a tail: cannot be shared.
+    Inline,
+    /// FIEMAP unsupported, no extents, unknown or delayed extents, or too many of them.
+    Unknown,
+}
+
+/// What the kernel said about one destination of a `FIDEDUPERANGE` call.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // built on Linux only
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DedupeStatus {
+    /// The ranges were equal; this many bytes now share extents.
+    Same(u64),
+    /// The kernel compared and found different bytes: nothing was changed.
+    Differs,
+    Error(Errno),
+}
+
+/// Destinations per `FIDEDUPERANGE` call: the argument must fit in one 4 KiB page.
+pub const MAX_DEDUPE_DESTS: usize = 120;
+
+/// Who may change a file or directory: its owner and its permission bits (`st_mode`
+/// without the type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub mode: u32,
+}
+
+/// Why `open_write_dir` did not open the directory.
+#[derive(Debug)]
+pub enum WalkError {
+    Os(Errno),
+    /// The judge refused a step, for this reason (never without Unix owners).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Refused(String),
+}
+
+/// The OS error number of a std error; EIO for one that has none (std's own errors).
+pub(in crate::platform) fn io_errno(e: std::io::Error) -> Errno {
+    e.raw_os_error().map_or(Errno::IO, Errno)
+}
+
+/// Names tried for a new temporary file before giving up (each taken name is EEXIST).
+pub(in crate::platform) const TEMP_ATTEMPTS: u32 = 32;
+
+/// A name for a temporary file next to `base` that another user cannot guess:
+/// `.BASE.` and 16 hex digits from std's per-process random hash keys.
+pub(in crate::platform) fn random_name(base: &OsStr, attempt: u32) -> std::ffi::OsString {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u32(attempt);
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    let mut name = std::ffi::OsString::from(".");
+    name.push(base);
+    name.push(format!(".{:016x}", h.finish()));
+    name
+}
+
+pub mod oom {
+    //! The global allocator, wrapped so that running out of memory puts the terminal back
+    //! before the process ends: when the allocator underneath returns null, the hook set by
+    //! `set_hook` runs (the browser sets `term::restore`, which allocates nothing), and then
+    //! the null goes back to the caller as usual — std's handler prints "memory allocation
+    //! of N bytes failed" on the restored screen and aborts. Underneath is mimalloc in the
+    //! musl builds that enable it and the system allocator everywhere else.
+    //!
+    //! dfdu makes no fallible allocations (`try_reserve`), so a null here always ends the
+    //! process; the hook cannot leave a running browser on a restored terminal.
+
+    use std::alloc::{GlobalAlloc, Layout};
+    use std::sync::OnceLock;
+
+    #[cfg(all(feature = "mimalloc", target_os = "linux", target_env = "musl"))]
+    type Inner = mimalloc::MiMalloc;
+    #[cfg(all(feature = "mimalloc", target_os = "linux", target_env = "musl"))]
+    const INNER: Inner = mimalloc::MiMalloc;
+    #[cfg(not(all(feature = "mimalloc", target_os = "linux", target_env = "musl")))]
+    type Inner = std::alloc::System;
+    #[cfg(not(all(feature = "mimalloc", target_os = "linux", target_env = "musl")))]
+    const INNER: Inner = std::alloc::System;
+
+    /// The allocator dfdu runs on.
+    pub struct Guarded(Inner);
+
+    #[global_allocator]
+    static GLOBAL: Guarded = Guarded(INNER);
+
+    /// The function to run when an allocation fails.
+    static HOOK: OnceLock<fn()> = OnceLock::new();
+
+    /// Runs `f` when an allocation fails, before the process aborts (the first `f` set
+    /// stays). `f` must not allocate.
+    pub fn set_hook(f: fn()) {
+        let _ = HOOK.set(f);
+    }
+
+    #[cold]
+    fn failed() {
+        if let Some(f) = HOOK.get() {
+            f();
+        }
+    }
+
+    fn checked(p: *mut u8) -> *mut u8 {
+        if p.is_null() {
+            failed();
+        }
+        p
+    }
+
+    // SAFETY: every method forwards to the inner allocator with the caller's arguments
+    // unchanged, so the inner allocator's guarantees are the wrapper's; the failure path
+    // only runs a hook and returns the inner null.
+    unsafe impl GlobalAlloc for Guarded {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: forwarded as received (see the impl).
+            checked(unsafe { self.0.alloc(layout) })
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: forwarded as received (see the impl).
+            checked(unsafe { self.0.alloc_zeroed(layout) })
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: forwarded as received (see the impl).
+            unsafe { self.0.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            // SAFETY: forwarded as received (see the impl).
+            checked(unsafe { self.0.realloc(ptr, layout, new_size) })
+        }
+    }
+}
+
 /// The contract as types: every name a backend offers, with the signature the callers
 /// in `src/` rely on. `contract!(b)` does not build unless module `b` has each of them.
 macro_rules! contract {
     ($b:ident) => {
         const _: () = {
             use $b as b;
+            type OpenWriteDir =
+                fn(&Path, &mut dyn FnMut(&Path, Owner, Owner) -> Option<String>) -> Result<b::WriteDir, WalkError>;
             // Reading a tree.
             let _: fn() -> b::Lister = <b::Lister as Default>::default;
             let _: fn(&mut b::Lister, &b::Dir, &mut dyn FnMut(&CStr, u64, Option<&Meta>)) -> Result<(), Errno> =
@@ -210,7 +378,19 @@ macro_rules! contract {
             let _: fn(&File) -> Option<u64> = b::fs_block_bytes;
             let _: fn(&File) -> Option<[u8; 16]> = b::fs_uuid;
             let _: fn() -> Vec<(u64, u64)> = b::swap_files;
-            let _: fn(&WriteDir, &OsStr, &[u8], File) -> Result<(), Errno> = b::replace_in;
+            // Files dfdu writes: the hash file and `--plan`, the browser's trash.
+            let _: OpenWriteDir = b::open_write_dir;
+            let _: fn(&b::WriteDir) -> Option<Owner> = b::write_dir_owner;
+            let _: fn(&File) -> Option<Owner> = b::file_owner;
+            let _: fn() -> Option<u32> = b::effective_uid;
+            let _: fn(&b::WriteDir) -> Result<(u64, u64), Errno> = b::write_dir_id;
+            let _: fn(&b::WriteDir, &OsStr) -> Result<Option<FileCheck>, Errno> = b::entry_at;
+            let _: fn(&b::WriteDir, &OsStr, bool) -> Result<File, Errno> = b::open_at_nofollow;
+            let _: fn(&File, bool) -> Result<bool, Errno> = b::lock_file;
+            let _: fn(&b::WriteDir, &OsStr, &[u8], File) -> Result<(), Errno> = b::replace_in;
+            let _: fn(&b::WriteDir, &OsStr, u32) -> Result<(), Errno> = b::make_dir_in;
+            let _: fn(&b::WriteDir, &OsStr) -> Result<(), Errno> = b::remove_in;
+            let _: fn(&b::Dir, &CStr, &b::WriteDir, &OsStr) -> Result<(), Errno> = b::move_into;
         };
     };
 }

@@ -22,12 +22,13 @@
 //!   `linux/` (`dir.rs` getdents64 + statx, `extents.rs` FIEMAP, `dupes.rs` FIDEDUPERANGE
 //!   and the rest of `dupes`' calls, `time.rs`), `macos/` (`dir.rs` getattrlistbulk with
 //!   `attrs.rs`, its buffer parser: pure, safe, tested everywhere; `time.rs`), `windows/`
-//!   (`ffi.rs` declarations, `dir.rs` the NT reader, `term.rs` the console), `unix/` (what
-//!   Linux and macOS share: `dir.rs` handles and delete, `term.rs` termios and signals),
+//!   (`ffi.rs` declarations, `dir.rs` the NT reader, `term.rs` the console, `write.rs`),
+//!   `unix/` (what Linux and macOS share: `dir.rs` handles and delete, `term.rs` termios
+//!   and signals, `write.rs` the hash file's and the trash's checked directory handles),
 //!   `fallback/` (std::fs: `dir.rs` the oracle and the fallback reader, `dupes.rs` for
-//!   every OS but Linux), `common/` (`dupes.rs` the `dupes` types and the hash file's
-//!   handle, `oom.rs` the global allocator, wrapped to put the terminal back when memory
-//!   runs out).
+//!   every OS but Linux, `write.rs` by paths). What no OS owns is in `mod.rs`: the types
+//!   of `dupes` and of the written files, and `oom`, the global allocator, wrapped to put
+//!   the terminal back when memory runs out.
 //! * `out.rs` — standard output as every command ends it: help and version texts
 //!   (`print_stdout`, `version_line`), a failed write reported once (`finish`: "PROG CMD:
 //!   write error: REASON", exit status 1; a broken pipe quiet), `io_text`.
@@ -102,9 +103,10 @@
 //! * No `unsafe` outside `platform/`, and none there without a `// SAFETY:` comment.
 //! * No platform backend chosen anywhere but `platform/mod.rs`, and no `#[path]` but the
 //!   one above `mod platform` here (it reaches `platform/` beside `src/`), the switch in
-//!   `platform/mod.rs` and the `platform/unix/` the two Unix backends take in. Elsewhere `cfg`
-//!   only picks std's Unix or Windows extension traits (`meta.rs`, `main.rs`,
-//!   `browse/run.rs`).
+//!   `platform/mod.rs` and the `platform/unix/` the two Unix backends take in (and
+//!   `platform/unix/write.rs`, which the fallback backend takes in on any other Unix).
+//!   Elsewhere `cfg` only picks std's Unix or Windows extension traits (`meta.rs`,
+//!   `main.rs`, `browse/run.rs`).
 //! * No printing from workers: everything the user sees is written by one thread, in
 //!   order.
 //! * No recursion on the scan or print paths: deep trees cannot overflow a stack.
@@ -132,7 +134,7 @@ mod walk;
 #[path = "../platform/mod.rs"]
 mod platform;
 
-// The global allocator is `platform/common/oom.rs`'s: the system's (mimalloc in musl builds with
+// The global allocator is `platform/mod.rs`'s `oom`: the system's (mimalloc in musl builds with
 // the feature), wrapped so that running out of memory puts the terminal back first.
 
 use du::cli;

@@ -5,7 +5,7 @@
 //! maps are `term.rs`, `time.rs` and `extents.rs` beside this file.
 
 use crate::meta::{Errno, Kind, Meta, Timespec};
-use crate::platform::common::io_errno;
+use crate::platform::io_errno;
 use crate::platform::Follow;
 use std::ffi::{CStr, CString};
 use std::fs;
@@ -303,4 +303,14 @@ pub fn symlink_at(target: &CStr, dir: &Dir, name: &CStr) -> Result<(), Errno> {
 /// Renames `from` to `to` within `dir`, replacing what `to` names.
 pub fn rename_at(dir: &Dir, from: &CStr, to: &CStr) -> Result<(), Errno> {
     fs::rename(dir.path.join(path_of(from.to_bytes())), dir.path.join(path_of(to.to_bytes()))).map_err(io_errno)
+}
+
+/// The trash's move: not offered by paths (std has no rename that refuses to replace).
+pub fn move_into(
+    _from: &Dir,
+    _from_name: &CStr,
+    _to: &super::WriteDir,
+    _to_name: &std::ffi::OsStr,
+) -> Result<(), Errno> {
+    Err(Errno::NOSYS)
 }

@@ -2,13 +2,12 @@
 //! file (files are opened by the walker side's `open_file_at` and `open_file_path`). No
 //! extent maps and no deduplication here: macOS's and Windows's clone calls do not
 //! compare bytes, so `dedupe` says it is unsupported.
-//! The hash file's replacement goes under a random name (no `O_TMPFILE` here). Same
-//! names as `linux/dupes.rs`; the types, `lock_file` and the other hash-file calls are in
-//! `common/dupes.rs`. The macOS and Windows backends offer these as theirs.
+//! Same names as `linux/dupes.rs`; the types are `platform/mod.rs`'s, the hash file's
+//! calls `write.rs`'s (`unix/write.rs` on Unix). The macOS and Windows backends offer
+//! these as theirs.
 
 use crate::meta::{Errno, Kind};
-use crate::platform::common::dupes::{fill_temp, named_temp_in, rename_in, DedupeStatus, FileCheck, Layout, WriteDir};
-use crate::platform::common::io_errno;
+use crate::platform::{io_errno, DedupeStatus, FileCheck, Layout};
 use std::fs::File;
 
 /// Whether a byte is in the page cache: never known here (no rotational devices either).
@@ -99,20 +98,4 @@ pub fn free_bytes(_file: &File) -> Option<u64> {
 
 pub fn swap_files() -> Vec<(u64, u64)> {
     Vec::new()
-}
-
-/// Replaces the entry `name` of `dir` with a new file holding `bytes`, written under a
-/// random name that `O_CREAT|O_EXCL|O_NOFOLLOW` (Windows: `create_new`) makes ours, then
-/// renamed into place. Lets go of `lock`, the old file's lock: on Unix after the rename,
-/// so that a waiting run finds the new file; on Windows before it, since a file held open
-/// there cannot be renamed over (and the lock is no lock there).
-pub fn replace_in(dir: &WriteDir, name: &std::ffi::OsStr, bytes: &[u8], lock: File) -> Result<(), Errno> {
-    let tmp = named_temp_in(dir, name)?;
-    let from = fill_temp(dir, tmp, bytes, |_| Err(Errno::INVAL))?;
-    #[cfg(not(unix))]
-    drop(lock);
-    let renamed = rename_in(dir, &from, name);
-    #[cfg(unix)]
-    drop(lock);
-    renamed
 }

@@ -13,15 +13,24 @@ pub(in crate::platform) mod dupes;
 mod extents;
 mod term;
 mod time;
+// Files dfdu writes: through checked directory handles wherever there are Unix ones (the
+// file the Linux and macOS backends take in), by paths elsewhere.
+#[cfg(unix)]
+#[allow(clippy::duplicate_mod)]
+#[path = "../unix/write.rs"]
+pub(in crate::platform) mod write;
+#[cfg(not(unix))]
+pub(in crate::platform) mod write;
 
 pub use dir::{
     address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
-    kernel_fs, link_at, lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path,
-    raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns, Dir, Lister,
+    kernel_fs, link_at, lookups_serialize, mount_points, move_into, open_at, open_fds, open_file_at, open_file_path,
+    open_path, raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns,
+    Dir, Lister,
 };
 pub use dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
-    physical_start, read_only_snapshot, replace_in, rotational, swap_files,
+    physical_start, read_only_snapshot, rotational, swap_files,
 };
 pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
 pub use term::{
@@ -29,3 +38,7 @@ pub use term::{
     term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
 };
 pub use time::{local_time, reload_zone};
+pub use write::{
+    effective_uid, entry_at, file_owner, lock_file, make_dir_in, open_at_nofollow, open_write_dir, remove_in,
+    replace_in, write_dir_id, write_dir_owner, WriteDir,
+};

@@ -8,16 +8,14 @@
 //! Contract (the same names in `fallback/dupes.rs` for every other OS): `check_file`,
 //! `cached`, `layout`, `rotational`, `physical_start`, `extents_never_shared`,
 //! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`,
-//! `swap_files`, `replace_in`; the types, `lock_file` and the other hash-file calls are in
-//! `common/dupes.rs`. No printing, no policy. Both ioctls are called through one
+//! `swap_files`, `replace_in`; the types are `platform/mod.rs`'s, `lock_file` and the other
+//! hash-file calls `unix/write.rs`'s. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
 
+use super::unix::write::{c_name, fill_temp, named_temp_in, rename_in, TempFile, WriteDir, WRITE_MODE};
 use crate::meta::{Errno, Extent, Kind, Timespec};
-use crate::platform::common::dupes::{
-    c_name, fill_temp, named_temp_in, random_name, rename_in, DedupeStatus, FileCheck, Layout, TempFile, WriteDir,
-    MAX_DEDUPE_DESTS, TEMP_ATTEMPTS, WRITE_MODE,
-};
+use crate::platform::{random_name, DedupeStatus, FileCheck, Layout, MAX_DEDUPE_DESTS, TEMP_ATTEMPTS};
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, CWD};
 use std::fs::File;

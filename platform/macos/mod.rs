@@ -18,19 +18,23 @@ mod unix;
 
 pub use super::fallback::dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
-    physical_start, read_only_snapshot, replace_in, rotational, swap_files,
+    physical_start, read_only_snapshot, rotational, swap_files,
 };
 pub use dir::{
     address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
     open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
 };
 pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
-
 pub use time::{local_time, reload_zone};
 pub use unix::dir::{
-    default_sigpipe, dir_id, dir_others_may_write, link_at, open_at, open_path, remove_at, rename_at, symlink_at, Dir,
+    default_sigpipe, dir_id, dir_others_may_write, link_at, move_into, open_at, open_path, remove_at, rename_at,
+    symlink_at, Dir,
 };
 pub use unix::term::{
     interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
     term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+};
+pub use unix::write::{
+    effective_uid, entry_at, file_owner, lock_file, make_dir_in, open_at_nofollow, open_write_dir, remove_in,
+    replace_in, write_dir_id, write_dir_owner, WriteDir,
 };

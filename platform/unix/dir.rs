@@ -105,3 +105,16 @@ pub fn default_sigpipe() {
         signal(SIGPIPE, SIG_DFL);
     }
 }
+
+/// Moves entry `from_name` of `from` (a directory of the scanned tree, opened through
+/// checked handles) to `to_name` in `to`, in one `rename` that fails with EEXIST instead
+/// of replacing anything and with EXDEV across file systems: nothing is ever copied.
+pub fn move_into(
+    from: &Dir,
+    from_name: &CStr,
+    to: &super::write::WriteDir,
+    to_name: &std::ffi::OsStr,
+) -> Result<(), Errno> {
+    let to_name = super::write::c_name(to_name)?;
+    rustix::fs::renameat_with(&from.fd, from_name, &to.fd, &*to_name, rustix::fs::RenameFlags::NOREPLACE).map_err(errno)
+}

@@ -55,6 +55,7 @@ mod term;
 #[cfg(test)]
 mod tests;
 mod time;
+mod write;
 
 pub use dir::{
     address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
@@ -67,9 +68,13 @@ pub use time::{local_time, reload_zone};
 // `dupes` through std::fs, as on every OS but Linux.
 pub use super::fallback::dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
-    physical_start, read_only_snapshot, replace_in, rotational, swap_files,
+    physical_start, read_only_snapshot, rotational, swap_files,
 };
 pub use term::{
     interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
     term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
+};
+pub use write::{
+    effective_uid, entry_at, file_owner, lock_file, make_dir_in, move_into, open_at_nofollow, open_write_dir,
+    remove_in, replace_in, write_dir_id, write_dir_owner, WriteDir,
 };
