@@ -106,7 +106,7 @@
 //!   `platform/mod.rs` and the `platform/unix/` the two Unix backends take in (and
 //!   `platform/unix/write.rs`, which the fallback backend takes in on any other Unix).
 //!   Elsewhere `cfg` only picks std's Unix or Windows extension traits (`meta.rs`,
-//!   `main.rs`, `browse/run.rs`).
+//!   `browse/run.rs`), a whole item at a time: never inside a function.
 //! * No printing from workers: everything the user sees is written by one thread, in
 //!   order.
 //! * No recursion on the scan or print paths: deep trees cannot overflow a stack.
@@ -151,17 +151,7 @@ fn default_threads() -> usize {
 }
 
 fn env_bytes(key: &str) -> Option<Vec<u8>> {
-    std::env::var_os(key).map(|v| {
-        #[cfg(unix)]
-        {
-            use std::os::unix::ffi::OsStringExt;
-            v.into_vec()
-        }
-        #[cfg(not(unix))]
-        {
-            v.to_string_lossy().into_owned().into_bytes()
-        }
-    })
+    std::env::var_os(key).map(|v| meta::os_bytes(&v))
 }
 
 fn main() {

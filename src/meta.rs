@@ -180,49 +180,48 @@ pub struct LocalTime {
 
 /// The bytes of an OS string: exact on Unix, WTF-8 on Windows (lossless), elsewhere its
 /// UTF-8 form.
+#[cfg(unix)]
 pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        s.as_bytes().to_vec()
-    }
-    // Windows: WTF-8, which keeps an unpaired surrogate (as its 3-byte form) instead of
-    // replacing it; `platform/windows/dir.rs` turns these bytes back into the same UTF-16.
-    #[cfg(windows)]
-    {
-        use std::os::windows::ffi::OsStrExt;
-        let mut out = Vec::with_capacity(s.len());
-        for c in char::decode_utf16(s.encode_wide()) {
-            match c {
-                Ok(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
-                Err(e) => {
-                    let u = e.unpaired_surrogate();
-                    out.extend_from_slice(&[
-                        0xE0 | (u >> 12) as u8,
-                        0x80 | ((u >> 6) & 0x3F) as u8,
-                        0x80 | (u & 0x3F) as u8,
-                    ]);
-                }
+    use std::os::unix::ffi::OsStrExt;
+    s.as_bytes().to_vec()
+}
+
+/// Windows: WTF-8, which keeps an unpaired surrogate (as its 3-byte form) instead of
+/// replacing it; `platform/windows/dir.rs` turns these bytes back into the same UTF-16.
+#[cfg(windows)]
+pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+    use std::os::windows::ffi::OsStrExt;
+    let mut out = Vec::with_capacity(s.len());
+    for c in char::decode_utf16(s.encode_wide()) {
+        match c {
+            Ok(c) => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            Err(e) => {
+                let u = e.unpaired_surrogate();
+                out.extend_from_slice(&[
+                    0xE0 | (u >> 12) as u8,
+                    0x80 | ((u >> 6) & 0x3F) as u8,
+                    0x80 | (u & 0x3F) as u8,
+                ]);
             }
         }
-        out
     }
-    #[cfg(not(any(unix, windows)))]
-    {
-        s.to_string_lossy().into_owned().into_bytes()
-    }
+    out
+}
+
+#[cfg(not(any(unix, windows)))]
+pub fn os_bytes(s: &std::ffi::OsStr) -> Vec<u8> {
+    s.to_string_lossy().into_owned().into_bytes()
 }
 
 /// An OS string of `bytes`, as `os_bytes` gives them: exact on Unix; elsewhere their
 /// UTF-8 reading (a name that is not UTF-8 there loses its odd bytes).
+#[cfg(unix)]
 pub fn os_string(bytes: &[u8]) -> std::ffi::OsString {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStringExt;
-        std::ffi::OsString::from_vec(bytes.to_vec())
-    }
-    #[cfg(not(unix))]
-    {
-        String::from_utf8_lossy(bytes).into_owned().into()
-    }
+    use std::os::unix::ffi::OsStringExt;
+    std::ffi::OsString::from_vec(bytes.to_vec())
+}
+
+#[cfg(not(unix))]
+pub fn os_string(bytes: &[u8]) -> std::ffi::OsString {
+    String::from_utf8_lossy(bytes).into_owned().into()
 }
