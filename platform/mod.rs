@@ -7,7 +7,7 @@
 //! name for the same feature wherever a backend has it:
 //!
 //! * `linux/` — `dir.rs` (reading trees: `getdents64`, `statx`; mounts; the process),
-//!   `extents.rs` (FIEMAP), `dupes.rs` (FIDEDUPERANGE and the rest of `dupes`' calls,
+//!   `extents.rs` (FIEMAP), `fsmap.rs` (XFS's reverse map: every file's extents), `dupes.rs` (FIDEDUPERANGE and the rest of `dupes`' calls,
 //!   the hash file's `O_TMPFILE` replacement), `time.rs` (local time).
 //! * `macos/` — `dir.rs` (`getattrlistbulk`; the process), `attrs.rs` (its buffer
 //!   parser), `extents.rs` (APFS clone figures), `time.rs` (local time).
@@ -60,7 +60,9 @@
 //! * Sharing-aware sizes (`--shared`): `ExtentBuf` (one worker's buffer, `Default`),
 //!   `fs_shares_extents` and `file_extents_at` (Linux: `linux/extents.rs`; macOS: APFS
 //!   clone attributes through `getattrlistat`, in `macos/dir.rs`; elsewhere stubs that
-//!   say no file system shares).
+//!   say no file system shares); `bulk_extents_estimate` and `bulk_extents`, every
+//!   file's extents in one listing of the file system (Linux: XFS's reverse map,
+//!   `linux/fsmap.rs`; elsewhere `None` and `ENOTSUP`).
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`); the same handler serves
@@ -112,15 +114,15 @@ pub mod macos {
 }
 
 pub use backend::{
-    address_space_left, cached, check_file, dedupe, dedupe_supported, default_sigpipe, default_threads, dir_id,
-    dir_mount, dir_others_may_write, effective_uid, entry_at, errno_text, extents_never_shared, file_extents_at,
-    file_owner, free_bytes, fs_block_bytes, fs_shares_extents, fs_uuid, interrupt_catch, interrupt_requested,
-    kernel_fs, layout, link_at, local_time, lock_file, lookups_serialize, make_dir_in, mount_points, move_into,
-    open_at, open_at_nofollow, open_fds, open_file_at, open_file_path, open_path, open_write_dir, physical_start,
-    raise_fd_limit, read_only_snapshot, reload_zone, remove_at, remove_in, rename_at, replace_in, rotational,
-    sorts_by_inode, stat_at, stat_path, swap_files, symlink_at, term_raw_enter, term_raw_leave, term_signals,
-    term_size, term_stop_self, term_wait, term_write, thread_cpu_ns, write_dir_id, write_dir_owner, Dir, ExtentBuf,
-    Lister, WriteDir, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
+    address_space_left, bulk_extents, bulk_extents_estimate, cached, check_file, dedupe, dedupe_supported,
+    default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, effective_uid, entry_at, errno_text,
+    extents_never_shared, file_extents_at, file_owner, free_bytes, fs_block_bytes, fs_shares_extents, fs_uuid,
+    interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lock_file, lookups_serialize,
+    make_dir_in, mount_points, move_into, open_at, open_at_nofollow, open_fds, open_file_at, open_file_path, open_path,
+    open_write_dir, physical_start, raise_fd_limit, read_only_snapshot, reload_zone, remove_at, remove_in, rename_at,
+    replace_in, rotational, sorts_by_inode, stat_at, stat_path, swap_files, symlink_at, term_raw_enter, term_raw_leave,
+    term_signals, term_size, term_stop_self, term_wait, term_write, thread_cpu_ns, write_dir_id, write_dir_owner, Dir,
+    ExtentBuf, Lister, WriteDir, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
 };
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
@@ -353,6 +355,8 @@ macro_rules! contract {
             let _: fn(&b::Dir) -> bool = b::fs_shares_extents;
             let _: fn(&b::Dir, &CStr, &mut b::ExtentBuf, &mut dyn FnMut(&Extent)) -> Result<(), Errno> =
                 b::file_extents_at;
+            let _: fn(&b::Dir) -> Option<u64> = b::bulk_extents_estimate;
+            let _: fn(&b::Dir, &mut dyn FnMut(u64, &Extent)) -> Result<(), Errno> = b::bulk_extents;
             // The terminal and signals.
             let _: fn() -> Result<(), Errno> = b::term_raw_enter;
             let _: fn() = b::term_raw_leave;

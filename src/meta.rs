@@ -6,6 +6,9 @@
 pub struct Errno(pub i32);
 
 impl Errno {
+    /// Operation not permitted (EPERM: a capability is missing).
+    #[allow(dead_code)] // one backend's
+    pub const PERM: Errno = Errno(1);
     pub const NOENT: Errno = Errno(2);
     pub const NAMETOOLONG: Errno = Errno(36);
     /// Too many levels of symbolic links.

@@ -8,6 +8,9 @@
 //!   dfdu's import reads them back.
 //! * XFS (reflink=1): disk usage with sharing counted once equals the used space the
 //!   tree took (statfs), and each directory's exclusive bytes are what deleting it frees.
+//! * XFS with a reverse map (rmapbt=1): the one-listing path (`FS_IOC_GETFSMAP`) gives
+//!   every directory the FIEMAP path's figures, reads no FIEMAP, and is not taken without
+//!   CAP_SYS_ADMIN (run as nobody).
 //! * ext4: no FIEMAP ioctl at all (strace), and no sharing figures.
 //! * The browser under tmux on btrfs: the exclusive column, its sort key, the `i` box, and
 //!   deleting a directory frees (btrfs data used) exactly what its exclusive figure said;
@@ -627,4 +630,111 @@ fn info_exclusive(t: &Tmux) -> u64 {
     t.keys("i");
     let line = s.lines().find(|l| l.contains("Exclusive:")).unwrap();
     line[line.find('(').unwrap() + 1..line.find(" bytes").unwrap()].replace(',', "").parse().unwrap()
+}
+
+/// An XFS tree with a reverse map (`rmapbt=1`): whole and partial reflink copies, a copy
+/// partly overwritten, hard links, preallocated, sparse and fragmented files, small ones.
+fn xfs_rmap_tree(top: &Path) {
+    sh(&format!(
+        "mkdir -p '{0}' && cd '{0}'
+         mkdir -p a b/c d e
+         dd if=/dev/urandom of=a/big bs=1M count=8 status=none
+         sync
+         cp --reflink=always a/big b/whole
+         xfs_io -f -c 'reflink a/big 1048576 0 1048576' b/c/part >/dev/null
+         dd if=/dev/urandom of=b/whole bs=64k seek=5 count=3 conv=notrunc status=none
+         ln a/big d/hard
+         fallocate -l 3M d/prealloc
+         truncate -s 10M d/sparse
+         dd if=/dev/urandom of=d/sparse bs=4k seek=100 count=3 conv=notrunc status=none
+         for i in $(seq 1 40); do echo $i > a/small$i; done",
+        top.display()
+    ));
+    fragmented(&top.join("e/frag"), 200);
+    sh(&format!(
+        "cd '{0}' && sync && cp --reflink=always e/frag e/frag2 && dd if=/dev/urandom of=e/frag2 bs=4k seek=40 count=30 conv=notrunc status=none && sync",
+        top.display()
+    ));
+}
+
+/// `dfdu scan --shared` of `root` into an export, the extent path chosen by the test aid
+/// `DFDU_DEBUG_EXTENTS` (`fiemap`, `bulk`, or unset), traced with strace into `log`.
+fn traced_export(root: &Path, path: Option<&str>, log: &Path) -> String {
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-e", "trace=ioctl", "-o"]).arg(log).arg(dfdu_path());
+    cmd.args(["scan", "--shared", "-q", "-b", "-o", "-"]).arg(root);
+    match path {
+        Some(p) => cmd.env("DFDU_DEBUG_EXTENTS", p),
+        None => cmd.env_remove("DFDU_DEBUG_EXTENTS"),
+    };
+    let out = cmd.output().expect("run strace dfdu");
+    assert!(out.status.success(), "dfdu scan: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 28: on XFS with a reverse map, as root, the scan reads every file's extents from
+/// one `FS_IOC_GETFSMAP` listing instead of a FIEMAP per file, and every directory's four
+/// figures equal the FIEMAP path's: forced either way on a subdirectory, and chosen by
+/// itself on the whole file system (the scan starts at the mount's root).
+#[test]
+fn xfs_reverse_map_listing_equals_fiemap_on_every_directory() {
+    if !can_run("xfs_rmap", &["mkfs.xfs", "xfs_io", "strace"]) {
+        return;
+    }
+    let m = Mounted::new("xfs-rmap", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
+    let top = m.at.join("top");
+    xfs_rmap_tree(&top);
+    let log = m.at.join("strace.log");
+    let calls = |name: &str| std::fs::read_to_string(&log).unwrap().matches(name).count();
+    for root in [&top, &m.at] {
+        let fiemap = traced_export(root, Some("fiemap"), &log);
+        let want = export_dirs(&fiemap);
+        assert!(calls("FS_IOC_FIEMAP") >= 40 && calls("FS_IOC_GETFSMAP") == 0, "the FIEMAP path asks each file");
+        assert!(want.len() >= 6 && want.iter().any(|(_, v)| v[2] > 0 && v[1] > 0), "{want:?}");
+        let auto = if root == &m.at { None } else { Some("bulk") };
+        let got = export_dirs(&traced_export(root, auto, &log));
+        assert!(calls("FS_IOC_GETFSMAP") >= 1, "{}: the listing was read", root.display());
+        assert_eq!(calls("FS_IOC_FIEMAP"), 0, "{}: no file asked on its own", root.display());
+        assert_eq!(got, want, "{}: listing and FIEMAP agree on every directory", root.display());
+    }
+}
+
+/// Without root (no CAP_SYS_ADMIN) the kernel would list free space and unknown owners
+/// only: the listing is not read at all, each file is asked as before, with the same
+/// figures.
+#[test]
+fn xfs_without_root_asks_each_file_and_gets_the_same_figures() {
+    if !can_run("xfs_rmap_nobody", &["mkfs.xfs", "xfs_io", "strace", "setpriv"]) {
+        return;
+    }
+    let m = Mounted::new("xfs-rmap-nobody", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
+    let top = m.at.join("top");
+    xfs_rmap_tree(&top);
+    // Every file readable (xfs_io makes its files 0600): what nobody may not read counts
+    // nothing on either path, which would compare nothing.
+    sh(&format!("chmod -R a+rX '{}'", top.display()));
+    let log = m.at.join("strace.log");
+    let want = export_dirs(&traced_export(&m.at, Some("fiemap"), &log));
+    // Nobody may not read the worktree's binary: a copy on the image, and its home open.
+    let bin = m.at.join("dfdu");
+    std::fs::copy(dfdu_path(), &bin).unwrap();
+    sh(&format!("chmod 755 '{}' && chmod 666 '{}' 2>/dev/null || :", m.at.parent().unwrap().display(), log.display()));
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=ioctl", "-o"])
+        .arg(&log)
+        .args(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&bin)
+        .args(["scan", "--shared", "-q", "-b", "-o", "-"])
+        .arg(&m.at)
+        .env_remove("DFDU_DEBUG_EXTENTS")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "dfdu scan as nobody: {}", String::from_utf8_lossy(&out.stderr));
+    let trace = std::fs::read_to_string(&log).unwrap();
+    assert!(!trace.contains("FS_IOC_GETFSMAP"), "no listing read without the capability:\n{trace}");
+    assert!(trace.matches("FS_IOC_FIEMAP").count() >= 40, "each file asked instead");
+    let got = export_dirs(&String::from_utf8_lossy(&out.stdout));
+    // The binary copied in is one more file at the top, counted in the root only.
+    let strip = |v: &[(String, [u64; 4])]| v.iter().skip(1).cloned().collect::<Vec<_>>();
+    assert_eq!(strip(&got), strip(&want), "as nobody, the FIEMAP path's figures");
 }

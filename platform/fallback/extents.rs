@@ -19,3 +19,13 @@ pub fn file_extents_at(
 ) -> Result<(), crate::meta::Errno> {
     Err(crate::meta::Errno::NOTSUP)
 }
+
+/// No file system here lists every file's extents in one go (Linux's XFS reverse map,
+/// `linux/fsmap.rs`): the scan asks each file.
+pub fn bulk_extents_estimate(_dir: &Dir) -> Option<u64> {
+    None
+}
+
+pub fn bulk_extents(_dir: &Dir, _each: &mut dyn FnMut(u64, &crate::meta::Extent)) -> Result<(), crate::meta::Errno> {
+    Err(crate::meta::Errno::NOTSUP)
+}

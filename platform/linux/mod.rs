@@ -1,7 +1,8 @@
 //! The Linux backend: `dir.rs` (directories listed with `getdents64`, entries sized with
 //! `statx`, the files `dupes` reads, mounts, and the process: threads, descriptors,
 //! address space, error texts), `extents.rs` (FIEMAP: which file systems share extents
-//! and one file's extent map), `dupes.rs` (`dupes` and `dedupe`: FIDEDUPERANGE, flock,
+//! and one file's extent map), `fsmap.rs` (every file's extents at once from XFS's reverse
+//! map, `FS_IOC_GETFSMAP`), `dupes.rs` (`dupes` and `dedupe`: FIDEDUPERANGE, flock,
 //! statfs, `O_TMPFILE`, GET_SUBVOL_INFO), `time.rs` (local time: glibc's rules in Rust,
 //! the same in glibc and musl builds); directory handles and the terminal are `unix/`'s,
 //! shared with macOS.
@@ -12,6 +13,7 @@
 mod dir;
 mod dupes;
 mod extents;
+mod fsmap;
 mod time;
 #[path = "../unix/mod.rs"]
 mod unix;
@@ -25,6 +27,7 @@ pub use dupes::{
     physical_start, read_only_snapshot, replace_in, rotational, swap_files,
 };
 pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
+pub use fsmap::{bulk_extents, bulk_extents_estimate};
 pub use time::{local_time, reload_zone};
 pub use unix::dir::{
     default_sigpipe, dir_id, dir_others_may_write, link_at, move_into, open_at, open_path, remove_at, rename_at,

@@ -120,3 +120,13 @@ pub fn file_extents_at(
     exts[..n].iter().for_each(each);
     Ok(())
 }
+
+/// No file system here lists every file's extents in one go (Linux's XFS reverse map,
+/// `linux/fsmap.rs`): the scan asks each file.
+pub fn bulk_extents_estimate(_dir: &Dir) -> Option<u64> {
+    None
+}
+
+pub fn bulk_extents(_dir: &Dir, _each: &mut dyn FnMut(u64, &crate::meta::Extent)) -> Result<(), crate::meta::Errno> {
+    Err(crate::meta::Errno::NOTSUP)
+}

@@ -21,3 +21,12 @@ pub fn file_extents_at(
 ) -> Result<(), crate::meta::Errno> {
     Err(Errno(ERROR_NOT_SUPPORTED))
 }
+
+/// No bulk extent listing on Windows (Linux's XFS reverse map, `linux/fsmap.rs`).
+pub fn bulk_extents_estimate(_dir: &Dir) -> Option<u64> {
+    None
+}
+
+pub fn bulk_extents(_dir: &Dir, _each: &mut dyn FnMut(u64, &crate::meta::Extent)) -> Result<(), crate::meta::Errno> {
+    Err(Errno(ERROR_NOT_SUPPORTED))
+}

@@ -355,6 +355,15 @@ impl Reader for Swapped {
     ) -> Result<(), crate::meta::Errno> {
         Native::file_extents_at(dir, name, buf, each)
     }
+    fn bulk_extents_estimate(dir: &Self::Dir) -> Option<u64> {
+        Native::bulk_extents_estimate(dir)
+    }
+    fn bulk_extents(
+        dir: &Self::Dir,
+        each: &mut dyn FnMut(u64, &crate::meta::Extent),
+    ) -> Result<(), crate::meta::Errno> {
+        Native::bulk_extents(dir, each)
+    }
 }
 
 /// A root directory replaced by a symbolic link between its stat and its open is not

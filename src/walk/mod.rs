@@ -7,6 +7,7 @@
 //! starting threads that may not start (`threads`). Nothing here prints or
 //! decides what to keep: a sink (du's records, the arena) does.
 
+pub mod bulk;
 pub mod config;
 pub mod extents;
 pub mod floor;

@@ -47,6 +47,12 @@ pub trait Reader: 'static {
         buf: &mut Self::ExtentBuf,
         each: &mut dyn FnMut(&Extent),
     ) -> Result<(), Errno>;
+    /// The inodes in use on `dir`'s file system when `bulk_extents` can list every file's
+    /// extents there at once; `None` when it cannot.
+    fn bulk_extents_estimate(dir: &Self::Dir) -> Option<u64>;
+    /// Calls `each(inode, extent)` for every data extent of every file on `dir`'s file
+    /// system, flagged as `file_extents_at` would flag it.
+    fn bulk_extents(dir: &Self::Dir, each: &mut dyn FnMut(u64, &Extent)) -> Result<(), Errno>;
 }
 
 macro_rules! reader_impl {
@@ -126,6 +132,14 @@ macro_rules! reader_impl {
             ) -> Result<(), Errno> {
                 use $m as m;
                 m::file_extents_at(dir, name, buf, each)
+            }
+            fn bulk_extents_estimate(dir: &Self::Dir) -> Option<u64> {
+                use $m as m;
+                m::bulk_extents_estimate(dir)
+            }
+            fn bulk_extents(dir: &Self::Dir, each: &mut dyn FnMut(u64, &Extent)) -> Result<(), Errno> {
+                use $m as m;
+                m::bulk_extents(dir, each)
             }
         }
     };

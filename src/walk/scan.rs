@@ -52,6 +52,7 @@
 
 use crate::meta::{Errno, Kind, Meta};
 use crate::text::exclude::Exclude;
+use crate::walk::bulk::{self, Bulk};
 use crate::walk::extents::FileExtents;
 use crate::walk::reader::Reader;
 use std::any::Any;
@@ -350,6 +351,8 @@ struct Shared<'a, R: Reader, S: Sink> {
     /// Under `-L`: `Node::links` of the directories reached through a symlink, and of
     /// those below them, for `open_and_list` (keyed by (dev, ino); 0 is left out).
     link_counts: Mutex<HashMap<(u64, u64), u32>>,
+    /// With `Walk::shared`: which devices' extents are read in bulk, and when.
+    bulk: bulk::Devices,
 }
 
 /// Scans the directory `root` (already stat'ed as `root_meta`; the sink's token 0) into
@@ -371,6 +374,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
         mounts: Mutex::new(HashSet::new()),
         any_mounts: AtomicBool::new(false),
         link_counts: Mutex::new(HashMap::new()),
+        bulk: bulk::Devices::default(),
     };
     if walk.follow_all {
         shared.claims.lock().unwrap().insert((root_meta.dev, root_meta.ino));

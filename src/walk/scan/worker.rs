@@ -18,6 +18,9 @@ pub(super) struct Worker<'s, 'a, R: Reader, S: Sink> {
     extent_buf: Option<R::ExtentBuf>,
     file_extents: FileExtents,
     sharing_devs: Vec<(u64, bool)>,
+    /// The scan's plan for reading each device's extents in bulk (`walk/bulk.rs`), kept
+    /// here once asked so that a file needs no lock.
+    bulk_devs: Vec<(u64, Arc<Bulk>)>,
 }
 
 /// CPU per entry above which the lister's first stats of a directory missed the cache
@@ -141,6 +144,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             extent_buf: None,
             file_extents: FileExtents::default(),
             sharing_devs: Vec::new(),
+            bulk_devs: Vec::new(),
         }
     }
 
@@ -686,12 +690,21 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         yes
     }
 
-    /// Reads the extent map of the regular file `name` and hands its figures to the sink.
-    /// A file whose map cannot be read (no permission, gone, no FIEMAP) counts nothing,
-    /// as in `btrfs filesystem du`.
+    /// Reads the extent map of the regular file `name` and hands its figures to the sink:
+    /// from the device's bulk listing when it is read (`walk/bulk.rs`), else from the
+    /// file's own. A file whose map cannot be read (no permission, gone, no FIEMAP)
+    /// counts nothing, as in `btrfs filesystem du`.
     fn extents(&mut self, node: &Node<R::Dir>, dir: &R::Dir, name: &CStr, pos: Pos, meta: &Meta) {
         if !self.can_share(node.dev, dir) {
             return;
+        }
+        // A file mounted over one of the directory's names is on another device.
+        if meta.dev == node.dev {
+            let bulk = self.bulk_plan(node, dir);
+            if bulk.map::<R>(dir).is_some_and(|map| map.fill(meta.ino, &mut self.file_extents)) {
+                self.shared.sink.extents(&mut self.local, pos, meta, &self.file_extents);
+                return;
+            }
         }
         let f = &mut self.file_extents;
         f.clear();
@@ -700,6 +713,16 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         if R::file_extents_at(dir, name, buf, &mut |e| f.add(e)).is_ok() {
             self.shared.sink.extents(&mut self.local, pos, meta, &self.file_extents);
         }
+    }
+
+    /// The scan's bulk plan for `node`'s device.
+    fn bulk_plan(&mut self, node: &Node<R::Dir>, dir: &R::Dir) -> Arc<Bulk> {
+        if let Some((_, b)) = self.bulk_devs.iter().find(|(d, _)| *d == node.dev) {
+            return b.clone();
+        }
+        let b = self.shared.bulk.get::<R>(node.dev, dir, || entered_at_root::<R>(node));
+        self.bulk_devs.push((node.dev, b.clone()));
+        b
     }
 
     /// Without `-L`: whether directory `meta`, listed in `node` with inode `d_ino`, is
@@ -770,6 +793,21 @@ impl<'h, D> Held<'h, D> {
         }
         Some(self)
     }
+}
+
+/// Whether the scan entered `node`'s device at the root of a mount (then it sees all of
+/// that file system, excludes aside): through a mount point below the scan's root, or at
+/// the root itself when its `..` is on another device or is itself.
+fn entered_at_root<R: Reader>(node: &Node<R::Dir>) -> bool {
+    let mut top = node;
+    while let Some(up) = top.parent.as_deref() {
+        if up.dev != top.dev {
+            return true;
+        }
+        top = up;
+    }
+    with_handle::<R, _>(top, |d| R::stat_at(d, c"..", Follow::No))
+        .is_ok_and(|up| up.dev != top.dev || up.ino == top.ino)
 }
 
 /// Whether the handle `dir` is on `node`'s directory (same device and inode).

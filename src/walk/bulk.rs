@@ -1,0 +1,219 @@
+//! Extent figures for a whole file system at once, joined to the scan by inode number
+//! (`--shared` on XFS with `rmapbt`, as root).
+//!
+//! Asking each file for its extent map costs an `openat`, an `FS_IOC_FIEMAP` and a `close`
+//! per file. Where the platform can list every file's extents in one pass
+//! (`Reader::bulk_extents`: XFS's reverse map, a few large calls), the scan reads that
+//! listing once per device into an `ExtentMap` and looks each file up in it by inode
+//! number; the figures are the same (the listing's shared flags are exact, see
+//! `platform/linux/fsmap.rs`), the per-file calls are gone.
+//!
+//! The listing covers the whole file system, the scan maybe a small part of it, so it is
+//! read only when it pays (`Bulk::after`): at once when the scan entered the device at its
+//! root (it will see the whole file system, excludes aside); otherwise after the scan asked
+//! `FILES_PER_INODE_IN_USE` files one by one per inode in use there, a bound that keeps the
+//! worst case within about twice the cheaper path's cost. A file the listing does not
+//! know (created after it was read, or with data not written yet) is asked on its own.
+//!
+//! Memory: while the listing is read, 16 bytes per extent not shared and 24 per shared
+//! one; then 32 bytes per file with data and 16 per shared range, for the rest of the
+//! scan.
+
+use super::extents::FileExtents;
+use super::reader::Reader;
+use crate::meta::{Errno, Extent};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// One file of the listing: its sums, and where its shared ranges start in
+/// `ExtentMap::ranges` (they end where the next file's start).
+struct Row {
+    ino: u64,
+    total: u64,
+    shared: u64,
+    ranges_at: usize,
+}
+
+/// Every file's extent figures on one file system, by inode number.
+pub struct ExtentMap {
+    rows: Vec<Row>,
+    ranges: Vec<(u64, u64)>,
+}
+
+impl ExtentMap {
+    /// Reads the listing of `dir`'s file system.
+    pub fn read<R: Reader>(dir: &R::Dir) -> Result<ExtentMap, Errno> {
+        Self::build(|each| R::bulk_extents(dir, each))
+    }
+
+    /// Builds the map from a listing that hands over `(inode, extent)` in any order.
+    pub fn build(list: impl FnOnce(&mut dyn FnMut(u64, &Extent)) -> Result<(), Errno>) -> Result<ExtentMap, Errno> {
+        let mut plain: Vec<(u64, u64)> = Vec::new();
+        let mut shared: Vec<(u64, u64, u64)> = Vec::new();
+        list(&mut |ino, e| {
+            // The same extents count as in a file's own map (`FileExtents::add`).
+            let mut one = FileExtents::default();
+            one.add(e);
+            if one.shared > 0 {
+                shared.push((ino, e.physical, e.physical.saturating_add(e.length)));
+            } else if one.total > 0 {
+                plain.push((ino, one.total));
+            }
+        })?;
+        plain.sort_unstable();
+        shared.sort_unstable();
+        Ok(Self::fold(&plain, &shared))
+    }
+
+    /// One row per inode from the two sorted lists.
+    fn fold(plain: &[(u64, u64)], shared: &[(u64, u64, u64)]) -> ExtentMap {
+        let mut map = ExtentMap { rows: Vec::new(), ranges: Vec::with_capacity(shared.len()) };
+        let (mut p, mut s) = (0, 0);
+        while p < plain.len() || s < shared.len() {
+            let ino = match (plain.get(p), shared.get(s)) {
+                (Some(a), Some(b)) => a.0.min(b.0),
+                (Some(a), None) => a.0,
+                (None, Some(b)) => b.0,
+                (None, None) => break,
+            };
+            let mut row = Row { ino, total: 0, shared: 0, ranges_at: map.ranges.len() };
+            while let Some(&(_, len)) = plain.get(p).filter(|r| r.0 == ino) {
+                row.total += len;
+                p += 1;
+            }
+            while let Some(&(_, start, end)) = shared.get(s).filter(|r| r.0 == ino) {
+                row.total += end - start;
+                row.shared += end - start;
+                map.ranges.push((start, end));
+                s += 1;
+            }
+            map.rows.push(row);
+        }
+        map.rows.shrink_to_fit();
+        map
+    }
+
+    /// Puts the figures of inode `ino` into `f`; `false` when the listing has no data
+    /// extent of it.
+    pub fn fill(&self, ino: u64, f: &mut FileExtents) -> bool {
+        let Ok(i) = self.rows.binary_search_by_key(&ino, |r| r.ino) else { return false };
+        let row = &self.rows[i];
+        let end = self.rows.get(i + 1).map_or(self.ranges.len(), |r| r.ranges_at);
+        f.clear();
+        f.total = row.total;
+        f.shared = row.shared;
+        f.ranges.extend_from_slice(&self.ranges[row.ranges_at..end]);
+        true
+    }
+}
+
+/// Files the scan asks one by one, per inode in use on the device, before it reads the
+/// listing instead (see the module doc and docs/shared-extents.md for the measurement).
+const FILES_PER_INODE_IN_USE: f64 = 0.25;
+
+/// One device's listing: whether and when to read it, and the map once read.
+pub struct Bulk {
+    /// Files asked one by one so far on this device.
+    asked: AtomicU64,
+    /// How many files are asked one by one before the listing is read (`u64::MAX`: never).
+    after: u64,
+    /// The map, `None` when the listing failed (not root, or no reverse map after all).
+    map: OnceLock<Option<ExtentMap>>,
+}
+
+/// How the test aid `DFDU_DEBUG_EXTENTS` forces the choice: `fiemap` (each file asked on
+/// its own) or `bulk` (the listing read at once wherever it exists).
+fn forced() -> Option<bool> {
+    static KNOB: OnceLock<Option<bool>> = OnceLock::new();
+    *KNOB.get_or_init(|| match std::env::var("DFDU_DEBUG_EXTENTS").as_deref() {
+        Ok("fiemap") => Some(false),
+        Ok("bulk") => Some(true),
+        _ => None,
+    })
+}
+
+impl Bulk {
+    /// The plan for a device first met in directory `dir`: `whole` says whether the scan
+    /// entered the device at its root.
+    fn new<R: Reader>(dir: &R::Dir, whole: impl FnOnce() -> bool) -> Bulk {
+        let after = match (forced(), R::bulk_extents_estimate(dir)) {
+            (Some(false), _) | (_, None) => u64::MAX,
+            (Some(true), Some(_)) => 0,
+            (None, Some(_)) if whole() => 0,
+            (None, Some(in_use)) => (in_use as f64 * FILES_PER_INODE_IN_USE) as u64,
+        };
+        Bulk { asked: AtomicU64::new(0), after, map: OnceLock::new() }
+    }
+
+    /// The map to look a file up in, reading it (once; other workers wait for it) when
+    /// its time came; `None` while the file is to be asked on its own.
+    pub fn map<R: Reader>(&self, dir: &R::Dir) -> Option<&ExtentMap> {
+        if let Some(m) = self.map.get() {
+            return m.as_ref();
+        }
+        if self.after == u64::MAX || self.asked.fetch_add(1, Ordering::Relaxed) < self.after {
+            return None;
+        }
+        self.map.get_or_init(|| ExtentMap::read::<R>(dir).ok()).as_ref()
+    }
+}
+
+/// The scan's plans by device (a handful at most, so a list).
+#[derive(Default)]
+pub struct Devices {
+    by_dev: Mutex<Vec<(u64, std::sync::Arc<Bulk>)>>,
+}
+
+impl Devices {
+    /// The plan for device `dev`, made on first use from `dir` (a directory on it).
+    pub fn get<R: Reader>(&self, dev: u64, dir: &R::Dir, whole: impl FnOnce() -> bool) -> std::sync::Arc<Bulk> {
+        let mut by_dev = self.by_dev.lock().unwrap();
+        if let Some((_, b)) = by_dev.iter().find(|(d, _)| *d == dev) {
+            return b.clone();
+        }
+        let b = std::sync::Arc::new(Bulk::new::<R>(dir, whole));
+        by_dev.push((dev, b.clone()));
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ext(physical: u64, length: u64, flags: u32) -> Extent {
+        Extent { logical: 0, physical, length, flags }
+    }
+
+    #[test]
+    fn each_inode_gets_its_own_sums_and_shared_ranges_whatever_the_order() {
+        let list = vec![
+            (9, ext(0, 100, Extent::SHARED)),
+            (5, ext(1000, 10, 0)),
+            (9, ext(500, 7, 0)),
+            (5, ext(2000, 20, Extent::SHARED)),
+            (7, ext(3000, 4096, Extent::DELALLOC)),
+            (9, ext(200, 50, Extent::SHARED)),
+        ];
+        let map = ExtentMap::build(|each| {
+            for (ino, e) in &list {
+                each(*ino, e);
+            }
+            Ok(())
+        })
+        .unwrap();
+        let mut f = FileExtents::default();
+        assert!(map.fill(5, &mut f));
+        assert_eq!((f.total, f.shared, f.ranges.clone()), (30, 20, vec![(2000, 2020)]));
+        assert!(map.fill(9, &mut f));
+        assert_eq!((f.total, f.shared, f.ranges.clone()), (157, 150, vec![(0, 100), (200, 250)]));
+        // Only a skipped (delalloc) extent: not in the listing, asked on its own.
+        assert!(!map.fill(7, &mut f));
+        assert!(!map.fill(6, &mut f));
+    }
+
+    #[test]
+    fn a_failed_listing_is_its_error() {
+        assert!(ExtentMap::build(|_| Err(Errno::NOTSUP)).is_err());
+    }
+}
