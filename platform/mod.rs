@@ -356,7 +356,7 @@ macro_rules! contract {
             let _: fn(&b::Dir, &CStr, &mut b::ExtentBuf, &mut dyn FnMut(&Extent)) -> Result<(), Errno> =
                 b::file_extents_at;
             let _: fn(&b::Dir) -> Option<u64> = b::bulk_extents_estimate;
-            let _: fn(&b::Dir, &mut dyn FnMut(u64, &Extent)) -> Result<(), Errno> = b::bulk_extents;
+            let _: fn(&b::Dir, &mut dyn FnMut(u64, &Extent, u32)) -> Result<(), Errno> = b::bulk_extents;
             // The terminal and signals.
             let _: fn() -> Result<(), Errno> = b::term_raw_enter;
             let _: fn() = b::term_raw_leave;

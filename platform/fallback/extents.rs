@@ -26,6 +26,9 @@ pub fn bulk_extents_estimate(_dir: &Dir) -> Option<u64> {
     None
 }
 
-pub fn bulk_extents(_dir: &Dir, _each: &mut dyn FnMut(u64, &crate::meta::Extent)) -> Result<(), crate::meta::Errno> {
+pub fn bulk_extents(
+    _dir: &Dir,
+    _each: &mut dyn FnMut(u64, &crate::meta::Extent, u32),
+) -> Result<(), crate::meta::Errno> {
     Err(crate::meta::Errno::NOTSUP)
 }

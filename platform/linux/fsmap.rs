@@ -8,7 +8,7 @@
 //! flagged shared as a whole, where FIEMAP splits it at the shared part. Because the
 //! reverse map lists every mapping of every block, the exact shared part is where two or
 //! more records overlap, and `bulk_extents` works it out (`split_shared`), so its
-//! extents count exactly as FIEMAP's do.
+//! extents count exactly as FIEMAP's do, each shared one with how many files share it.
 //!
 //! * `bulk_extents_estimate(dir)` — one `fstatfs` and, on XFS, one `XFS_IOC_FSGEOMETRY`
 //!   (both unprivileged): whether the file system has a reverse map, and its inodes in
@@ -102,10 +102,12 @@ pub fn bulk_extents_estimate(dir: &Dir) -> Option<u64> {
     Some((fs.f_files as u64).saturating_sub(fs.f_ffree as u64))
 }
 
-/// Calls `each(ino, extent)` for every data extent of every file on `dir`'s file system,
-/// shared flags as exact as FIEMAP's (see the module doc). `ENOTSUP` without a reverse
+/// Calls `each(ino, extent, files)` for every data extent of every file on `dir`'s file
+/// system, shared flags as exact as FIEMAP's (see the module doc); a shared extent is a
+/// stretch the same mappings cover throughout, and `files` counts their owners (0 for
+/// one not shared). `ENOTSUP` without a reverse
 /// map, `EPERM` without `CAP_SYS_ADMIN`; a failing call part way stops with its error.
-pub fn bulk_extents(dir: &Dir, each: &mut dyn FnMut(u64, &Extent)) -> Result<(), Errno> {
+pub fn bulk_extents(dir: &Dir, each: &mut dyn FnMut(u64, &Extent, u32)) -> Result<(), Errno> {
     if !has_rmapbt(dir) {
         return Err(Errno::NOTSUP);
     }
@@ -130,7 +132,7 @@ pub fn bulk_extents(dir: &Dir, each: &mut dyn FnMut(u64, &Extent)) -> Result<(),
         if r.flags & FMR_OF_SHARED != 0 {
             shared.push(rec);
         } else {
-            each(rec.ino, &rec.extent(0));
+            each(rec.ino, &rec.extent(0), 0);
         }
     })?;
     if unknown {
@@ -210,27 +212,28 @@ impl Mapping {
     }
 }
 
-/// Hands on the mappings flagged shared, each split into the parts that really are (two
-/// or more mappings cover them: flagged `SHARED`) and those that are not.
-fn split_shared(maps: &[Mapping], each: &mut dyn FnMut(u64, &Extent)) {
-    let multi = covered_twice(maps);
-    for m in maps.iter() {
+/// Hands on the mappings flagged shared, each split into the stretches where the same
+/// two or more mappings cover it (flagged `SHARED`, with the number of files they belong
+/// to) and the parts no other mapping covers.
+fn split_shared(maps: &[Mapping], each: &mut dyn FnMut(u64, &Extent, u32)) {
+    let segments = shared_segments(maps);
+    for m in maps {
         let end = m.physical.saturating_add(m.length);
         let mut at = m.physical;
-        let first = multi.partition_point(|&(_, e)| e <= at);
-        for &(s, e) in &multi[first..] {
+        let first = segments.partition_point(|&(_, e, _)| e <= at);
+        for &(s, e, files) in &segments[first..] {
             if s >= end {
                 break;
             }
-            let (s, e) = (s.max(at), e.min(end));
             if s > at {
-                each(m.ino, &piece(m, at, s, 0));
+                each(m.ino, &piece(m, at, s, 0), 0);
             }
-            each(m.ino, &piece(m, s, e, Extent::SHARED));
-            at = e;
+            // Segments split at every mapping's ends, so this one lies inside `m`.
+            each(m.ino, &piece(m, s, e.min(end), Extent::SHARED), files);
+            at = e.min(end);
         }
         if at < end {
-            each(m.ino, &piece(m, at, end, 0));
+            each(m.ino, &piece(m, at, end, 0), 0);
         }
     }
 }
@@ -240,27 +243,35 @@ fn piece(m: &Mapping, start: u64, end: u64, flags: u32) -> Extent {
     Extent { logical: m.logical + (start - m.physical), physical: start, length: end - start, flags }
 }
 
-/// The physical ranges two or more of `maps` cover, sorted and disjoint.
-fn covered_twice(maps: &[Mapping]) -> Vec<(u64, u64)> {
+/// The physical stretches two or more of `maps` cover, split wherever one of them starts
+/// or ends (so the same mappings cover each throughout), sorted, with the number of
+/// distinct files (owner inodes) covering each.
+fn shared_segments(maps: &[Mapping]) -> Vec<(u64, u64, u32)> {
     // Each mapping starts (+1) and ends (-1); at one point an end sorts first, so ranges
     // that only touch do not overlap.
-    let mut events: Vec<(u64, i32)> = Vec::with_capacity(maps.len() * 2);
+    let mut events: Vec<(u64, i32, u64)> = Vec::with_capacity(maps.len() * 2);
     for m in maps {
-        events.push((m.physical, 1));
-        events.push((m.physical.saturating_add(m.length), -1));
+        events.push((m.physical, 1, m.ino));
+        events.push((m.physical.saturating_add(m.length), -1, m.ino));
     }
     events.sort_unstable();
-    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut out = Vec::new();
+    let mut covering: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
     let (mut depth, mut prev) = (0i32, 0u64);
-    for (at, step) in events {
+    for (at, step, ino) in events {
         if depth >= 2 && at > prev {
-            match out.last_mut() {
-                Some(last) if last.1 == prev => last.1 = at,
-                _ => out.push((prev, at)),
+            out.push((prev, at, covering.len() as u32));
+        }
+        prev = at;
+        depth += step;
+        if step > 0 {
+            *covering.entry(ino).or_insert(0) += 1;
+        } else if let Some(n) = covering.get_mut(&ino) {
+            *n -= 1;
+            if *n == 0 {
+                covering.remove(&ino);
             }
         }
-        depth += step;
-        prev = at;
     }
     out
 }
@@ -273,9 +284,12 @@ mod tests {
         Mapping { ino, logical, physical, length }
     }
 
-    fn split(maps: Vec<Mapping>) -> Vec<(u64, u64, u64, u64, bool)> {
+    fn split(maps: Vec<Mapping>) -> Vec<(u64, u64, u64, u64, u32)> {
         let mut out = Vec::new();
-        split_shared(&maps, &mut |ino, e| out.push((ino, e.logical, e.physical, e.length, e.is_shared())));
+        split_shared(&maps, &mut |ino, e, files| {
+            assert_eq!(e.is_shared(), files > 0);
+            out.push((ino, e.logical, e.physical, e.length, files))
+        });
         out.sort_unstable();
         out
     }
@@ -285,23 +299,25 @@ mod tests {
         // File 131: one 1 MiB extent; file 132 maps its first 192 KiB and its last 768 KiB.
         let got = split(vec![map(131, 0, 1000, 1024), map(132, 0, 1000, 192), map(132, 256, 1256, 768)]);
         let want = vec![
-            (131, 0, 1000, 192, true),
-            (131, 192, 1192, 64, false),
-            (131, 256, 1256, 768, true),
-            (132, 0, 1000, 192, true),
-            (132, 256, 1256, 768, true),
+            (131, 0, 1000, 192, 2),
+            (131, 192, 1192, 64, 0),
+            (131, 256, 1256, 768, 2),
+            (132, 0, 1000, 192, 2),
+            (132, 256, 1256, 768, 2),
         ];
         assert_eq!(got, want);
     }
 
     #[test]
-    fn overlaps_of_three_and_touching_ranges_merge_into_one_covered_range() {
+    fn stretches_covered_twice_split_where_a_mapping_starts_or_ends() {
         let maps = vec![map(1, 0, 0, 100), map(2, 0, 50, 100), map(3, 0, 100, 10), map(4, 0, 150, 50)];
         // 50..100 by 1 and 2; 100..110 by 2 and 3; 110..150 by 2 only; 150..200 by 4 only.
-        assert_eq!(covered_twice(&maps), vec![(50, 110)]);
-        let nested = vec![map(1, 0, 0, 1000), map(2, 0, 100, 10), map(3, 0, 500, 10)];
-        assert_eq!(covered_twice(&nested), vec![(100, 110), (500, 510)]);
-        assert_eq!(covered_twice(&[map(1, 0, 0, 10)]), vec![]);
+        assert_eq!(shared_segments(&maps), vec![(50, 100, 2), (100, 110, 2)]);
+        let nested = vec![map(1, 0, 0, 1000), map(2, 0, 100, 10), map(3, 0, 500, 10), map(3, 0, 505, 10)];
+        assert_eq!(shared_segments(&nested), vec![(100, 110, 2), (500, 505, 2), (505, 510, 2), (510, 515, 2)]);
+        // One file mapping the same blocks twice: shared, by one file.
+        assert_eq!(shared_segments(&[map(7, 0, 0, 10), map(7, 10, 0, 10)]), vec![(0, 10, 1)]);
+        assert_eq!(shared_segments(&[map(1, 0, 0, 10)]), vec![]);
     }
 
     #[test]

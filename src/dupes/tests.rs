@@ -360,7 +360,7 @@ impl Reader for Swapped {
     }
     fn bulk_extents(
         dir: &Self::Dir,
-        each: &mut dyn FnMut(u64, &crate::meta::Extent),
+        each: &mut dyn FnMut(u64, &crate::meta::Extent, u32),
     ) -> Result<(), crate::meta::Errno> {
         Native::bulk_extents(dir, each)
     }

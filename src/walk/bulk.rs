@@ -15,29 +15,40 @@
 //! worst case within about twice the cheaper path's cost. A file the listing does not
 //! know (created after it was read, or with data not written yet) is asked on its own.
 //!
-//! Memory: while the listing is read, 16 bytes per extent not shared and 24 per shared
-//! one; then 32 bytes per file with data and 16 per shared range, for the rest of the
+//! Each shared extent comes as a whole (a stretch the same files share throughout) with
+//! the number of files sharing it, so "frees" is exact on this path
+//! (`FileExtents::add_known`).
+//!
+//! Memory: while the listing is read, 16 bytes per extent not shared and 32 per shared
+//! one; then 24 bytes per file with data and 24 per shared extent, for the rest of the
 //! scan.
 
-use super::extents::FileExtents;
+use super::extents::{FileExtents, WholeExtent};
 use super::reader::Reader;
 use crate::meta::{Errno, Extent};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-/// One file of the listing: its sums, and where its shared ranges start in
-/// `ExtentMap::ranges` (they end where the next file's start).
+/// One file of the listing: the bytes of its extents not shared, and where its shared
+/// ones start in `ExtentMap::shared` (they end where the next file's start).
 struct Row {
     ino: u64,
-    total: u64,
-    shared: u64,
-    ranges_at: usize,
+    plain: u64,
+    shared_at: usize,
+}
+
+/// One shared extent of a file: its physical range and how many files share it.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Shared {
+    start: u64,
+    end: u64,
+    files: u32,
 }
 
 /// Every file's extent figures on one file system, by inode number.
 pub struct ExtentMap {
     rows: Vec<Row>,
-    ranges: Vec<(u64, u64)>,
+    shared: Vec<Shared>,
 }
 
 impl ExtentMap {
@@ -46,16 +57,19 @@ impl ExtentMap {
         Self::build(|each| R::bulk_extents(dir, each))
     }
 
-    /// Builds the map from a listing that hands over `(inode, extent)` in any order.
-    pub fn build(list: impl FnOnce(&mut dyn FnMut(u64, &Extent)) -> Result<(), Errno>) -> Result<ExtentMap, Errno> {
+    /// Builds the map from a listing that hands over `(inode, extent, files sharing it)`
+    /// in any order.
+    pub fn build(
+        list: impl FnOnce(&mut dyn FnMut(u64, &Extent, u32)) -> Result<(), Errno>,
+    ) -> Result<ExtentMap, Errno> {
         let mut plain: Vec<(u64, u64)> = Vec::new();
-        let mut shared: Vec<(u64, u64, u64)> = Vec::new();
-        list(&mut |ino, e| {
+        let mut shared: Vec<(u64, Shared)> = Vec::new();
+        list(&mut |ino, e, files| {
             // The same extents count as in a file's own map (`FileExtents::add`).
             let mut one = FileExtents::default();
             one.add(e);
             if one.shared > 0 {
-                shared.push((ino, e.physical, e.physical.saturating_add(e.length)));
+                shared.push((ino, Shared { start: e.physical, end: e.physical + one.shared, files }));
             } else if one.total > 0 {
                 plain.push((ino, one.total));
             }
@@ -66,25 +80,23 @@ impl ExtentMap {
     }
 
     /// One row per inode from the two sorted lists.
-    fn fold(plain: &[(u64, u64)], shared: &[(u64, u64, u64)]) -> ExtentMap {
-        let mut map = ExtentMap { rows: Vec::new(), ranges: Vec::with_capacity(shared.len()) };
+    fn fold(plain: &[(u64, u64)], shared: &[(u64, Shared)]) -> ExtentMap {
+        let mut map = ExtentMap { rows: Vec::new(), shared: Vec::with_capacity(shared.len()) };
         let (mut p, mut s) = (0, 0);
-        while p < plain.len() || s < shared.len() {
+        loop {
             let ino = match (plain.get(p), shared.get(s)) {
                 (Some(a), Some(b)) => a.0.min(b.0),
                 (Some(a), None) => a.0,
                 (None, Some(b)) => b.0,
                 (None, None) => break,
             };
-            let mut row = Row { ino, total: 0, shared: 0, ranges_at: map.ranges.len() };
+            let mut row = Row { ino, plain: 0, shared_at: map.shared.len() };
             while let Some(&(_, len)) = plain.get(p).filter(|r| r.0 == ino) {
-                row.total += len;
+                row.plain += len;
                 p += 1;
             }
-            while let Some(&(_, start, end)) = shared.get(s).filter(|r| r.0 == ino) {
-                row.total += end - start;
-                row.shared += end - start;
-                map.ranges.push((start, end));
+            while let Some(&(_, one)) = shared.get(s).filter(|r| r.0 == ino) {
+                map.shared.push(one);
                 s += 1;
             }
             map.rows.push(row);
@@ -98,11 +110,14 @@ impl ExtentMap {
     pub fn fill(&self, ino: u64, f: &mut FileExtents) -> bool {
         let Ok(i) = self.rows.binary_search_by_key(&ino, |r| r.ino) else { return false };
         let row = &self.rows[i];
-        let end = self.rows.get(i + 1).map_or(self.ranges.len(), |r| r.ranges_at);
+        let end = self.rows.get(i + 1).map_or(self.shared.len(), |r| r.shared_at);
         f.clear();
-        f.total = row.total;
-        f.shared = row.shared;
-        f.ranges.extend_from_slice(&self.ranges[row.ranges_at..end]);
+        f.total = row.plain;
+        for one in &self.shared[row.shared_at..end] {
+            let length = one.end - one.start;
+            let e = Extent { logical: 0, physical: one.start, length, flags: Extent::SHARED };
+            f.add_known(&e, WholeExtent { start: one.start, disk_bytes: length, refs: one.files });
+        }
         true
     }
 }
@@ -181,8 +196,8 @@ impl Devices {
 mod tests {
     use super::*;
 
-    fn ext(physical: u64, length: u64, flags: u32) -> Extent {
-        Extent { logical: 0, physical, length, flags }
+    fn ext(physical: u64, length: u64, flags: u32) -> (Extent, u32) {
+        (Extent { logical: 0, physical, length, flags }, if flags & Extent::SHARED != 0 { 2 } else { 0 })
     }
 
     #[test]
@@ -196,8 +211,8 @@ mod tests {
             (9, ext(200, 50, Extent::SHARED)),
         ];
         let map = ExtentMap::build(|each| {
-            for (ino, e) in &list {
-                each(*ino, e);
+            for (ino, (e, files)) in &list {
+                each(*ino, e, *files);
             }
             Ok(())
         })
@@ -205,6 +220,8 @@ mod tests {
         let mut f = FileExtents::default();
         assert!(map.fill(5, &mut f));
         assert_eq!((f.total, f.shared, f.ranges.clone()), (30, 20, vec![(2000, 2020)]));
+        assert_eq!(f.known, vec![WholeExtent { start: 2000, disk_bytes: 20, refs: 2 }]);
+        assert!(!f.refs_unknown);
         assert!(map.fill(9, &mut f));
         assert_eq!((f.total, f.shared, f.ranges.clone()), (157, 150, vec![(0, 100), (200, 250)]));
         // Only a skipped (delalloc) extent: not in the listing, asked on its own.

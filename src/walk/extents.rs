@@ -64,9 +64,8 @@ impl FileExtents {
     }
 
     /// Counts one extent of the file as `add` does; when it is shared, `whole` is the
-    /// extent it lies in (see `WholeExtent`). Called by the bulk readers' join (btrfs,
-    /// XFS), which land after this type; until then only the tests call it.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// extent it lies in (see `WholeExtent`). Called by the bulk readers' join
+    /// (`walk/bulk.rs`).
     pub fn add_known(&mut self, e: &Extent, whole: WholeExtent) {
         if self.count(e) {
             self.refs_unknown |= whole.refs == 0;

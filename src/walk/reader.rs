@@ -50,9 +50,10 @@ pub trait Reader: 'static {
     /// The inodes in use on `dir`'s file system when `bulk_extents` can list every file's
     /// extents there at once; `None` when it cannot.
     fn bulk_extents_estimate(dir: &Self::Dir) -> Option<u64>;
-    /// Calls `each(inode, extent)` for every data extent of every file on `dir`'s file
-    /// system, flagged as `file_extents_at` would flag it.
-    fn bulk_extents(dir: &Self::Dir, each: &mut dyn FnMut(u64, &Extent)) -> Result<(), Errno>;
+    /// Calls `each(inode, extent, files)` for every data extent of every file on `dir`'s
+    /// file system, flagged as `file_extents_at` would flag it; a shared one is a whole
+    /// extent (the same files share all of it), `files` how many (0: not shared).
+    fn bulk_extents(dir: &Self::Dir, each: &mut dyn FnMut(u64, &Extent, u32)) -> Result<(), Errno>;
 }
 
 macro_rules! reader_impl {
@@ -137,7 +138,7 @@ macro_rules! reader_impl {
                 use $m as m;
                 m::bulk_extents_estimate(dir)
             }
-            fn bulk_extents(dir: &Self::Dir, each: &mut dyn FnMut(u64, &Extent)) -> Result<(), Errno> {
+            fn bulk_extents(dir: &Self::Dir, each: &mut dyn FnMut(u64, &Extent, u32)) -> Result<(), Errno> {
                 use $m as m;
                 m::bulk_extents(dir, each)
             }
