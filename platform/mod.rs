@@ -74,14 +74,15 @@
 //!   on Linux (FIEMAP, FIDEDUPERANGE, statfs, GET_SUBVOL_INFO), `fallback/dupes.rs`
 //!   (std::fs; no extents, no dedupe) everywhere else. They speak this file's
 //!   `FileCheck`, `Layout` (of `meta::Extent`s), `DedupeStatus` and `MAX_DEDUPE_DESTS`.
-//! * The files dfdu writes (the hash file, `--plan`, the browser's trash): `WriteDir` (a
-//!   directory reached by `open_write_dir`, one name at a time, each step shown to the
-//!   caller's judge as this file's `Owner`s, refused as `WalkError::Refused`),
-//!   `write_dir_owner`, `file_owner`, `effective_uid`, `write_dir_id`, `entry_at`,
-//!   `open_at_nofollow`, `lock_file`, `replace_in` (a new file renamed over the old one),
-//!   and for the trash `make_dir_in`, `remove_in` and `move_into` (`rename` without
-//!   replacing, never across file systems): `unix/write.rs` (Linux adds its `O_TMPFILE`
-//!   `replace_in`), `fallback/write.rs` by paths elsewhere (no owners, no trash).
+//! * The files dfdu writes (the hash file, `--plan`, the browser's trash) and the config
+//!   files it reads: `WriteDir` (a directory reached by `open_write_dir`, one name at a
+//!   time, each step shown to the caller's judge as this file's `Owner`s, refused as
+//!   `WalkError::Refused`), `write_dir_owner`, `file_owner`, `effective_uid`,
+//!   `write_dir_id`, `entry_at`, `open_at_nofollow`, `open_read_in`, `lock_file`,
+//!   `replace_in` (a new file renamed over the old one), and for the trash `make_dir_in`,
+//!   `remove_in` and `move_into` (`rename` without replacing, never across file
+//!   systems): `unix/write.rs` (Linux adds its `O_TMPFILE` `replace_in`),
+//!   `fallback/write.rs` by paths elsewhere (no owners, no trash).
 //!
 //! Everything `unsafe` in dfdu lives in this directory, each block under a `// SAFETY:`
 //! comment.
@@ -119,10 +120,10 @@ pub use backend::{
     extents_never_shared, file_extents_at, file_owner, free_bytes, fs_block_bytes, fs_shares_extents, fs_uuid,
     interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lock_file, lookups_serialize,
     make_dir_in, mount_points, move_into, open_at, open_at_nofollow, open_fds, open_file_at, open_file_path, open_path,
-    open_write_dir, physical_start, raise_fd_limit, read_only_snapshot, reload_zone, remove_at, remove_in, rename_at,
-    replace_in, rotational, sorts_by_inode, stat_at, stat_path, swap_files, symlink_at, term_raw_enter, term_raw_leave,
-    term_signals, term_size, term_stop_self, term_wait, term_write, thread_cpu_ns, write_dir_id, write_dir_owner, Dir,
-    ExtentBuf, Lister, WriteDir, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
+    open_read_in, open_write_dir, physical_start, raise_fd_limit, read_only_snapshot, reload_zone, remove_at,
+    remove_in, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path, swap_files, symlink_at,
+    term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait, term_write, thread_cpu_ns,
+    write_dir_id, write_dir_owner, Dir, ExtentBuf, Lister, WriteDir, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
 };
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
@@ -390,6 +391,7 @@ macro_rules! contract {
             let _: fn(&b::WriteDir) -> Result<(u64, u64), Errno> = b::write_dir_id;
             let _: fn(&b::WriteDir, &OsStr) -> Result<Option<FileCheck>, Errno> = b::entry_at;
             let _: fn(&b::WriteDir, &OsStr, bool) -> Result<File, Errno> = b::open_at_nofollow;
+            let _: fn(&b::WriteDir, &OsStr) -> Result<File, Errno> = b::open_read_in;
             let _: fn(&File, bool) -> Result<bool, Errno> = b::lock_file;
             let _: fn(&b::WriteDir, &OsStr, &[u8], File) -> Result<(), Errno> = b::replace_in;
             let _: fn(&b::WriteDir, &OsStr, u32) -> Result<(), Errno> = b::make_dir_in;

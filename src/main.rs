@@ -42,7 +42,8 @@
 //!   `-x`, `--exclude`, `-X`, `--exclude-caches`, `--exclude-kernfs`, `-L`, `-j`; `SizeOpts`: `-b -h --si -k -m -B
 //!   --apparent-size --json --top`; `thread_count`, the one reading of `-j`); `config.rs`: the config files'
 //!   default options for `browse` and `scan` (trusted only if no one else could write
-//!   them); `threads.rs`: starting threads that may not start (`on_threads`,
+//!   them); `trust.rs`: that judge, ssh's `StrictModes` for the config files and for the
+//!   files `dupes` writes (its hash file, `--plan`); `threads.rs`: starting threads that may not start (`on_threads`,
 //!   `spawn_or_run`).
 //! * `term/` — the terminal without a TUI crate: `mod.rs` (`Screen` and its diffing
 //!   painter, the key `Decoder`, `escape`, `fit`, the raw-mode `Session`), `width.rs`

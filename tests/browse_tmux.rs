@@ -1046,7 +1046,7 @@ fn the_config_file_is_read_and_ignored_with_ignore_config() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
     let (out, err) = scan(&[]);
-    assert!(err.contains("not reading") && err.contains("others may write it"), "{err}");
+    assert!(err.contains(&format!("not reading {}: it is writable by others (mode 0666)", file.display())), "{err}");
     assert!(bytes_line(&out).trim_end().ends_with(['K', 'M']), "an untrusted config is not read: {out}");
     std::fs::remove_dir_all(&t).unwrap();
 }

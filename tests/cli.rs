@@ -187,3 +187,53 @@ fn floor_reports_a_write_error() {
         text(&out.stderr)
     );
 }
+
+/// An option from a config file that the command does not take is refused with the
+/// file and the line it is on (before, the message did not say it came from a config
+/// file at all); one typed on the command line is refused as before, without either.
+#[test]
+fn a_config_option_the_command_does_not_take_names_its_file_and_line() {
+    let scratch = Scratch::new("cli-config-line");
+    let tree = scratch.subdir("tree");
+    build(&tree, &["f a 100"]);
+    let cfg = scratch.subdir("cfg");
+    let file = cfg.join("dfdu/config");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // `--read-only` is browse's: in [all], scan is given it too.
+    fs::write(&file, "# defaults\n-b\n\n--read-only\n").unwrap();
+    let env = [("XDG_CONFIG_HOME", cfg.to_str().unwrap())];
+    let out = run(SUBS[0], &["-q", tree.to_str().unwrap()], None, &env);
+    let want = format!("invalid option '--read-only' (in {}, line 4)\n", file.display());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&want), "{}", text(&out.stderr));
+    // A value the command refuses names its line as well.
+    fs::write(&file, "[scan]\n--top\nmany\n").unwrap();
+    let out = run(SUBS[0], &["-q", tree.to_str().unwrap()], None, &env);
+    assert!(text(&out.stderr).contains(&format!(" (in {}, line 3)\n", file.display())), "{}", text(&out.stderr));
+    // The command line's own mistakes are not blamed on the config file.
+    fs::write(&file, "-b\n").unwrap();
+    let out = run(SUBS[0], &["--bogus", tree.to_str().unwrap()], None, &env);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("invalid option '--bogus'\n"), "{}", text(&out.stderr));
+    // `--ignore-config` leaves the line unread.
+    fs::write(&file, "--read-only\n").unwrap();
+    let out = run(SUBS[0], &["--ignore-config", "-q", tree.to_str().unwrap()], None, &env);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// A config file that is a symbolic link is not followed, and standard error says so
+/// (it was skipped without a word, as if there were none).
+#[test]
+fn a_config_file_that_is_a_symlink_is_not_read_and_said_so() {
+    let scratch = Scratch::new("cli-config-symlink");
+    let tree = scratch.subdir("tree");
+    build(&tree, &["f a 100"]);
+    let cfg = scratch.subdir("cfg");
+    fs::create_dir_all(cfg.join("dfdu")).unwrap();
+    fs::write(cfg.join("real"), "--bogus\n").unwrap();
+    std::os::unix::fs::symlink(cfg.join("real"), cfg.join("dfdu/config")).unwrap();
+    let out = run(SUBS[0], &["-q", tree.to_str().unwrap()], None, &[("XDG_CONFIG_HOME", cfg.to_str().unwrap())]);
+    let want = format!("not reading {}: it is a symbolic link (not followed)\n", cfg.join("dfdu/config").display());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&want), "{}", text(&out.stderr));
+}

@@ -87,6 +87,16 @@ pub fn open_at_nofollow(dir: &WriteDir, name: &OsStr, create_new: bool) -> Resul
     std::fs::OpenOptions::new().read(true).write(true).create_new(create_new).open(path).map_err(io_errno)
 }
 
+/// Opens the entry `name` of `dir` to read it; a symlink is refused (ELOOP) as far as
+/// a look before the open can tell.
+pub fn open_read_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
+    let path = dir.path.join(name);
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+        return Err(Errno::LOOP);
+    }
+    File::open(path).map_err(io_errno)
+}
+
 /// Not offered here: there is no trash without Unix handles.
 pub fn make_dir_in(_dir: &WriteDir, _name: &OsStr, _mode: u32) -> Result<(), Errno> {
     Err(Errno::NOSYS)

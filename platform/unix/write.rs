@@ -187,6 +187,15 @@ pub fn open_at_nofollow(dir: &WriteDir, name: &OsStr, create_new: bool) -> Resul
     Ok(File::from(fd))
 }
 
+/// Opens the entry `name` of `dir` to read it, without following a symlink (ELOOP),
+/// waiting on a FIFO or taking a terminal; whether it is a regular file is the caller's
+/// check (`check_file`).
+pub fn open_read_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd = rustix::fs::openat(&dir.fd, &*c_name(name)?, flags, Mode::empty()).map_err(errno)?;
+    Ok(File::from(fd))
+}
+
 /// Makes directory `name` (mode `mode`) in `dir`; EEXIST when anything has that name.
 pub fn make_dir_in(dir: &WriteDir, name: &OsStr, mode: u32) -> Result<(), Errno> {
     rustix::fs::mkdirat(&dir.fd, &*c_name(name)?, Mode::from_bits_truncate(mode as _)).map_err(errno)

@@ -28,6 +28,14 @@ pub fn open_at_nofollow(dir: &WriteDir, name: &OsStr, create_new: bool) -> Resul
     opts.open(dir.path.join(name)).map_err(io_errno)
 }
 
+/// Opens the entry `name` of `dir` to read it, a reparse point itself and not what it
+/// points to.
+pub fn open_read_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true).custom_flags(OPEN_REPARSE_POINT);
+    opts.open(dir.path.join(name)).map_err(io_errno)
+}
+
 pub fn make_dir_in(_dir: &WriteDir, _name: &OsStr, _mode: u32) -> Result<(), Errno> {
     Err(NOT_SUPPORTED)
 }

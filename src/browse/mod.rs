@@ -134,7 +134,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         dir: OsString::new(),
     };
     let mut dirs = Vec::new();
-    let mut cli = Cli::new(prog, "browse", HELP, args);
+    let mut cli = Cli::configured(prog, "browse", HELP, args);
     while let Some(opt) = cli.next()? {
         match opt.arg() {
             Long("read-only") => a.read_only = true,

@@ -43,16 +43,18 @@
 //! looked up relative to one handle on the directory (`platform::WriteDir`): the hash file
 //! is opened with `O_NOFOLLOW` (a symlink is refused) and created only with `O_EXCL`, and
 //! `platform::replace_in` writes the new contents to a file that can only be new and ours
-//! (mode 0600) before renaming it into place. Trust follows ownership (`distrust`): in a
-//! directory others may write the file is neither read nor written; a file others could
-//! have written is ignored and rebuilt. The directory itself is reached one name at a
-//! time (`platform::open_write_dir`), each judged by `distrust_step`: a name another user
-//! could swap (for a symlink to `/etc`, say) makes the path untrusted, as its directory.
+//! (mode 0600) before renaming it into place. Trust follows ownership, as
+//! `walk::trust` judges a file dfdu writes (`Use::Write`): in a directory others may
+//! write the file is neither read nor written; a file others could have written is
+//! ignored and rebuilt. The directory itself is reached one name at a time, each step
+//! judged: a name another user could swap (for a symlink to `/etc`, say) makes the path
+//! untrusted, as its directory.
 
 use super::find::{Digest, DIGEST_BYTES};
 use crate::meta::Kind;
 use crate::out::io_text;
 use crate::platform;
+use crate::walk::trust::{self, Judge, Use};
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -316,57 +318,6 @@ pub struct HashFile {
     rebuild: bool,
 }
 
-const GROUP_OTHER_WRITE: u32 = 0o022;
-const STICKY: u32 = 0o1000;
-
-/// Why a directory is not trusted to hold what it holds: it is neither the user's nor
-/// root's, or others may write it and it is not sticky (as `/tmp` is), so whoever may
-/// write it can put any file under any name in it.
-fn distrust_dir(dir: platform::Owner, euid: u32) -> Option<String> {
-    if dir.uid != euid && dir.uid != 0 {
-        return Some(format!("belongs to uid {}", dir.uid));
-    }
-    if dir.mode & GROUP_OTHER_WRITE != 0 && dir.mode & STICKY == 0 {
-        return Some(format!("is writable by others (mode {:04o}) and not sticky", dir.mode));
-    }
-    None
-}
-
-/// Why a hash file another user could have written is not trusted, as ssh's
-/// `StrictModes` judges `authorized_keys`: its directory as `distrust_dir` has it, and
-/// the file must be the user's and writable by no one else. `None` when trusted.
-fn distrust(dir: platform::Owner, file: Option<platform::Owner>, euid: u32) -> Option<String> {
-    if let Some(why) = distrust_dir(dir, euid) {
-        return Some(format!("its directory {why}"));
-    }
-    let file = file?;
-    if file.uid != euid {
-        return Some(format!("it belongs to uid {}, not to uid {euid}", file.uid));
-    }
-    if file.mode & GROUP_OTHER_WRITE != 0 {
-        return Some(format!("it is writable by others (mode {:04o})", file.mode));
-    }
-    None
-}
-
-/// Why one step on the way to the hash file's directory (the name `entry_path`, found in
-/// `dir`) is not trusted: `dir` as `distrust_dir` has it, or a sticky directory others
-/// may write holding a name another user owns (they may replace what it is).
-fn distrust_step(entry_path: &Path, dir: platform::Owner, entry: platform::Owner, euid: u32) -> Option<String> {
-    let parent = entry_path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if let Some(why) = distrust_dir(dir, euid) {
-        return Some(format!("'{}' on its path {why}", parent.display()));
-    }
-    if dir.mode & GROUP_OTHER_WRITE != 0 && entry.uid != euid && entry.uid != 0 {
-        return Some(format!(
-            "'{}' on its path belongs to uid {} in a directory others may write",
-            entry_path.display(),
-            entry.uid
-        ));
-    }
-    None
-}
-
 /// The directory to open and the name in it; `None` for a path that names no file.
 fn split(path: &Path) -> Option<(&Path, &OsStr)> {
     let name = path.file_name()?;
@@ -379,9 +330,7 @@ fn split(path: &Path) -> Option<(&Path, &OsStr)> {
 pub fn create_new(path: &Path) -> Result<File, String> {
     let shown = path.display();
     let (dir_path, name) = split(path).ok_or_else(|| format!("'{shown}' does not name a file"))?;
-    let euid = platform::effective_uid();
-    let mut judge = |p: &Path, d, e| euid.and_then(|uid| distrust_step(p, d, e, uid));
-    let dir = match platform::open_write_dir(dir_path, &mut judge) {
+    let dir = match trust::open_dir(dir_path, Judge::new(Use::Write)) {
         Ok(d) => d,
         Err(platform::WalkError::Refused(why)) => return Err(format!("'{shown}' is not safe to create: {why}")),
         Err(platform::WalkError::Os(e)) => {
@@ -445,9 +394,8 @@ fn same_entry(dir: &platform::WriteDir, name: &OsStr, file: &File) -> bool {
 pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFile>, Cache), String> {
     let shown = path.display().to_string();
     let (dir_path, name) = split(path).ok_or_else(|| format!("hash file '{shown}' does not name a file"))?;
-    let euid = platform::effective_uid();
-    let mut judge = |p: &Path, d, e| euid.and_then(|uid| distrust_step(p, d, e, uid));
-    let dir = match platform::open_write_dir(dir_path, &mut judge) {
+    let judge = Judge::new(Use::Write);
+    let dir = match trust::open_dir(dir_path, judge) {
         Ok(d) => d,
         Err(platform::WalkError::Refused(why)) => {
             note(format!("hash file '{shown}' is not trusted: {why}; running without one, leaving it alone"));
@@ -458,7 +406,7 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFil
         }
     };
     let dir_owner = platform::write_dir_owner(&dir);
-    let untrusted = |file| euid.zip(dir_owner).and_then(|(uid, d)| distrust(d, file, uid));
+    let untrusted = |file| judge.zip(dir_owner).and_then(|(j, d)| j.file(d, file));
     if let Some(why) = untrusted(None) {
         note(format!("hash file '{shown}' is not trusted: {why}; running without one, leaving it alone"));
         return Ok((None, Cache::default()));
@@ -755,57 +703,6 @@ mod tests {
         for theirs in [&b"x"[..], b"DFDUX", b"DFDUHAX", b"DFDUxxxx", b"DFDUHxxx", b"xFDUHxxH", b"precious notes"] {
             assert!(!looks_ours(theirs), "{:?}", String::from_utf8_lossy(theirs));
         }
-    }
-
-    /// Trust as ssh's StrictModes: the directory the user's or root's and not writable by
-    /// others unless sticky; the file the user's and not writable by others.
-    #[test]
-    fn hashfile_trust_follows_ownership() {
-        use platform::Owner;
-        let o = |uid, mode| Owner { uid, mode };
-        let (me, other) = (1000, 1001);
-        assert_eq!(distrust(o(me, 0o755), Some(o(me, 0o600)), me), None);
-        assert_eq!(distrust(o(0, 0o755), Some(o(me, 0o644)), me), None);
-        assert_eq!(distrust(o(0, 0o1777), Some(o(me, 0o600)), me), None);
-        assert_eq!(distrust(o(me, 0o1770), None, me), None);
-        assert_eq!(distrust(o(0, 0o755), None, 0), None);
-        let why = |d, f, uid| distrust(d, f, uid).unwrap_or_default();
-        assert_eq!(why(o(other, 0o755), Some(o(me, 0o600)), me), "its directory belongs to uid 1001");
-        assert_eq!(why(o(other, 0o1777), None, me), "its directory belongs to uid 1001");
-        assert_eq!(why(o(me, 0o775), None, me), "its directory is writable by others (mode 0775) and not sticky");
-        assert_eq!(why(o(0, 0o757), None, me), "its directory is writable by others (mode 0757) and not sticky");
-        assert_eq!(why(o(me, 0o700), Some(o(other, 0o600)), me), "it belongs to uid 1001, not to uid 1000");
-        assert_eq!(why(o(me, 0o700), Some(o(0, 0o600)), me), "it belongs to uid 0, not to uid 1000");
-        assert_eq!(why(o(me, 0o700), Some(o(me, 0o620)), me), "it is writable by others (mode 0620)");
-        assert_eq!(why(o(me, 0o700), Some(o(me, 0o602)), me), "it is writable by others (mode 0602)");
-    }
-
-    /// A step on the way: the directory judged as `distrust_dir`, and in a sticky
-    /// directory others may write, the name must be the user's or root's.
-    #[test]
-    fn hashfile_steps_on_its_path() {
-        use platform::Owner;
-        let o = |uid, mode| Owner { uid, mode };
-        let step = |p: &str, d, e| distrust_step(Path::new(p), d, e, 1000);
-        assert_eq!(step("/home", o(0, 0o755), o(0, 0o755)), None);
-        assert_eq!(step("/home/al/c", o(1000, 0o700), o(1001, 0o755)), None);
-        assert_eq!(step("/tmp/mine", o(0, 0o1777), o(1000, 0o700)), None);
-        assert_eq!(step("/tmp/root", o(0, 0o1777), o(0, 0o755)), None);
-        assert_eq!(step("/srv/x", o(1001, 0o755), o(0, 0o755)).unwrap(), "'/srv' on its path belongs to uid 1001");
-        assert_eq!(
-            step("x/y", o(0, 0o777), o(0, 0o755)).unwrap(),
-            "'x' on its path is writable by others (mode 0777) and not sticky"
-        );
-        assert_eq!(
-            step("y", o(1000, 0o775), o(1000, 0o755)).unwrap(),
-            "'.' on its path is writable by others (mode 0775) and not sticky"
-        );
-        assert_eq!(
-            step("/tmp/evil", o(0, 0o1777), o(1001, 0o777)).unwrap(),
-            "'/tmp/evil' on its path belongs to uid 1001 in a directory others may write"
-        );
-        // Sticky but writable by no one else: its names are as safe as in any directory.
-        assert_eq!(step("/d/x", o(1000, 0o1755), o(1001, 0o755)), None);
     }
 
     #[test]

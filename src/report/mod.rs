@@ -125,7 +125,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         quiet: false,
         dirs: Vec::new(),
     };
-    let mut cli = Cli::new(prog, "scan", HELP, args);
+    let mut cli = Cli::configured(prog, "scan", HELP, args);
     while let Some(opt) = cli.next()? {
         match opt.arg() {
             Long("shared") => a.shared = true,

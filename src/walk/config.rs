@@ -13,23 +13,33 @@
 //! # Trust
 //!
 //! A config file another user could have written is not read (DESIGN, "Running as
-//! root"): it and every directory on the way to it are opened one name at a time, and a
-//! step that someone else than root and this user owns, or that lies in a directory others
-//! may write without the sticky bit, is refused; so is a file others may write. What is
-//! refused is said on stderr and the command goes on without it.
+//! root"), as `trust` judges a file dfdu only reads (`Use::Read`): it and every directory
+//! on the way to it are opened one name at a time, and a step that someone else than
+//! root and this user owns, or that lies in a directory others may write without the
+//! sticky bit, is refused; so is a file others may write. What is refused is said on
+//! stderr, with the reason, and the command goes on without it.
 
-use crate::meta::{os_bytes, os_string};
-use crate::platform::{self, Owner};
+use super::trust::{self, Judge, Use};
+use crate::meta::{os_bytes, os_string, Kind};
+use crate::platform::{self, WalkError};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// The most bytes read from one config file.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
+/// What the command parses: the config files' words, then the command line.
+pub struct Configured {
+    pub args: Vec<OsString>,
+    /// Where each of the first words of `args` comes from ("FILE, line N"), for
+    /// messages about them; the command line's words have none.
+    pub origins: Vec<String>,
+}
+
 /// `args` with the config files' options before them, unless `--ignore-config` is among
 /// them (it is taken out). `cmd` is `browse` or `scan`; warnings go to stderr as
 /// `PROG CMD: ...`.
-pub fn with_config(prog: &str, cmd: &str, args: Vec<OsString>) -> Vec<OsString> {
+pub fn with_config(prog: &str, cmd: &str, args: Vec<OsString>) -> Configured {
     let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
     if args[..end].iter().any(|a| a == "--ignore-config") {
         let mut kept = args;
@@ -38,18 +48,23 @@ pub fn with_config(prog: &str, cmd: &str, args: Vec<OsString>) -> Vec<OsString> 
             k += 1;
             !(k <= end && a == "--ignore-config")
         });
-        return kept;
+        return Configured { args: kept, origins: Vec::new() };
     }
-    let mut out = Vec::new();
+    let (mut out, mut origins) = (Vec::new(), Vec::new());
     for file in config_files() {
         match read_trusted(&file) {
-            Ok(Some(text)) => out.extend(words_for(&text, cmd)),
+            Ok(Some(text)) => {
+                for (word, line) in words_for(&text, cmd) {
+                    out.push(word);
+                    origins.push(format!("{}, line {line}", file.display()));
+                }
+            }
             Ok(None) => {}
             Err(why) => eprintln!("{prog} {cmd}: not reading {}: {why}", file.display()),
         }
     }
     out.extend(args);
-    out
+    Configured { args: out, origins }
 }
 
 /// The config files, system first.
@@ -64,38 +79,32 @@ fn config_files() -> Vec<PathBuf> {
     files
 }
 
-/// The text of `file` if it may be trusted; `Ok(None)` when there is no such file.
+/// The text of `file` if it may be trusted; `Ok(None)` when there is no such file. The
+/// file is opened inside the directory handle the judged walk ended on, so what was
+/// judged is what is read.
 fn read_trusted(file: &Path) -> Result<Option<String>, String> {
     let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else { return Ok(None) };
-    let uid = platform::effective_uid();
-    let judge = &mut |path: &Path, dir: Owner, what: Owner| untrusted(uid, path, dir, what);
-    let wd = match platform::open_write_dir(dir, judge) {
+    let judge = Judge::new(Use::Read);
+    let wd = match trust::open_dir(dir, judge) {
         Ok(d) => d,
-        Err(platform::WalkError::Refused(why)) => return Err(why),
-        Err(platform::WalkError::Os(_)) => return Ok(None),
+        Err(WalkError::Refused(why)) => return Err(why),
+        Err(WalkError::Os(_)) => return Ok(None),
     };
-    // The same directory as a reader's handle, to open the file in it: regular files
-    // only, never through a symlink.
-    let Ok(cdir) = std::ffi::CString::new(os_bytes(dir.as_os_str())) else { return Ok(None) };
-    let Ok(handle) = platform::open_path(&cdir, platform::Follow::Yes) else { return Ok(None) };
-    if let (Ok(seen), Ok(walked)) = (platform::dir_id(&handle), platform::write_dir_id(&wd)) {
-        if seen != walked {
-            return Err("its directory changed while it was looked at".into());
-        }
+    // Looked at before it is opened, so that only a regular file is ever opened (no
+    // device's open runs); the judged directory lets no one else swap it meanwhile.
+    match platform::entry_at(&wd, name) {
+        Ok(Some(c)) if c.kind == Kind::File => {}
+        Ok(Some(c)) if c.kind == Kind::Symlink => return Err("it is a symbolic link (not followed)".into()),
+        Ok(Some(_)) => return Err("not a regular file".into()),
+        Ok(None) | Err(_) => return Ok(None),
     }
-    let Ok(cname) = std::ffi::CString::new(os_bytes(name)) else { return Ok(None) };
-    let file = match platform::open_file_at(&handle, &cname, true) {
-        Ok((Some(f), _)) => f,
-        Ok((None, _)) => return Err("not a regular file".into()),
-        Err(_) => return Ok(None),
-    };
-    if let (Some(d), Some(f)) = (platform::write_dir_owner(&wd), platform::file_owner(&file)) {
-        if let Some(why) = untrusted(uid, &dir.join(name), d, f) {
-            return Err(why);
-        }
-        if f.mode & 0o022 != 0 {
-            return Err("others may write it".into());
-        }
+    let Ok(file) = platform::open_read_in(&wd, name) else { return Ok(None) };
+    if platform::check_file(&file).map_or(true, |c| c.kind != Kind::File) {
+        return Err("not a regular file".into());
+    }
+    let owners = platform::write_dir_owner(&wd).zip(platform::file_owner(&file));
+    if let Some(why) = judge.zip(owners).and_then(|(j, (d, f))| j.file(d, Some(f))) {
+        return Err(why);
     }
     let mut text = String::new();
     use std::io::Read;
@@ -103,24 +112,12 @@ fn read_trusted(file: &Path) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
-/// Why a step to `path` cannot be trusted: owned by someone else than root and `uid`, or
-/// in a directory others may write without the sticky bit. `None` where it can.
-fn untrusted(uid: Option<u32>, path: &Path, dir: Owner, what: Owner) -> Option<String> {
-    let uid = uid?;
-    if what.uid != uid && what.uid != 0 {
-        return Some(format!("{} belongs to another user", path.display()));
-    }
-    if dir.mode & 0o022 != 0 && dir.mode & 0o1000 == 0 {
-        return Some(format!("{} is in a directory others may write", path.display()));
-    }
-    None
-}
-
-/// The words of the lines of `text` that apply to `cmd`.
-pub fn words_for(text: &str, cmd: &str) -> Vec<OsString> {
+/// The words of the lines of `text` that apply to `cmd`, each with its line number
+/// (from 1).
+pub fn words_for(text: &str, cmd: &str) -> Vec<(OsString, usize)> {
     let mut section_ok = true;
     let mut out = Vec::new();
-    for line in text.lines().map(str::trim) {
+    for (i, line) in text.lines().map(str::trim).enumerate() {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
@@ -129,7 +126,7 @@ pub fn words_for(text: &str, cmd: &str) -> Vec<OsString> {
             continue;
         }
         if section_ok {
-            out.extend(split_words(line).into_iter().map(|w| os_string(&os_bytes(w.as_ref()))));
+            out.extend(split_words(line).into_iter().map(|w| (os_string(&os_bytes(w.as_ref())), i + 1)));
         }
     }
     out
@@ -168,9 +165,11 @@ mod tests {
     #[test]
     fn lines_sections_and_quotes() {
         let text = "# defaults\n-x\n--exclude '*.o'\n\n[browse]\n--read-only --ascii\n[scan]\n--top 5\n[all]\n--exclude \"a b\"\n";
-        let words = |cmd| words_for(text, cmd).into_iter().map(|w| w.into_string().unwrap()).collect::<Vec<_>>();
+        let words = |cmd| words_for(text, cmd).into_iter().map(|(w, _)| w.into_string().unwrap()).collect::<Vec<_>>();
         assert_eq!(words("browse"), ["-x", "--exclude", "*.o", "--read-only", "--ascii", "--exclude", "a b"]);
         assert_eq!(words("scan"), ["-x", "--exclude", "*.o", "--top", "5", "--exclude", "a b"]);
+        let lines: Vec<usize> = words_for(text, "scan").into_iter().map(|(_, line)| line).collect();
+        assert_eq!(lines, [2, 3, 3, 8, 8, 10, 10]);
         assert_eq!(split_words("  --exclude ''  "), ["--exclude", ""]);
     }
 
@@ -179,6 +178,7 @@ mod tests {
         let args: Vec<OsString> =
             ["--ignore-config", "-x", "--", "--ignore-config"].iter().map(OsString::from).collect();
         let out = with_config("dfdu", "scan", args);
-        assert_eq!(out, ["-x", "--", "--ignore-config"].map(OsString::from), "an operand after -- stays");
+        assert_eq!(out.args, ["-x", "--", "--ignore-config"].map(OsString::from), "an operand after -- stays");
+        assert!(out.origins.is_empty());
     }
 }

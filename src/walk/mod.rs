@@ -3,8 +3,9 @@
 //! `Portable`), one file's extent figures for sharing-aware sizes (`extents`), the
 //! benchmark's minimal walker (`floor`), and the command line every walking subcommand
 //! shares (`opts`: the parse loop's frame and `-x`, `--exclude`, `-X`, `-L`, `-j`), the
-//! config files' default options for `browse` and `scan` (`config`), and
-//! starting threads that may not start (`threads`). Nothing here prints or
+//! config files' default options for `browse` and `scan` (`config`), whether a file
+//! other users might have written may be trusted (`trust`: the config files', the hash
+//! file's), and starting threads that may not start (`threads`). Nothing here prints or
 //! decides what to keep: a sink (du's records, the arena) does.
 
 pub mod bulk;
@@ -15,3 +16,4 @@ pub mod opts;
 pub mod reader;
 pub mod scan;
 pub mod threads;
+pub mod trust;

@@ -81,35 +81,67 @@ pub struct Cli {
     /// What `--help` prints.
     help: &'static str,
     p: lexopt::Parser,
+    /// Where the first words come from, when a config file gave them (`config.rs`).
+    origins: Vec<String>,
+    /// How many words there are, and how many the parser had wholly taken when last
+    /// asked; `mid`: it has taken one more, and is inside it (`-abc`, `--opt=value`).
+    total: usize,
+    taken: usize,
+    mid: bool,
 }
 
 impl Cli {
     /// `prog` as invoked, `cmd` the subcommand (`scan`, `diff`, ...), `help` its text.
     pub fn new(prog: &str, cmd: &str, help: &'static str, args: Vec<OsString>) -> Cli {
-        Cli { name: format!("{prog} {cmd}"), help, p: lexopt::Parser::from_args(args) }
+        Cli::configured(prog, cmd, help, super::config::Configured { args, origins: Vec::new() })
     }
 
-    /// Says `msg` as a usage error and gives the exit status for it.
+    /// As `new`, for arguments that start with a config file's words: a usage error in
+    /// one of those says which file and line it is on.
+    pub fn configured(prog: &str, cmd: &str, help: &'static str, words: super::config::Configured) -> Cli {
+        let total = words.args.len();
+        let p = lexopt::Parser::from_args(words.args);
+        Cli { name: format!("{prog} {cmd}"), help, p, origins: words.origins, total, taken: 0, mid: false }
+    }
+
+    /// Notes how far the parser is, after each step, for `bad`.
+    fn note_place(&mut self) {
+        match self.p.try_raw_args() {
+            Some(rest) => (self.taken, self.mid) = (self.total - rest.as_slice().len(), false),
+            None => self.mid = true,
+        }
+    }
+
+    /// Says `msg` as a usage error and gives the exit status for it; when the word last
+    /// read came from a config file, the message names the file and the line.
     pub fn bad(&self, msg: impl std::fmt::Display) -> i32 {
-        eprintln!("{}: {msg}\nTry '{} --help' for more information.", self.name, self.name);
+        let word = if self.mid { Some(self.taken) } else { self.taken.checked_sub(1) };
+        let from = word.and_then(|w| self.origins.get(w)).map_or(String::new(), |o| format!(" (in {o})"));
+        eprintln!("{}: {msg}{from}\nTry '{} --help' for more information.", self.name, self.name);
         2
     }
 
     /// The next item, `None` at the end; a malformed one is a usage error. `--help` and
     /// `--version` are answered here: `Err` holds the exit status once they are printed.
     pub fn next(&mut self) -> Result<Option<Opt>, i32> {
-        match self.p.next() {
+        let next = self.p.next().map(|arg| arg.map(Opt::owned));
+        self.note_place();
+        match next {
             Ok(None) => Ok(None),
-            Ok(Some(lexopt::Arg::Long("help"))) => Err(out::print_stdout(&self.name, self.help)),
-            Ok(Some(lexopt::Arg::Long("version"))) => Err(out::print_stdout(&self.name, &out::version_line())),
-            Ok(Some(arg)) => Ok(Some(Opt::owned(arg))),
+            Ok(Some(opt)) => match opt.arg() {
+                lexopt::Arg::Long("help") => Err(out::print_stdout(&self.name, self.help)),
+                lexopt::Arg::Long("version") => Err(out::print_stdout(&self.name, &out::version_line())),
+                _ => Ok(Some(opt)),
+            },
             Err(e) => Err(self.bad(e)),
         }
     }
 
     /// The value of the option just returned by `next`.
     pub fn value(&mut self) -> Result<OsString, i32> {
-        match self.p.value() {
+        let value = self.p.value();
+        self.note_place();
+        match value {
             Ok(v) => Ok(v),
             Err(e) => Err(self.bad(e)),
         }
