@@ -17,7 +17,7 @@ _dfdu_opts_scan="-b --bytes -h --human-readable --si -k -m -B --block-size --app
   --treemap --treemap-size -f -q --quiet --ignore-config --help --version"
 _dfdu_opts_browse="-x --one-file-system --exclude -X --exclude-from --exclude-caches
   --exclude-kernfs -L --dereference -j --threads -f --apparent-size --si --diff --read-only
-  --trash --ascii --no-color --shared --ignore-config --help --version"
+  --trash --ascii --no-color --shared --no-shared --ignore-config --help --version"
 _dfdu_opts_diff="-b --bytes -h --human-readable --si -k -m -B --block-size --apparent-size
   --top --files --min-change -x --one-file-system --exclude -X --exclude-from
   --exclude-caches --exclude-kernfs -L --dereference -j --threads --json --help --version"

@@ -112,6 +112,7 @@ complete -c dfdu -n '__dfdu_in browse' -l ignore-config -d 'do not read the conf
 complete -c dfdu -n '__dfdu_in browse' -l ascii -d 'plain ASCII only'
 complete -c dfdu -n '__dfdu_in browse' -l no-color -d 'no colours'
 complete -c dfdu -n '__dfdu_in browse' -l shared -d 'exclusive-bytes column'
+complete -c dfdu -n '__dfdu_in browse' -l no-shared -d 'do not read extent maps'
 complete -c dfdu -n '__dfdu_in browse' -l help -d 'show the help'
 complete -c dfdu -n '__dfdu_in browse' -l version -d 'show the version'
 

@@ -507,8 +507,17 @@ struct Tmux {
 
 impl Tmux {
     fn start(dir: &Path) -> Tmux {
-        let socket = format!("dfdu-shared-{}", std::process::id());
-        let cmd = format!("LC_ALL=C.UTF-8 '{}' browse --shared '{}'; sleep 600", dfdu_path().display(), dir.display());
+        Tmux::start_with(dir, "--shared", "")
+    }
+
+    /// `dfdu browse OPTIONS DIR` with the environment assignments `env` before it.
+    fn start_with(dir: &Path, options: &str, env: &str) -> Tmux {
+        // One server per test: tests run in parallel.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("dfdu-shared-{}-{n}", std::process::id());
+        let cmd =
+            format!("{env} LC_ALL=C.UTF-8 '{}' browse {options} '{}'; sleep 600", dfdu_path().display(), dir.display());
         let t = Tmux { socket };
         t.run(&["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "sh", "-c", &cmd]);
         t
@@ -778,4 +787,40 @@ fn xfs_reverse_map_frees_is_what_deleting_frees() {
             assert!(frees > exclusive, "e: what it shares within itself is freed too ({frees} > {exclusive})");
         }
     }
+}
+
+/// Issue 28.3: by default on btrfs the browser shows the tree as soon as it is scanned,
+/// with a marker in the exclusive column, and reads the extent maps afterwards, in the
+/// background; the figures it fills in are `btrfs filesystem du --raw`'s. The fill is
+/// held (a debug build's FIFO hook) until the test has seen the first screen.
+#[test]
+fn browser_fills_the_sharing_column_in_the_background_on_btrfs() {
+    if !can_run("browser_fills", &["mkfs.btrfs", "btrfs", "tmux", "mkfifo"]) {
+        return;
+    }
+    let m = Mounted::new("fill", "1G", "mkfs.btrfs -q -f");
+    let top = m.at.join("top");
+    sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+    btrfs_tree(&top);
+    let fifo = m.at.parent().unwrap().join("fill.fifo");
+    sh(&format!("mkfifo '{}'", fifo.display()));
+    let t = Tmux::start_with(&top, "", &format!("DFDU_TEST_PAUSE_BEFORE_FILL='{}'", fifo.display()));
+    let first = t.wait("the scanned tree with markers", |s| s.contains("Scan finished") && s.contains('\u{2026}'));
+    assert!(!first.contains("Sharing counted once"), "no figure before the fill:\n{first}");
+    // Let the fill go: open the FIFO for writing (dfdu waits in its open for reading).
+    drop(std::fs::OpenOptions::new().write(true).open(&fifo).expect("open the FIFO"));
+    let s = t.wait("every figure", |s| s.contains("Sharing counted once") && !s.contains('\u{2026}'));
+    // Each directory row's exclusive figure, from the i box, against btrfs filesystem du.
+    let names = Tmux::names(&s);
+    assert!(names.len() >= 6, "the top directories:\n{s}");
+    let paths: Vec<String> = names.iter().map(|n| format!("{}{n}", top.display())).collect();
+    let want = btrfs_du(&paths);
+    t.keys("Home");
+    for (k, (name, want)) in names.iter().zip(&want).enumerate() {
+        assert_eq!(info_exclusive(&t), want[1], "{name}: exclusive against btrfs filesystem du");
+        if k + 1 < names.len() {
+            t.keys("Down");
+        }
+    }
+    let _ = std::fs::remove_file(&fifo);
 }

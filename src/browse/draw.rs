@@ -139,9 +139,9 @@ impl Browser<'_> {
         let list_top = 2;
         let mut list_end = h - 2;
         let info = matches!(self.modal, Modal::Info) && self.sel_id.is_some();
-        // Four more lines for the sharing-aware figures.
+        // Five more lines for the sharing-aware figures.
         let info_h =
-            (if self.a.shared_figures().is_some() { 17 } else { 13 } + usize::from(self.compare.is_some())).min(h - 5);
+            (if self.a.shared_figures().is_some() { 18 } else { 13 } + usize::from(self.compare.is_some())).min(h - 5);
         if info {
             list_end = (h - 2 - info_h).max(list_top + 1);
         }
@@ -418,8 +418,16 @@ impl Browser<'_> {
             // Exclusive bytes: what deleting the directory certainly frees.
             let text = match f.get(self.a.dir_of(id)).filter(|_| is_dir) {
                 Some(sh) => size_text(sh.exclusive, self.look.si),
-                // A dash where the number would be (the unit column stays blank).
-                None => format!("{:>w$}  ", "-", w = size_text(0, self.look.si).len().saturating_sub(2)),
+                // A dash where the number would be (the unit column stays blank); while
+                // the extent maps are being read, a directory's figure is still to come.
+                None => {
+                    let mark = match (is_dir && f.pending, self.look.ascii) {
+                        (true, false) => "\u{2026}",
+                        (true, true) => "...",
+                        (false, _) => "-",
+                    };
+                    format!("{:>w$}  ", mark, w = size_text(0, self.look.si).len().saturating_sub(2))
+                }
             };
             x = scr.put(row, x, &format!("{text} "), paint(self.tint(Style::PLAIN, Color::Yellow)));
         }
@@ -680,9 +688,15 @@ impl Browser<'_> {
             lines.push(format!("Items:     {}", grouped(a.dir_totals(a.dir_of(id)).2)));
             if let Some(sh) = a.shared_figures().and_then(|f| f.get(a.dir_of(id))) {
                 lines.push(format!("Extents:   {} total", sized(sh.total)));
-                lines.push(format!("Exclusive: {} (freed by deleting it)", sized(sh.exclusive)));
+                lines.push(format!("Exclusive: {} (in extents not shared)", sized(sh.exclusive)));
                 lines.push(format!("Shared:    {} (each byte once)", sized(sh.set_shared)));
                 lines.push(format!("Once:      {} (disk, sharing once)", sized(sh.disk_once)));
+                lines.push(match sh.frees_exact {
+                    true => format!("Frees:     {} (by deleting it)", sized(sh.frees)),
+                    false => format!("Frees:     {} or more (estimate)", sized(sh.frees)),
+                });
+            } else if a.shared_figures().is_some_and(|f| f.pending) {
+                lines.push("Extents:   still being read".to_string());
             }
         }
         let stat = self.stat_for_info(id);

@@ -228,15 +228,16 @@ pub(super) fn start_rescan<'s, 'a: 's>(
     let new = a.begin_rescan(old, meta.disk_bytes(), meta.size).map_err(|_| "the arena is full".to_string())?;
     browser.replace_dir(old, new);
     let sink = ArenaSink::new(a);
-    let sink = Arc::new(if ctx.args.shared { sink.keeping_extent_files() } else { sink });
+    let walk = ctx.walk();
+    let sink = Arc::new(if walk.shared { sink.keeping_extent_files() } else { sink });
     sink.adopt(new, &meta);
     let done = Arc::new(Done::default());
     let (sk, d, start) = (sink.clone(), done.clone(), Instant::now());
     spawn_or_run(s, move || {
-        // With --shared the rescan reads the extent maps again: its figures replace those
-        // of the subtree it replaced, and the whole tree's are computed again.
-        (ctx.fs.scan)(&ctx.walk(), &sk, &cpath, &meta, new);
-        if ctx.args.shared {
+        // With the sharing figures the rescan reads the extent maps again: its figures
+        // replace those of the subtree it replaced, and the whole tree's are computed again.
+        (ctx.fs.scan)(&walk, &sk, &cpath, &meta, new);
+        if walk.shared {
             sk.finish_shared();
         }
         d.set(start);

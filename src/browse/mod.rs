@@ -27,6 +27,7 @@
 pub mod delete;
 
 mod draw;
+mod fill;
 mod jobs;
 mod marks;
 mod run;
@@ -44,6 +45,7 @@ use ui::*;
 use view::*;
 
 use crate::tree::roots::WalkArgs;
+use crate::walk::extents::Sharing;
 use crate::walk::opts::{Cli, SizeOpts, SizeSet};
 use std::ffi::OsString;
 use std::time::Duration;
@@ -69,8 +71,9 @@ pub struct BrowseArgs {
     pub trash: bool,
     pub ascii: bool,
     pub no_color: bool,
-    /// Read extent maps for sharing-aware figures (`--shared`).
-    pub shared: bool,
+    /// Read extent maps for sharing-aware figures after the scan, in the background
+    /// (by default where the file system can share extents; `--shared`, `--no-shared`).
+    pub shared: Sharing,
     /// An export or a directory to compare with (`--diff`).
     pub diff: Option<OsString>,
     pub dir: OsString,
@@ -103,11 +106,14 @@ scanned, and after: sort, inspect, rescan and delete. Press ? inside for the key
                          (by rename on the same file system only; T always does)
       --ascii            draw with plain ASCII only
       --no-color         no colours (also when NO_COLOR is set)
-      --shared           on btrfs, XFS, bcachefs, OCFS2, APFS: read extent maps for an
-                         exclusive-bytes column (what deleting frees; sort: x),
-                         the shared figures in the i box, and the footer's disk
-                         usage with shared extents counted once (see
+      --shared           after the scan, read extent maps in the background for an
+                         exclusive-bytes column (sort: x; \u{2026} until a directory's
+                         figure is final), the shared figures and what deleting
+                         frees in the i box, and the footer's disk usage with shared
+                         extents counted once; the default where DIR's file system
+                         can share extents (btrfs, XFS, bcachefs, OCFS2, APFS; see
                          docs/shared-extents.md)
+      --no-shared        do not read extent maps
       --ignore-config    do not read the config files (~/.config/dfdu/config,
                          /etc/dfdu/config: default options, one per line)
       --help             show this help
@@ -129,7 +135,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
         trash: false,
         ascii: false,
         no_color: false,
-        shared: false,
+        shared: Sharing::Auto,
         diff: None,
         dir: OsString::new(),
     };
@@ -141,8 +147,8 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<BrowseArgs, i32> {
             Long("trash") => a.trash = true,
             Long("ascii") => a.ascii = true,
             Long("no-color") | Long("no-colour") => a.no_color = true,
-            Long("shared") => a.shared = true,
-            Long("no-shared") => a.shared = false,
+            Long("shared") => a.shared = Sharing::On,
+            Long("no-shared") => a.shared = Sharing::Off,
             Long("diff") => a.diff = Some(cli.value()?),
             Value(v) => dirs.push(v),
             _ if a.sizes.take(&opt, &mut cli, SizeSet::Browse)? => {}

@@ -66,6 +66,8 @@ pub(super) fn no_color_env() -> bool {
 pub struct Fs {
     pub stat_path: fn(&std::ffi::CStr, Follow) -> Result<Meta, Errno>,
     pub scan: fn(&Walk, &ArenaSink, &std::ffi::CStr, &Meta, u32),
+    /// Reads the extent maps after the scan (`fill::fill_as`).
+    pub fill: fn(&Arena, &std::ffi::CStr, u32, usize, Sharing),
 }
 
 impl Fs {
@@ -73,6 +75,7 @@ impl Fs {
         Fs {
             stat_path: R::stat_path,
             scan: |w, sink, root, meta, token| scan::scan_as::<R, ArenaSink>(w, sink, root, meta, token),
+            fill: super::fill::fill_as::<R>,
         }
     }
 }
@@ -93,7 +96,10 @@ pub(super) struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub(super) fn walk(&self) -> Walk<'a> {
         let walk = self.args.walk.walk(self.threads, self.fd_budget, self.one_fs_dev, self.no_links);
-        Walk { shared: self.args.shared, ..walk }
+        // The first scan reads no extent map (`fill` does, after it); a rescan reads
+        // them itself wherever the tree has the figures.
+        let shared = self.args.shared != Sharing::Off && self.arena.shared_figures().is_some();
+        Walk { shared, ..walk }
     }
 }
 
@@ -101,8 +107,7 @@ impl<'a> Ctx<'a> {
 pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
     let arena = Arena::new();
     let sink = ArenaSink::new(&arena);
-    // With --shared the files' extent figures are kept, so deletes and rescans update them.
-    let sink = Arc::new(if args.shared { sink.keeping_extent_files() } else { sink });
+    let sink = Arc::new(sink);
     let no_links = HashSet::new();
     let prog = &args.prog;
     // The compared tree goes in first (imported, or scanned with the same options): its
@@ -184,10 +189,10 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
             let (sink, done, ctx) = (sink.clone(), scan_done.clone(), &ctx);
             spawn_or_run(s, move || {
                 (ctx.fs.scan)(&ctx.walk(), &sink, cpath, meta, root);
-                if ctx.args.shared {
-                    sink.finish_shared();
-                }
                 done.set(start);
+                if ctx.args.shared != Sharing::Off {
+                    (ctx.fs.fill)(ctx.arena, cpath, root, ctx.threads, ctx.args.shared);
+                }
             });
         } else {
             scan_done.set(start);

@@ -19,6 +19,7 @@ use super::*;
 use crate::platform;
 use crate::term::{Decoder, Key, Screen, Session};
 use crate::tree::arena::{self, Arena};
+use crate::tree::sharing::Figures;
 use crate::tree::sink::ArenaSink;
 use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
@@ -86,6 +87,17 @@ struct Ui<'s, 'a: 's> {
     oom_at: Option<u64>,
     /// A quitting signal that came while a shell (`b`) ran: the exit status it asks for.
     quit_after: Option<i32>,
+    /// The sharing figures last drawn (the background fill replaces them as it goes).
+    figures: Option<Arc<Figures>>,
+}
+
+/// Whether two looks at the sharing figures saw the same ones.
+fn same_figures(a: &Option<Arc<Figures>>, b: &Option<Arc<Figures>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 impl<'s, 'a: 's> Ui<'s, 'a> {
@@ -123,6 +135,7 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
             decoder: Decoder::default(),
             keys: Vec::new(),
             need_draw: true,
+            figures: None,
             last_tick: Instant::now(),
             frames: 0,
             oom_at: oom_after_frames(),
@@ -179,6 +192,14 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
             finish_job(a, &mut self.browser, &mut self.status, j, self.scanning);
             self.need_draw = true;
         }
+        let figures = a.shared_figures();
+        if !same_figures(&figures, &self.figures) {
+            // New figures from the background fill, a delete or a rescan: the exclusive
+            // column and its sort follow them.
+            self.figures = figures;
+            self.browser.mark_stale();
+            self.need_draw = true;
+        }
         self.need_draw |= !self.full_shown && notice_full(a, &mut self.browser);
         self.full_shown |= a.full().is_some();
         if self.active() && self.last_tick.elapsed() >= TICK {
@@ -226,6 +247,9 @@ impl<'s, 'a: 's> Ui<'s, 'a> {
             ESC_WAIT_MS
         } else if self.active() {
             TICK.saturating_sub(self.last_tick.elapsed()).as_millis().max(1) as u32
+        } else if self.figures.as_ref().is_some_and(|f| f.pending) {
+            // The background fill hands over figures a few times a second.
+            TICK.as_millis() as u32
         } else {
             1000
         };

@@ -12,6 +12,7 @@ use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::sharing::Share;
 use crate::tree::sink::{problem_lines, ArenaSink};
 use crate::tree::top::Top;
+use crate::walk::extents::Sharing;
 use crate::walk::opts::{Cli, SizeOpts, SizeSet};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
@@ -36,8 +37,9 @@ pub struct ScanArgs {
     pub treemap: Option<OsString>,
     /// `--treemap-size=WxH`: the picture's coordinates (it scales to any window).
     pub treemap_size: crate::tree::treemap::Canvas,
-    /// Read extent maps where the file system can share extents (`--shared`, default).
-    pub shared: bool,
+    /// Read extent maps where the file system can share extents (`--shared`,
+    /// `--no-shared`; the default is `Sharing::in_scan`'s).
+    pub shared: Sharing,
     /// Rank the largest directories by exclusive bytes.
     pub by_exclusive: bool,
     pub quiet: bool,
@@ -118,9 +120,7 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
         binary: false,
         treemap: None,
         treemap_size: Default::default(),
-        // Off by default: on btrfs and XFS the extent maps cost 2.5-4x the plain scan's
-        // CPU time (docs/shared-extents.md), above the 1.5x the issue allows for "on".
-        shared: false,
+        shared: Sharing::Auto,
         by_exclusive: false,
         quiet: false,
         dirs: Vec::new(),
@@ -128,11 +128,11 @@ pub fn parse(prog: &str, args: Vec<OsString>) -> Result<ScanArgs, i32> {
     let mut cli = Cli::configured(prog, "scan", HELP, args);
     while let Some(opt) = cli.next()? {
         match opt.arg() {
-            Long("shared") => a.shared = true,
-            Long("no-shared") => a.shared = false,
+            Long("shared") => a.shared = Sharing::On,
+            Long("no-shared") => a.shared = Sharing::Off,
             Long("by-exclusive") => {
                 a.by_exclusive = true;
-                a.shared = true;
+                a.shared = Sharing::On;
             }
             Short('o') | Short('O') | Long("output") => {
                 let binary = opt.is('O', "");
@@ -540,10 +540,16 @@ fn load<R: Reader>(args: &ScanArgs, arena: &Arena, pool: (usize, usize), start: 
         }
         loaded.roots.push(root);
     }
-    if args.shared {
+    if reads_extents(args) {
         sink.finish_shared();
     }
     Ok(loaded)
+}
+
+/// Whether the scan reads extent maps (`Sharing::in_scan`). No bulk source of extent
+/// metadata is there yet (the btrfs and XFS readers of issue 28), so by default not.
+fn reads_extents(args: &ScanArgs) -> bool {
+    args.shared.in_scan(false)
 }
 
 /// Scans one root (its path, stat and arena id) into `sink`, with the progress line on
@@ -558,7 +564,7 @@ fn scan_root<R: Reader>(
 ) {
     let empty = HashSet::new();
     let walk = Walk {
-        shared: args.shared,
+        shared: reads_extents(args),
         ..args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty)
     };
     let stop = AtomicBool::new(false);

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::platform::Follow;
+use crate::walk::extents::Sharing;
 use crate::walk::reader::Native;
 use std::path::{Path, PathBuf};
 
@@ -63,12 +64,17 @@ fn parse_checks_what_goes_together() {
     assert_eq!(a.sizes, SizeOpts::default());
     assert_eq!(
         (a.sizes.top, a.sizes.scale, a.shared, a.by_exclusive, a.quiet),
-        (10, Scale::human(true), false, false, false)
+        (10, Scale::human(true), Sharing::Auto, false, false)
+    );
+    assert!(!a.shared.in_scan(false) && a.shared.in_scan(true), "by default only with a bulk source");
+    assert_eq!(
+        (parse_ok(&["--shared"]).shared, parse_ok(&["--shared", "--no-shared"]).shared),
+        (Sharing::On, Sharing::Off)
     );
     let a = parse_ok(&["--si", "--json", "--top=3", "-q", "--by-exclusive", "--apparent-size", "d1", "d2"]);
     assert_eq!(
         (a.sizes.top, a.sizes.si(), a.sizes.json, a.sizes.apparent, a.shared, a.by_exclusive, a.quiet),
-        (3, true, true, true, true, true, true)
+        (3, true, true, true, Sharing::On, true, true)
     );
     assert_eq!(a.dirs.len(), 2);
     // The last unit given counts, as in du.

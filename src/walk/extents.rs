@@ -87,3 +87,39 @@ impl FileExtents {
         true
     }
 }
+
+/// Whether the sharing-aware figures are computed: `--no-shared`, neither option, or
+/// `--shared` (`--by-exclusive` implies it). The decision of what the default means is
+/// here, for `scan` and `browse` alike (docs/shared-extents.md, "Default").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    Off,
+    Auto,
+    On,
+}
+
+impl Sharing {
+    /// Whether `dfdu scan` reads extent maps as it goes. By default only where a bulk
+    /// source of extent metadata keeps the cost near the plain scan's (`bulk`: as root,
+    /// on btrfs or XFS with a reverse map; issue 28's readers); one FIEMAP per file costs
+    /// 2.6–4.2× the scan, so elsewhere only with `--shared`.
+    pub fn in_scan(self, bulk: bool) -> bool {
+        match self {
+            Sharing::Off => false,
+            Sharing::Auto => bulk,
+            Sharing::On => true,
+        }
+    }
+
+    /// Whether the browser reads extent maps after the scan, in the background: unless
+    /// `--no-shared`. By default only when the scanned directory's file system can share
+    /// extents (`root_shares`), so ext4 or tmpfs see no extra call; with `--shared` also
+    /// for a sharing file system mounted below one that cannot.
+    pub fn in_browse(self, root_shares: bool) -> bool {
+        match self {
+            Sharing::Off => false,
+            Sharing::Auto => root_shares,
+            Sharing::On => true,
+        }
+    }
+}

@@ -42,6 +42,19 @@ impl Arena {
         self.set_shared_figures(figures);
     }
 
+    /// While the browser reads extent maps in the background: which directories'
+    /// figures are final (`None`: all, the read is over). The figures shown until the
+    /// next `add_shared_input` say they are pending.
+    pub fn set_shared_progress(&self, p: Option<crate::tree::sharing::Progress>) {
+        let filling = p.is_some();
+        let mut kept = self.shared_input.lock().unwrap();
+        kept.get_or_insert_with(crate::tree::sharing::Collector::keeping_files).set_progress(p);
+        drop(kept);
+        if filling && self.shared_figures().is_none() {
+            self.set_shared_figures(crate::tree::sharing::Figures::pending());
+        }
+    }
+
     fn live(&self) -> ArenaLive<'_> {
         ArenaLive(self)
     }

@@ -55,7 +55,17 @@ impl Collector {
         }
         let fold =
             Fold { tree: &tree, dead: &dead, own, freed, ranges, links, sets: HashMap::new(), names: HashMap::new() };
-        fold.run(&disk)
+        let mut figures = fold.run(&disk);
+        if let Some(p) = &self.progress {
+            // Only final figures are shown; the others are still growing.
+            for (d, f) in figures.by_dir.iter_mut().enumerate() {
+                if !p.is_final(d as u32) {
+                    *f = None;
+                }
+            }
+            figures.pending = true;
+        }
+        figures
     }
 
     /// The singly-linked files' sums (and every name's charged bytes) by directory, none
@@ -107,7 +117,7 @@ struct Fold<'a> {
 impl Fold<'_> {
     fn run(mut self, disk: &dyn Fn(u32) -> u64) -> Figures {
         let n = self.tree.len();
-        let mut figures = Figures { by_dir: vec![None; n] };
+        let mut figures = Figures { by_dir: vec![None; n], pending: false };
         for d in (0..n as u32).rev() {
             let mut set = self.sets.remove(&d).unwrap_or_default();
             while self.ranges.last().is_some_and(|r| r.dir == d) {

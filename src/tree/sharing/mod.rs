@@ -73,9 +73,32 @@ impl Share {
 #[derive(Default)]
 pub struct Figures {
     by_dir: Vec<Option<Share>>,
+    /// Some directory's figures are still being read (the browser's background fill):
+    /// one without figures may get them.
+    pub pending: bool,
+}
+
+/// How far a background read of the extent maps has come: directories below `limit`
+/// count as final only when `done` says so (everything below them read); those made
+/// later (rescans) read their own.
+#[derive(Clone, Default)]
+pub struct Progress {
+    pub limit: u32,
+    pub done: Vec<bool>,
+}
+
+impl Progress {
+    fn is_final(&self, dir: u32) -> bool {
+        dir >= self.limit || self.done.get(dir as usize).copied().unwrap_or(false)
+    }
 }
 
 impl Figures {
+    /// No figures yet, all of them to come.
+    pub fn pending() -> Figures {
+        Figures { by_dir: Vec::new(), pending: true }
+    }
+
     pub fn get(&self, dir: u32) -> Option<Share> {
         self.by_dir.get(dir as usize).copied().flatten()
     }
@@ -192,6 +215,8 @@ pub struct Collector {
     known: Vec<Known>,
     /// How many singly-linked files brought whole extents (numbers them in `Known::file`).
     known_files: u32,
+    /// While extent maps are still being read: which directories' figures are final.
+    progress: Option<Progress>,
 }
 
 /// Which directories and entries are still in the tree (after deletes and rescans).
@@ -268,9 +293,15 @@ impl Collector {
         self.keep_files
     }
 
+    /// Says which directories' figures are final (`None`: all); `compute` leaves the
+    /// others out.
+    pub fn set_progress(&mut self, p: Option<Progress>) {
+        self.progress = p;
+    }
+
     /// Takes in what another collector (a rescan's) gathered.
     pub fn merge(&mut self, other: Collector) {
-        let Collector { own, mut files, keep_files: _, mut ranges, mut links, known, known_files } = other;
+        let Collector { own, mut files, keep_files: _, mut ranges, mut links, known, known_files, progress: _ } = other;
         for (dir, s) in own.into_iter().enumerate() {
             if s.total | s.charged != 0 {
                 files.push((dir as u32, NO_ENTRY, s));
