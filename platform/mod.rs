@@ -7,7 +7,7 @@
 //! name for the same feature wherever a backend has it:
 //!
 //! * `linux/` — `dir.rs` (reading trees: `getdents64`, `statx`; mounts; the process),
-//!   `extents.rs` (FIEMAP), `fsmap.rs` (XFS's reverse map: every file's extents), `dupes.rs` (FIDEDUPERANGE and the rest of `dupes`' calls,
+//!   `extents.rs` (FIEMAP), `fsmap.rs` (XFS's reverse map: every file's extents), `btrfs.rs` (btrfs tree searches), `dupes.rs` (FIDEDUPERANGE and the rest of `dupes`' calls,
 //!   the hash file's `O_TMPFILE` replacement), `time.rs` (local time).
 //! * `macos/` — `dir.rs` (`getattrlistbulk`; the process), `attrs.rs` (its buffer
 //!   parser), `extents.rs` (APFS clone figures), `time.rs` (local time).
@@ -63,6 +63,10 @@
 //!   say no file system shares); `bulk_extents_estimate` and `bulk_extents`, every
 //!   file's extents in one listing of the file system (Linux: XFS's reverse map,
 //!   `linux/fsmap.rs`; elsewhere `None` and `ENOTSUP`).
+//!   As root on btrfs, `btrfs_tree` opens a subvolume for bulk reads instead
+//!   (`BtrfsTree`: its file extent items, the extent tree's references and one extent's
+//!   owners, with a `SearchBuf`; `linux/btrfs.rs`; elsewhere an empty type that
+//!   `btrfs_tree` never returns).
 //! * The browser's terminal: `term_raw_enter`, `term_raw_leave`, `term_size`,
 //!   `term_write`, `term_wait`, `term_signals`, `term_stop_self` and the `SIG_*` bits
 //!   (Linux and macOS share theirs in `unix/term.rs`); the same handler serves
@@ -87,7 +91,7 @@
 //! Everything `unsafe` in dfdu lives in this directory, each block under a `// SAFETY:`
 //! comment.
 
-use crate::meta::{Errno, Extent, Kind, LocalTime, Meta};
+use crate::meta::{BtrfsDataExtent, BtrfsFileExtent, Errno, Extent, Kind, LocalTime, Meta};
 use std::ffi::{CStr, OsStr};
 use std::fs::File;
 use std::path::Path;
@@ -115,7 +119,7 @@ pub mod macos {
 }
 
 pub use backend::{
-    address_space_left, bulk_extents, bulk_extents_estimate, cached, check_file, dedupe, dedupe_supported,
+    address_space_left, btrfs_tree, bulk_extents, bulk_extents_estimate, cached, check_file, dedupe, dedupe_supported,
     default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, effective_uid, entry_at, errno_text,
     extents_never_shared, file_extents_at, file_owner, free_bytes, fs_block_bytes, fs_shares_extents, fs_uuid,
     interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lock_file, lookups_serialize,
@@ -123,7 +127,8 @@ pub use backend::{
     open_read_in, open_write_dir, physical_start, raise_fd_limit, read_only_snapshot, reload_zone, remove_at,
     remove_in, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path, swap_files, symlink_at,
     term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait, term_write, thread_cpu_ns,
-    write_dir_id, write_dir_owner, Dir, ExtentBuf, Lister, WriteDir, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
+    write_dir_id, write_dir_owner, BtrfsTree, Dir, ExtentBuf, Lister, SearchBuf, WriteDir, SIG_CONTINUE, SIG_QUIT,
+    SIG_SUSPEND,
 };
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
@@ -358,6 +363,27 @@ macro_rules! contract {
                 b::file_extents_at;
             let _: fn(&b::Dir) -> Option<u64> = b::bulk_extents_estimate;
             let _: fn(&b::Dir, &mut dyn FnMut(u64, &Extent, u32)) -> Result<(), Errno> = b::bulk_extents;
+            let _: fn(&b::Dir) -> Option<b::BtrfsTree> = b::btrfs_tree;
+            let _: fn() -> b::SearchBuf = <b::SearchBuf as Default>::default;
+            let _: fn(&b::BtrfsTree) -> u64 = b::BtrfsTree::tree_id;
+            let _: fn(&b::BtrfsTree) -> u64 = b::BtrfsTree::last_snapshot;
+            let _: fn(&b::BtrfsTree) -> [u8; 16] = b::BtrfsTree::fs_id;
+            let _: fn(
+                &b::BtrfsTree,
+                u64,
+                u64,
+                &mut b::SearchBuf,
+                &mut dyn FnMut(&BtrfsFileExtent),
+            ) -> Result<(), Errno> = b::BtrfsTree::file_extents;
+            let _: fn(
+                &b::BtrfsTree,
+                u64,
+                u64,
+                &mut b::SearchBuf,
+                &mut dyn FnMut(&BtrfsDataExtent),
+            ) -> Result<(), Errno> = b::BtrfsTree::data_extents;
+            let _: fn(&b::BtrfsTree, u64, &mut b::SearchBuf, &mut dyn FnMut(u64, u64)) -> Result<(), Errno> =
+                b::BtrfsTree::extent_owners;
             // The terminal and signals.
             let _: fn() -> Result<(), Errno> = b::term_raw_enter;
             let _: fn() = b::term_raw_leave;

@@ -19,7 +19,7 @@
 //! * `platform/` (beside `src/`) — the operating system, one folder per OS family, the same
 //!   file name for the same feature in each. `mod.rs`: the one `cfg` switch, the names
 //!   `src/` sees and the contract every backend implements, checked by the compiler.
-//!   `linux/` (`dir.rs` getdents64 + statx, `extents.rs` FIEMAP, `fsmap.rs` XFS's reverse map, `dupes.rs` FIDEDUPERANGE
+//!   `linux/` (`dir.rs` getdents64 + statx, `extents.rs` FIEMAP, `fsmap.rs` XFS's reverse map, `btrfs.rs` tree searches, `dupes.rs` FIDEDUPERANGE
 //!   and the rest of `dupes`' calls, `time.rs`), `macos/` (`dir.rs` getattrlistbulk with
 //!   `attrs.rs`, its buffer parser: pure, safe, tested everywhere; `time.rs`), `windows/`
 //!   (`ffi.rs` declarations, `dir.rs` the NT reader, `term.rs` the console, `write.rs`),
@@ -36,7 +36,8 @@
 //!   `Walk` settings, handing entries to a `Sink`, with `scan/worker.rs` (one worker: its
 //!   job loop, listing, stat'ing chunks, committing, re-opening closed handles); `reader.rs`: the `Reader` seam (`Native`,
 //!   `Portable`); `extents.rs`: one file's extent figures (`--shared`); `bulk.rs`: every
-//!   file's extent figures from one listing of the file system, joined by inode number; `floor.rs`: the
+//!   file's extent figures from one listing of the file system, joined by inode number; `join.rs`: those figures from btrfs's
+//!   metadata after the scan (as root: tree searches joined to the scanned files); `floor.rs`: the
 //!   benchmark's minimal walker; `opts.rs`: the command line of every walking subcommand
 //!   (`Cli`, the parse loop's frame, usage errors, `--help` and `--version`; `WalkOpts`:
 //!   `-x`, `--exclude`, `-X`, `--exclude-caches`, `--exclude-kernfs`, `-L`, `-j`; `SizeOpts`: `-b -h --si -k -m -B

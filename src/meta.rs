@@ -228,3 +228,68 @@ pub fn os_string(bytes: &[u8]) -> std::ffi::OsString {
 pub fn os_string(bytes: &[u8]) -> std::ffi::OsString {
     String::from_utf8_lossy(bytes).into_owned().into()
 }
+
+/// One file extent item of a btrfs subvolume tree (`btrfs_file_extent_item` under the
+/// key `(ino, EXTENT_DATA, file_offset)`), as the bulk reader (`platform::BtrfsTree`)
+/// parses it. A hole is a regular extent at `disk_bytenr` 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BtrfsFileExtent {
+    pub ino: u64,
+    pub file_offset: u64,
+    /// The transaction that wrote the data (the item's own generation).
+    pub generation: u64,
+    pub kind: BtrfsExtentKind,
+    /// 0 none, 1 zlib, 2 lzo, 3 zstd.
+    pub compression: u8,
+    /// The data's length uncompressed (for an inline extent: what the file reads).
+    pub ram_bytes: u64,
+    /// Where the data extent starts on disk, and its length there (compressed).
+    pub disk_bytenr: u64,
+    pub disk_bytes: u64,
+    /// Which part of the (uncompressed) data extent the file references.
+    pub offset: u64,
+    pub num_bytes: u64,
+    /// An inline extent's bytes inside the metadata (compressed when `compression` says).
+    pub inline_bytes: u64,
+}
+
+/// The three kinds of btrfs file extent.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // made by Linux's reader only
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BtrfsExtentKind {
+    /// Data inside the metadata item.
+    #[default]
+    Inline,
+    Regular,
+    /// Allocated and not written (`fallocate`).
+    Prealloc,
+}
+
+/// A btrfs data extent's references in the extent tree (tree 2): the item's reference
+/// count, and its back references, inline and keyed, each counted once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BtrfsDataExtent {
+    pub bytenr: u64,
+    pub disk_bytes: u64,
+    /// The extent item's reference count (all references, each file extent item once).
+    pub refs: u64,
+    /// How many distinct back references it has (a (root, inode, offset) or a parent
+    /// tree block each).
+    pub backrefs: u32,
+    /// The first of them.
+    pub first: BtrfsRef,
+}
+
+/// One back reference of a btrfs data extent.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // made by Linux's reader only
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BtrfsRef {
+    #[default]
+    None,
+    /// From file extent items of inode `ino` in tree `root` at file offset minus extent
+    /// offset `offset` (`EXTENT_DATA_REF`).
+    Keyed { root: u64, ino: u64, offset: u64 },
+    /// From file extent items in the tree block at `parent` (`SHARED_DATA_REF`: after a
+    /// snapshot's shared block was copied).
+    Parent(u64),
+}

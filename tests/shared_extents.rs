@@ -147,6 +147,41 @@ fn btrfs_du(paths: &[String]) -> Vec<[u64; 3]> {
         .collect()
 }
 
+/// Checks each directory's figures of an export against `btrfs filesystem du --raw -s`;
+/// returns what btrfs-progs said.
+fn equal_to_btrfs_du(dirs: &[(String, [u64; 6])]) -> Vec<[u64; 3]> {
+    let paths: Vec<String> = dirs.iter().map(|(p, _)| p.clone()).collect();
+    let want = btrfs_du(&paths);
+    assert_eq!(want.len(), dirs.len());
+    let mut bad = Vec::new();
+    for ((path, got), want) in dirs.iter().zip(&want) {
+        if got[..3] != want[..] {
+            bad.push(format!("{path}: dfdu {:?}, btrfs filesystem du {want:?}", &got[..3]));
+        }
+    }
+    assert!(bad.is_empty(), "differences:\n{}", bad.join("\n"));
+    want
+}
+
+/// `setpriv` running `dfdu ARGS` as nobody, without any capability (the tree must be
+/// readable by all).
+fn as_nobody(args: &[&str], root: &Path) -> std::process::Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        .arg(dfdu_path())
+        .args(args)
+        .arg(root)
+        .output()
+        .expect("run setpriv")
+}
+
+/// The export of a `--shared` scan run as nobody.
+fn nobody_export(root: &Path) -> String {
+    let out = as_nobody(&["scan", "--shared", "-q", "-b", "-o", "-"], root);
+    assert!(out.status.success(), "dfdu scan as nobody: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn scan_export(root: &Path) -> String {
     let out = Command::new(dfdu_path())
         .args(["scan", "--shared", "-q", "-b", "-o", "-"])
@@ -169,7 +204,12 @@ fn fragmented(path: &Path, n: usize) {
     assert!(out.status.success(), "xfs_io: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// The btrfs tree: every kind of sharing the acceptance names.
+/// The btrfs tree: every kind of sharing the acceptance names, compressed extents (whole,
+/// partly overwritten, partly reflinked; and in a subvolume of its own, which the
+/// snapshot does not take in, one referenced only by two pieces at different offsets,
+/// which FIEMAP places both at the extent's start), inline, preallocated and sparse files, and
+/// 600 files in many metadata leaves (so that, scanned without the snapshot, most of their
+/// extents are shared only through tree blocks the snapshot shares).
 fn btrfs_tree(top: &Path) {
     let t = top.display();
     sh(&format!(
@@ -189,6 +229,23 @@ fn btrfs_tree(top: &Path) {
          ln a/f1 c/hl
          ln e/one e/one-again
          dd if=/dev/urandom of=c/x bs=1000 count=100 status=none
+         mkdir comp many
+         btrfs property set comp compression zstd
+         yes compressible | head -c 2000000 > comp/z
+         sync
+         cp --reflink=always comp/z comp/zcopy
+         dd if=/dev/urandom of=comp/zcopy bs=4096 seek=100 count=4 conv=notrunc status=none
+         xfs_io -f -c 'reflink comp/z 131072 0 131072' comp/zpart >/dev/null
+         btrfs subvolume create solo >/dev/null
+         btrfs property set solo compression zstd
+         yes other | head -c 262144 > solo/w
+         sync
+         xfs_io -f -c 'reflink solo/w 20480 0 16384' solo/p1 >/dev/null
+         xfs_io -f -c 'reflink solo/w 81920 0 16384' solo/p2 >/dev/null
+         yes again | head -c 262144 | dd of=solo/w conv=notrunc status=none
+         echo tiny > comp/inline
+         xfs_io -f -c 'falloc 0 1M' -c 'pwrite -q 0 64k' comp/prealloc
+         head -c 3000000 /dev/urandom | split -b 5000 - many/f
          sync
          btrfs subvolume snapshot . snap >/dev/null
          echo more >> inline/s1
@@ -200,7 +257,7 @@ fn btrfs_tree(top: &Path) {
 
 #[test]
 fn btrfs_every_directory_matches_btrfs_filesystem_du() {
-    if !can_run("btrfs", &["mkfs.btrfs", "btrfs", "xfs_io"]) {
+    if !can_run("btrfs", &["mkfs.btrfs", "btrfs", "xfs_io", "setpriv"]) {
         return;
     }
     let m = Mounted::new("btrfs", "1G", "mkfs.btrfs -q -f");
@@ -215,17 +272,18 @@ fn btrfs_every_directory_matches_btrfs_filesystem_du() {
     ));
     let export = scan_export(&top);
     let dirs = export_dirs(&export);
-    assert!(dirs.len() >= 14, "the export lists every directory: {dirs:?}");
-    let paths: Vec<String> = dirs.iter().map(|(p, _)| p.clone()).collect();
-    let want = btrfs_du(&paths);
-    assert_eq!(want.len(), dirs.len());
-    let mut bad = Vec::new();
-    for ((path, got), want) in dirs.iter().zip(&want) {
-        if got[..3] != want[..] {
-            bad.push(format!("{path}: dfdu {:?}, btrfs filesystem du {want:?}", &got[..3]));
-        }
+    assert!(dirs.len() >= 16, "the export lists every directory: {dirs:?}");
+    let want = equal_to_btrfs_du(&dirs);
+    // Each directory scanned as a root of its own: then the snapshot lies outside the
+    // scan, and what it shares is known only from the extent tree and the kernel.
+    for sub in ["a", "b", "c", "e", "comp", "many", "solo", "snap", "snap/comp", "snap/many"] {
+        equal_to_btrfs_du(&export_dirs(&scan_export(&top.join(sub))));
     }
-    assert!(bad.is_empty(), "differences:\n{}", bad.join("\n"));
+    // Without CAP_SYS_ADMIN the figures come from FIEMAP, file by file: the same (the
+    // tree made readable by all first).
+    sh(&format!("chmod -R a+rX '{}'", top.display()));
+    let fiemap = nobody_export(&top);
+    assert_eq!(export_dirs(&fiemap), dirs, "a run without root's bulk reads gives the same figures");
     // The tree has each kind of figure, so the comparison above means something.
     let root = &want[0];
     assert!(root[1] > 0 && root[2] > 0 && root[0] > root[1] + root[2], "root figures {root:?}");
@@ -462,9 +520,33 @@ fn ext4_asks_no_fiemap() {
     assert_eq!(untimed(&with), untimed(&String::from_utf8_lossy(&without.stdout)), "--shared changes nothing on ext4");
 }
 
+/// Runs `dfdu scan --shared --json ROOT` under `strace -f -e trace=ioctl,openat`, as root
+/// or as nobody; returns the trace and the report.
+fn traced_scan(root: &Path, log: &Path, nobody: bool) -> (String, String) {
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-e", "trace=ioctl,openat", "-o"]).arg(log);
+    if nobody {
+        cmd.args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ]);
+    }
+    let out = cmd.arg(dfdu_path()).args(["scan", "--shared", "-q", "-b", "--json"]).arg(root).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (std::fs::read_to_string(log).unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// As root on btrfs the figures come from tree searches: no FIEMAP and no file opened,
+/// a handful of searches for the whole tree. Without CAP_SYS_ADMIN (nobody) the searches
+/// are refused and each file with blocks gets its FIEMAP calls as before, with the same
+/// figures.
 #[test]
-fn btrfs_asks_fiemap_once_per_file_with_blocks() {
-    if !can_run("btrfs_fiemap_calls", &["mkfs.btrfs", "strace", "xfs_io"]) {
+fn btrfs_reads_in_bulk_as_root_and_by_fiemap_otherwise() {
+    if !can_run("btrfs_bulk_or_fiemap", &["mkfs.btrfs", "strace", "xfs_io", "setpriv"]) {
         return;
     }
     let m = Mounted::new("btrfs-calls", "512M", "mkfs.btrfs -q -f");
@@ -474,22 +556,25 @@ fn btrfs_asks_fiemap_once_per_file_with_blocks() {
         top.display()
     ));
     fragmented(&top.join("frag"), 200);
-    sh("sync");
+    // Readable by nobody, whose scan reads the extent maps itself.
+    sh(&format!("chmod -R a+rX '{}' && sync", top.display()));
     let log = m.at.join("strace.log");
-    let out = Command::new("strace")
-        .args(["-f", "-e", "trace=ioctl", "-o"])
-        .arg(&log)
-        .arg(dfdu_path())
-        .args(["scan", "--shared", "-q", "--json"])
-        .arg(&top)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let trace = std::fs::read_to_string(&log).unwrap();
+    let (trace, bulk) = traced_scan(&top, &log, false);
+    assert_eq!(trace.matches("FS_IOC_FIEMAP").count(), 0, "no FIEMAP as root:\n{trace}");
+    let searches = trace.matches("BTRFS_IOC_TREE_SEARCH_V2").count();
+    assert!((2..=8).contains(&searches), "{searches} tree searches for four files:\n{trace}");
+    for name in ["/a/f\"", "/g\"", "/frag\"", "\"f\"", "\"g\"", "\"frag\""] {
+        assert!(!trace.contains(name), "no file opened ({name}):\n{trace}");
+    }
+    let (trace, fiemap) = traced_scan(&top, &log, true);
+    assert!(trace.contains("BTRFS_IOC_TREE_SEARCH_V2") && trace.contains("EPERM"), "the search was refused:\n{trace}");
     // Two files with blocks, one call each (a few extents fit one buffer), three calls for
     // the 200-extent file (72 + 72 + 56), none for the empty file.
     assert_eq!(trace.matches("FS_IOC_FIEMAP").count(), 2 + 3, "{trace}");
     assert!(!trace.contains("FIEMAP_FLAG_SYNC"), "never FIEMAP_FLAG_SYNC:\n{trace}");
+    let figures =
+        |json: &str| json[json.find("\"shared\":").expect("a shared object")..].split('}').next().unwrap().to_string();
+    assert_eq!(figures(&bulk), figures(&fiemap), "the same figures both ways");
 }
 
 /// Bytes btrfs's data block groups hold (`btrfs filesystem df -b`), after a sync.

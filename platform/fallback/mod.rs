@@ -32,7 +32,10 @@ pub use dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
     physical_start, read_only_snapshot, rotational, swap_files,
 };
-pub use extents::{bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, ExtentBuf};
+pub use extents::{
+    btrfs_tree, bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, BtrfsTree, ExtentBuf,
+    SearchBuf,
+};
 pub use term::{
     interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
     term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,

@@ -2,7 +2,8 @@
 //! `statx`, the files `dupes` reads, mounts, and the process: threads, descriptors,
 //! address space, error texts), `extents.rs` (FIEMAP: which file systems share extents
 //! and one file's extent map), `fsmap.rs` (every file's extents at once from XFS's reverse
-//! map, `FS_IOC_GETFSMAP`), `dupes.rs` (`dupes` and `dedupe`: FIDEDUPERANGE, flock,
+//! map, `FS_IOC_GETFSMAP`), `btrfs.rs` (btrfs metadata in bulk, root only: file extent
+//! items and extent references by tree search), `dupes.rs` (`dupes` and `dedupe`: FIDEDUPERANGE, flock,
 //! statfs, `O_TMPFILE`, GET_SUBVOL_INFO), `time.rs` (local time: glibc's rules in Rust,
 //! the same in glibc and musl builds); directory handles and the terminal are `unix/`'s,
 //! shared with macOS.
@@ -10,6 +11,7 @@
 //! What this backend offers is listed below by name, item by item; `platform/mod.rs`
 //! checks each against the contract.
 
+mod btrfs;
 mod dir;
 mod dupes;
 mod extents;
@@ -18,6 +20,7 @@ mod time;
 #[path = "../unix/mod.rs"]
 mod unix;
 
+pub use btrfs::{btrfs_tree, BtrfsTree, SearchBuf};
 pub use dir::{
     address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
     open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,

@@ -24,7 +24,10 @@ pub use dir::{
     address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
     open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
 };
-pub use extents::{bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, ExtentBuf};
+pub use extents::{
+    btrfs_tree, bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, BtrfsTree, ExtentBuf,
+    SearchBuf,
+};
 pub use time::{local_time, reload_zone};
 pub use unix::dir::{
     default_sigpipe, dir_id, dir_others_may_write, link_at, move_into, open_at, open_path, remove_at, rename_at,

@@ -62,7 +62,10 @@ pub use dir::{
     kernel_fs, link_at, lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path,
     raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns, Dir, Lister,
 };
-pub use extents::{bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, ExtentBuf};
+pub use extents::{
+    btrfs_tree, bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, BtrfsTree, ExtentBuf,
+    SearchBuf,
+};
 pub use time::{local_time, reload_zone};
 
 // `dupes` through std::fs, as on every OS but Linux.

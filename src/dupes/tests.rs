@@ -364,6 +364,9 @@ impl Reader for Swapped {
     ) -> Result<(), crate::meta::Errno> {
         Native::bulk_extents(dir, each)
     }
+    fn bulk_tree(dir: &Self::Dir) -> Option<crate::platform::BtrfsTree> {
+        Native::bulk_tree(dir)
+    }
 }
 
 /// A root directory replaced by a symbolic link between its stat and its open is not

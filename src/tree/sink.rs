@@ -15,6 +15,7 @@ use crate::tree::arena::{self, Arena, Flags, NewEntry, NO_DIR, NO_ENTRY};
 use crate::tree::path::dir_path;
 use crate::tree::sharing::{Collector, FileFigures, LinkId};
 use crate::walk::extents::{FileExtents, WholeExtent};
+use crate::walk::join::{BulkFile, Join};
 use crate::walk::scan::{Child, Listed, Pos, Seen, Sink};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -37,6 +38,8 @@ pub struct ArenaSink<'a> {
     shared: Mutex<Collector>,
     /// Some directory lay on a file system that can share extents.
     sharing_seen: AtomicBool,
+    /// The files whose extent figures come from bulk metadata after the scan.
+    bulk: Join,
     /// The directory most recently committed (for progress displays).
     pub last_dir: AtomicU32,
     /// What could not be read, for `dfdu scan` to name on standard error; `None` when
@@ -110,6 +113,8 @@ pub struct Local {
     extents: Vec<PendingExtents>,
     ranges: Vec<(u64, u64)>,
     known: Vec<WholeExtent>,
+    /// Files for the bulk join, `entry` still the index in the listing.
+    bulk: Vec<BulkFile>,
 }
 
 impl<'a> ArenaSink<'a> {
@@ -121,6 +126,7 @@ impl<'a> ArenaSink<'a> {
             devs: Mutex::new(HashMap::new()),
             shared: Mutex::new(Collector::default()),
             sharing_seen: AtomicBool::new(false),
+            bulk: Join::default(),
             last_dir: AtomicU32::new(0),
             problems: None,
         }
@@ -184,7 +190,19 @@ impl<'a> ArenaSink<'a> {
         if !self.sharing_seen.load(Ordering::Relaxed) {
             return;
         }
-        let collector = std::mem::take(&mut *self.shared.lock().unwrap());
+        let mut collector = std::mem::take(&mut *self.shared.lock().unwrap());
+        self.bulk.resolve(&mut |f, link, file| {
+            let charged = if f.flags & BulkFile::DUP != 0 { 0 } else { f.disk };
+            let figures = FileFigures {
+                total: file.total,
+                shared: file.shared,
+                disk: f.disk,
+                charged,
+                refs_unknown: file.refs_unknown,
+            };
+            let link = link.map(|(dev, ino)| LinkId { dev, ino, nlink: f.nlink });
+            collector.add(f.dir, f.entry, link, figures, &file.ranges, &file.known);
+        });
         self.arena.add_shared_input(collector);
     }
 
@@ -268,6 +286,17 @@ impl Sink for ArenaSink<'_> {
             ranges: (at, l.ranges.len() as u32),
             known: (known_at, l.known.len() as u32),
         });
+    }
+
+    fn bulk_tree(&self, dev: u64, open: &mut dyn FnMut() -> Option<crate::platform::BtrfsTree>) -> Option<u32> {
+        self.bulk.tree(dev, open)
+    }
+
+    fn bulk_file(&self, l: &mut Local, pos: Pos, meta: &Meta, tree: u32) {
+        let flags = if meta.may_have_links() { BulkFile::LINK } else { 0 };
+        let nlink = meta.nlink.min(u64::from(u32::MAX)) as u32;
+        let tree = tree.min(u32::from(u16::MAX)) as u16;
+        l.bulk.push(BulkFile { dir: 0, entry: pos.idx, tree, flags, nlink, ino: meta.ino, disk: meta.disk_bytes() });
     }
 
     fn name_cost(len: usize) -> u64 {
@@ -382,6 +411,17 @@ impl Sink for ArenaSink<'_> {
             l.extents.clear();
             l.ranges.clear();
             l.known.clear();
+        }
+        if !l.bulk.is_empty() {
+            for f in &mut l.bulk {
+                let dup = first != NO_ENTRY && a.flags(first + f.entry).contains(arena::F_DUP_LINK);
+                if dup || first == NO_ENTRY {
+                    f.flags |= BulkFile::DUP;
+                }
+                f.entry = if first == NO_ENTRY { NO_ENTRY } else { first + f.entry };
+                f.dir = dir;
+            }
+            self.bulk.add(&mut l.bulk);
         }
         self.last_dir.store(dir, Ordering::Relaxed);
         l.entries.clear();

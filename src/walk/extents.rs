@@ -65,7 +65,7 @@ impl FileExtents {
 
     /// Counts one extent of the file as `add` does; when it is shared, `whole` is the
     /// extent it lies in (see `WholeExtent`). Called by the bulk readers' join
-    /// (`walk/bulk.rs`).
+    /// (`walk/bulk.rs` for XFS, `walk/join.rs` for btrfs).
     pub fn add_known(&mut self, e: &Extent, whole: WholeExtent) {
         if self.count(e) {
             self.refs_unknown |= whole.refs == 0;

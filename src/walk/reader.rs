@@ -54,10 +54,13 @@ pub trait Reader: 'static {
     /// file system, flagged as `file_extents_at` would flag it; a shared one is a whole
     /// extent (the same files share all of it), `files` how many (0: not shared).
     fn bulk_extents(dir: &Self::Dir, each: &mut dyn FnMut(u64, &Extent, u32)) -> Result<(), Errno>;
+    /// As root on btrfs: the subvolume `dir` lies in, opened for bulk metadata reads
+    /// (`walk/join.rs`), so that its files need no extent map each.
+    fn bulk_tree(dir: &Self::Dir) -> Option<crate::platform::BtrfsTree>;
 }
 
 macro_rules! reader_impl {
-    ($ty:ident, $m:path) => {
+    ($ty:ident, $m:path, $bulk:expr) => {
         pub struct $ty;
         impl Reader for $ty {
             type Dir = <$ty as ReaderTypes>::Dir;
@@ -142,6 +145,9 @@ macro_rules! reader_impl {
                 use $m as m;
                 m::bulk_extents(dir, each)
             }
+            fn bulk_tree(dir: &Self::Dir) -> Option<crate::platform::BtrfsTree> {
+                $bulk(dir)
+            }
         }
     };
 }
@@ -168,14 +174,15 @@ impl ReaderTypes for Native {
     type Lister = crate::platform::Lister;
     type ExtentBuf = crate::platform::ExtentBuf;
 }
-reader_impl!(Native, crate::platform);
+reader_impl!(Native, crate::platform, crate::platform::btrfs_tree);
 
 impl ReaderTypes for Portable {
     type Dir = crate::platform::fallback::Dir;
     type Lister = crate::platform::fallback::Lister;
     type ExtentBuf = crate::platform::fallback::ExtentBuf;
 }
-reader_impl!(Portable, crate::platform::fallback);
+// The oracle reads every file's extent map itself: never a bulk tree.
+reader_impl!(Portable, crate::platform::fallback, |_: &Self::Dir| None);
 
 /// True when the user asked for the portable oracle reader.
 pub fn portable_requested() -> bool {

@@ -233,6 +233,15 @@ pub trait Sink: Sync {
     /// With `Walk::shared`: the extent figures of the regular file just handed to `entry`
     /// as `Seen::Ok(meta)` at `pos`.
     fn extents(&self, _local: &mut Self::Local, _pos: Pos, _meta: &Meta, _file: &FileExtents) {}
+    /// With `Walk::shared`: the bulk source of device `dev` (`walk/join.rs`), opened with
+    /// `open` by the first worker that asks; its token, or `None` when the sink reads no
+    /// metadata in bulk or `open` found none (then each file's extent map is read).
+    fn bulk_tree(&self, _dev: u64, _open: &mut dyn FnMut() -> Option<crate::platform::BtrfsTree>) -> Option<u32> {
+        None
+    }
+    /// With `Walk::shared`: the regular file just handed to `entry` as `Seen::Ok(meta)` at
+    /// `pos` gets its figures from bulk source `tree` after the scan, instead of `extents`.
+    fn bulk_file(&self, _local: &mut Self::Local, _pos: Pos, _meta: &Meta, _tree: u32) {}
     /// Directory `dir` could not be opened.
     fn unreadable(&self, dir: u32, err: Errno);
     /// Once `dir`'s whole subtree was scanned, its name in its parent no longer led to it

@@ -14,10 +14,11 @@ pub(super) struct Worker<'s, 'a, R: Reader, S: Sink> {
     children: Vec<Child>,
     path_buf: Vec<u8>,
     /// With `Walk::shared`: the extent-map buffer, one file's figures, and which devices
-    /// can share extents (a handful at most, so a list).
+    /// can share extents and which of them the sink reads in bulk (a handful at most, so
+    /// a list).
     extent_buf: Option<R::ExtentBuf>,
     file_extents: FileExtents,
-    sharing_devs: Vec<(u64, bool)>,
+    sharing_devs: Vec<(u64, bool, Option<u32>)>,
     /// The scan's plan for reading each device's extents in bulk (`walk/bulk.rs`), kept
     /// here once asked so that a file needs no lock.
     bulk_devs: Vec<(u64, Arc<Bulk>)>,
@@ -405,7 +406,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     fn list_dir(&mut self, node: Arc<Node<R::Dir>>) {
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
-        if self.shared.walk.shared && self.can_share(node.dev, dir) {
+        if self.shared.walk.shared && self.can_share(node.dev, dir).0 {
             self.shared.sink.sharing_dir(node.dir);
         }
         let mut l = Listing::default();
@@ -680,26 +681,35 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     }
 
     /// Whether directory `dir` on device `dev` lies on a file system that can share
-    /// extents: asked once per device per worker.
-    fn can_share(&mut self, dev: u64, dir: &R::Dir) -> bool {
-        if let Some(&(_, yes)) = self.sharing_devs.iter().find(|(d, _)| *d == dev) {
-            return yes;
+    /// extents, and the sink's bulk source for it if it has one: asked once per device
+    /// per worker (and the bulk source opened once per device by the sink).
+    fn can_share(&mut self, dev: u64, dir: &R::Dir) -> (bool, Option<u32>) {
+        if let Some(&(_, yes, bulk)) = self.sharing_devs.iter().find(|(d, ..)| *d == dev) {
+            return (yes, bulk);
         }
         let yes = R::fs_shares_extents(dir);
-        self.sharing_devs.push((dev, yes));
-        yes
+        let bulk = if yes { self.shared.sink.bulk_tree(dev, &mut || R::bulk_tree(dir)) } else { None };
+        self.sharing_devs.push((dev, yes, bulk));
+        (yes, bulk)
     }
 
     /// Reads the extent map of the regular file `name` and hands its figures to the sink:
-    /// from the device's bulk listing when it is read (`walk/bulk.rs`), else from the
-    /// file's own. A file whose map cannot be read (no permission, gone, no FIEMAP)
-    /// counts nothing, as in `btrfs filesystem du`.
+    /// where the sink reads btrfs's metadata in bulk it only tells the sink the file
+    /// (`walk/join.rs`); else from the device's bulk listing when it is read
+    /// (`walk/bulk.rs`), else from the file's own. A file whose map cannot be read (no
+    /// permission, gone, no FIEMAP) counts nothing, as in `btrfs filesystem du`.
     fn extents(&mut self, node: &Node<R::Dir>, dir: &R::Dir, name: &CStr, pos: Pos, meta: &Meta) {
-        if !self.can_share(node.dev, dir) {
+        let (yes, bulk) = self.can_share(node.dev, dir);
+        if !yes {
             return;
         }
-        // A file mounted over one of the directory's names is on another device.
+        // A file mounted over one of the directory's names is on another device: its own
+        // extent map.
         if meta.dev == node.dev {
+            if let Some(tree) = bulk {
+                self.shared.sink.bulk_file(&mut self.local, pos, meta, tree);
+                return;
+            }
             let bulk = self.bulk_plan(node, dir);
             if bulk.map::<R>(dir).is_some_and(|map| map.fill(meta.ino, &mut self.file_extents)) {
                 self.shared.sink.extents(&mut self.local, pos, meta, &self.file_extents);
