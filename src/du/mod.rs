@@ -21,7 +21,7 @@ use crate::text::units::format_size;
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
 use std::collections::{HashMap, HashSet};
-use std::ffi::{CString, OsString};
+use std::ffi::{CStr, CString, OsString};
 use std::io::{self, Write};
 
 /// fts reads big directories in batches of this many entries...
@@ -253,6 +253,8 @@ impl<W: Write> Run<'_, W> {
         Acc { bytes: records::measure(meta, self.measure()), count: 1, time: records::time_of(meta, self.o.time) }
     }
 
+    /// One argument: stat'ed (and checked against the excludes and what was counted
+    /// before) here; a directory is scanned and walked by `tree`.
     fn operand<R: Reader>(&mut self, name: &[u8], is_last: bool) {
         let o = self.o;
         let path = fts_root(name).to_vec();
@@ -282,64 +284,20 @@ impl<W: Write> Run<'_, W> {
             self.print_if(&acc, &path, 0);
             return;
         }
+        self.tree::<R>(path, &cpath, &meta, is_last);
+    }
+
+    /// A directory argument: the scan and the ordered pass over it, at the same time;
+    /// then what it counted joins `self.seen` for the arguments after it.
+    fn tree<R: Reader>(&mut self, path: Vec<u8>, cpath: &CStr, meta: &Meta, is_last: bool) {
         let empty = HashSet::new();
         let dedup_seen = self.hash_all && self.dedup();
         // The scan reads the entries counted under earlier arguments while the ordered
         // pass adds this argument's to `self.seen`; they are merged when both are done.
         let prior = std::mem::take(&mut self.seen);
-        let walk = Walk {
-            threads: self.threads,
-            follow_all: o.deref == Deref::All,
-            follow_root,
-            one_fs_dev: o.one_fs.then_some(meta.dev),
-            exclude: (!o.exclude.is_empty()).then_some(&o.exclude),
-            seen_before: if dedup_seen { &prior } else { &empty },
-            claim_dirs: self.dedup(),
-            fd_budget: self.fd_budget,
-            check_moved: o.deref != Deref::All,
-            shared: false,
-            exclude_caches: false,
-            exclude_kernfs: false,
-        };
-        let fold_links = self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All;
-        let keep = Keep {
-            measure: self.measure(),
-            time: o.time,
-            files_depth: o.all.then(|| o.max_depth.min(u32::MAX as u64) as u32),
-            all_candidates: o.deref == Deref::All && self.dedup(),
-            collect_inodes: dedup_seen && o.deref != Deref::All && !is_last,
-            claims: o.deref == Deref::All && self.dedup(),
-            fold_links,
-            fold_subtrees: fold_links && !self.hash_all,
-            pending_budget: pending_budget(),
-        };
-        let sink = Records::new(keep, &meta);
-        let scan_into = |sink: &Records| {
-            /// Closes the sink even if the scan unwinds, so the ordered pass ends.
-            struct Close<'a>(&'a Records);
-            impl Drop for Close<'_> {
-                fn drop(&mut self) {
-                    self.0.close();
-                }
-            }
-            let _close = Close(sink);
-            scan::scan::<R, Records>(&walk, sink, &cpath, &meta);
-        };
-        let mut alone = None;
-        std::thread::scope(|s| {
-            if std::thread::Builder::new().spawn_scoped(s, || scan_into(&sink)).is_ok() {
-                self.walk(&sink, &prior, path.clone());
-                return;
-            }
-            // No thread for the scan (a low RLIMIT_NPROC, a pids limit): it runs here
-            // first, never held back (no ordered pass would take what it holds), and
-            // the ordered pass after it.
-            let unthrottled = Records::new(Keep { pending_budget: usize::MAX, ..keep }, &meta);
-            scan_into(&unthrottled);
-            self.walk(&unthrottled, &prior, path.clone());
-            alone = Some(unthrottled);
-        });
-        let rest = alone.unwrap_or(sink).into_rest();
+        let walk = self.walk_opts(self.o, meta, if dedup_seen { &prior } else { &empty });
+        let keep = self.keep(dedup_seen && !is_last);
+        let rest = self.scan_and_walk::<R>(&walk, keep, cpath, meta, &prior, path.clone());
         if rest.overflow {
             self.error(format_args!("{}: too many entries for one scan", quotef(&path)));
         }
@@ -352,6 +310,83 @@ impl<W: Write> Run<'_, W> {
         if self.hash_all && self.dedup() {
             self.seen.extend(rest.inodes);
         }
+    }
+
+    /// How the scanner walks a directory argument (`meta` its root's): du's options,
+    /// with `seen_before` the entries earlier arguments counted.
+    fn walk_opts<'a>(&self, o: &'a DuOptions, meta: &Meta, seen_before: &'a HashSet<(u64, u64)>) -> Walk<'a> {
+        Walk {
+            threads: self.threads,
+            follow_all: o.deref == Deref::All,
+            follow_root: o.deref != Deref::None,
+            one_fs_dev: o.one_fs.then_some(meta.dev),
+            exclude: (!o.exclude.is_empty()).then_some(&o.exclude),
+            seen_before,
+            claim_dirs: self.dedup(),
+            fd_budget: self.fd_budget,
+            check_moved: o.deref != Deref::All,
+            shared: false,
+            exclude_caches: false,
+            exclude_kernfs: false,
+        }
+    }
+
+    /// What the records keep of a directory argument; `collect_inodes` when a later
+    /// argument needs to know what this one counted.
+    fn keep(&self, collect_inodes: bool) -> Keep {
+        let o = self.o;
+        let fold_links = self.dedup() && o.max_depth == 0 && !o.all && o.deref != Deref::All;
+        Keep {
+            measure: self.measure(),
+            time: o.time,
+            files_depth: o.all.then(|| o.max_depth.min(u32::MAX as u64) as u32),
+            all_candidates: o.deref == Deref::All && self.dedup(),
+            collect_inodes: collect_inodes && o.deref != Deref::All,
+            claims: o.deref == Deref::All && self.dedup(),
+            fold_links,
+            fold_subtrees: fold_links && !self.hash_all,
+            pending_budget: pending_budget(),
+        }
+    }
+
+    /// Runs the scan into the records on a thread of its own while the ordered pass walks
+    /// them here; returns what is left of the records once both are over.
+    fn scan_and_walk<R: Reader>(
+        &mut self,
+        walk: &Walk,
+        keep: Keep,
+        cpath: &CStr,
+        meta: &Meta,
+        prior: &HashSet<(u64, u64)>,
+        path: Vec<u8>,
+    ) -> records::Rest {
+        let sink = Records::new(keep, meta);
+        let scan_into = |sink: &Records| {
+            /// Closes the sink even if the scan unwinds, so the ordered pass ends.
+            struct Close<'a>(&'a Records);
+            impl Drop for Close<'_> {
+                fn drop(&mut self) {
+                    self.0.close();
+                }
+            }
+            let _close = Close(sink);
+            scan::scan::<R, Records>(walk, sink, cpath, meta);
+        };
+        let mut alone = None;
+        std::thread::scope(|s| {
+            if std::thread::Builder::new().spawn_scoped(s, || scan_into(&sink)).is_ok() {
+                self.walk(&sink, prior, path);
+                return;
+            }
+            // No thread for the scan (a low RLIMIT_NPROC, a pids limit): it runs here
+            // first, never held back (no ordered pass would take what it holds), and
+            // the ordered pass after it.
+            let unthrottled = Records::new(Keep { pending_budget: usize::MAX, ..keep }, meta);
+            scan_into(&unthrottled);
+            self.walk(&unthrottled, prior, path);
+            alone = Some(unthrottled);
+        });
+        alone.unwrap_or(sink).into_rest()
     }
 
     /// Whether (dev, ino) is met for the first time (this argument's pass or an earlier one).
@@ -410,88 +445,114 @@ impl<W: Write> Run<'_, W> {
             if top.next < top.items.items.len() {
                 let i = top.next;
                 top.next += 1;
-                let it = top.items.items[i];
-                let depth = top.depth + 1;
-                let parent_len = path.len();
-                match it.kind {
-                    ItemKind::Dir | ItemKind::Alias => {
-                        let rec = if it.kind == ItemKind::Dir {
-                            it.target
-                        } else {
-                            match claims.get(&(it.dev, it.ino)) {
-                                Some(&r) => r,
-                                None => continue,
-                            }
-                        };
-                        push_name(&mut path, top.items.name(&it));
-                        if self.hash_all && self.dedup() && !self.first(prior, sink.key(rec)) {
-                            path.truncate(parent_len);
-                            continue;
-                        }
-                        if !self.enter(sink, &mut stack, rec, depth, &path, parent_len) {
-                            path.truncate(parent_len);
-                        }
-                    }
-                    ItemKind::Candidate => {
-                        if self.dedup() && !self.first(prior, (it.dev, it.ino)) {
-                            continue;
-                        }
-                        let acc = Acc { bytes: it.size_bytes, count: 1, time: top.items.time(i) };
-                        top.ent.add(&acc);
-                        self.total.add(&acc);
-                        if self.o.all && depth <= self.o.max_depth {
-                            push_name(&mut path, top.items.name(&it));
-                            self.print_if(&acc, &path, depth);
-                            path.truncate(parent_len);
-                        }
-                    }
-                    ItemKind::File => {
-                        if depth <= self.o.max_depth {
-                            let acc = Acc { bytes: it.size_bytes, count: 1, time: top.items.time(i) };
-                            push_name(&mut path, top.items.name(&it));
-                            self.print_if(&acc, &path, depth);
-                            path.truncate(parent_len);
-                        }
-                    }
-                    ItemKind::NoAccess => {
-                        push_name(&mut path, top.items.name(&it));
-                        let msg = cannot_access(&path, Errno(it.target as i32));
-                        path.truncate(parent_len);
-                        self.error(format_args!("{msg}"));
-                    }
-                }
+                self.item(sink, &mut stack, i, prior, &claims, &mut path);
                 continue;
             }
             let f = stack.pop().expect("loop runs while the stack is not empty");
-            drop(f.items);
-            let view = sink.leave(f.rec);
-            let r = view.rec;
-            if r.flags.contains(REC_MOVED) {
-                // GNU fts finds the parent gone when it climbs back out ("disinformation":
-                // ENOENT) and stops this argument: no line for it or its ancestors.
-                self.error(format_args!("fts_read failed: {}: {}", quotef(&path), Self::errno_text(Errno::NOENT)));
+            if !self.leave(sink, f, &mut stack, &mut path) {
                 return;
             }
-            let me = Acc { bytes: r.self_bytes, count: 1, time: view.self_time };
-            self.total.add(&me);
-            if r.flags.contains(REC_PARTIAL) {
-                self.error(format_args!("{}: {}", quotef(&path), Self::errno_text(Errno(r.errno))));
-            }
-            let mut shown = me;
-            shown.add(&f.ent);
-            if !self.o.separate_dirs {
-                shown.add(&f.sub);
-            }
-            if let Some(parent) = stack.last_mut() {
-                if !self.o.separate_dirs {
-                    parent.ent.add(&me);
-                }
-                parent.sub.add(&f.ent);
-                parent.sub.add(&f.sub);
-            }
-            self.print_if(&shown, &path, f.depth);
-            path.truncate(f.path_len);
         }
+    }
+
+    /// Item `i` of the directory on top of `stack` (`path` is that directory's): a
+    /// subdirectory is entered, a file counted and printed as -a and --max-depth say, an
+    /// entry that could not be stat'ed reported.
+    fn item(
+        &mut self,
+        sink: &Records,
+        stack: &mut Vec<Frame>,
+        i: usize,
+        prior: &HashSet<(u64, u64)>,
+        claims: &HashMap<(u64, u64), u32>,
+        path: &mut Vec<u8>,
+    ) {
+        let top = stack.last_mut().expect("an item belongs to the directory on top");
+        let it = top.items.items[i];
+        let depth = top.depth + 1;
+        let parent_len = path.len();
+        match it.kind {
+            ItemKind::Dir | ItemKind::Alias => {
+                let rec = if it.kind == ItemKind::Dir {
+                    it.target
+                } else {
+                    match claims.get(&(it.dev, it.ino)) {
+                        Some(&r) => r,
+                        None => return,
+                    }
+                };
+                push_name(path, top.items.name(&it));
+                if self.hash_all && self.dedup() && !self.first(prior, sink.key(rec)) {
+                    path.truncate(parent_len);
+                    return;
+                }
+                if !self.enter(sink, stack, rec, depth, path, parent_len) {
+                    path.truncate(parent_len);
+                }
+            }
+            ItemKind::Candidate => {
+                if self.dedup() && !self.first(prior, (it.dev, it.ino)) {
+                    return;
+                }
+                let acc = Acc { bytes: it.size_bytes, count: 1, time: top.items.time(i) };
+                top.ent.add(&acc);
+                self.total.add(&acc);
+                if self.o.all && depth <= self.o.max_depth {
+                    push_name(path, top.items.name(&it));
+                    self.print_if(&acc, path, depth);
+                    path.truncate(parent_len);
+                }
+            }
+            ItemKind::File => {
+                if depth <= self.o.max_depth {
+                    let acc = Acc { bytes: it.size_bytes, count: 1, time: top.items.time(i) };
+                    push_name(path, top.items.name(&it));
+                    self.print_if(&acc, path, depth);
+                    path.truncate(parent_len);
+                }
+            }
+            ItemKind::NoAccess => {
+                push_name(path, top.items.name(&it));
+                let msg = cannot_access(path, Errno(it.target as i32));
+                path.truncate(parent_len);
+                self.error(format_args!("{msg}"));
+            }
+        }
+    }
+
+    /// Ends directory `f` of the ordered pass (its items all done): its own size joins
+    /// the totals, its line is printed and its figures go to the parent on the stack.
+    /// Returns false when the argument stops here (the directory moved away meanwhile).
+    fn leave(&mut self, sink: &Records, f: Frame, stack: &mut [Frame], path: &mut Vec<u8>) -> bool {
+        drop(f.items);
+        let view = sink.leave(f.rec);
+        let r = view.rec;
+        if r.flags.contains(REC_MOVED) {
+            // GNU fts finds the parent gone when it climbs back out ("disinformation":
+            // ENOENT) and stops this argument: no line for it or its ancestors.
+            self.error(format_args!("fts_read failed: {}: {}", quotef(path), Self::errno_text(Errno::NOENT)));
+            return false;
+        }
+        let me = Acc { bytes: r.self_bytes, count: 1, time: view.self_time };
+        self.total.add(&me);
+        if r.flags.contains(REC_PARTIAL) {
+            self.error(format_args!("{}: {}", quotef(path), Self::errno_text(Errno(r.errno))));
+        }
+        let mut shown = me;
+        shown.add(&f.ent);
+        if !self.o.separate_dirs {
+            shown.add(&f.sub);
+        }
+        if let Some(parent) = stack.last_mut() {
+            if !self.o.separate_dirs {
+                parent.ent.add(&me);
+            }
+            parent.sub.add(&f.ent);
+            parent.sub.add(&f.sub);
+        }
+        self.print_if(&shown, path, f.depth);
+        path.truncate(f.path_len);
+        true
     }
 
     /// Prints a line when `depth` is within --max-depth and the threshold lets it through.
