@@ -641,59 +641,40 @@ impl Browser<'_> {
         scr.put(row, x + 11, "[ Yes ]", yes_style);
     }
 
+    /// The info box's lines for entry `id`: what it is and its sizes, its change against
+    /// the compared tree, a directory's items and extent figures, what `stat` says, and
+    /// notes on errors and on what was not entered.
     pub(super) fn info_lines(&mut self, id: u32) -> Vec<String> {
         let a = self.a;
         let flags = a.flags(id);
-        let kind = flags.kind();
-        let is_dir = kind == Kind::Dir;
-        let kind_text = match kind {
-            _ if flags.is_loop() => "directory loop (one of its own ancestors, not entered)",
-            _ if flags.contains(arena::F_EXCLUDED) => "excluded (not scanned)",
-            Kind::Dir => "directory",
-            Kind::Symlink => "symbolic link",
-            Kind::Other => "special file",
-            _ => "file",
-        };
+        let is_dir = flags.is_dir();
         let (disk, apparent) = if is_dir {
             let t = a.dir_totals(a.dir_of(id));
             (t.0, t.1)
         } else {
             a.own_sizes(id)
         };
-        let sized = |n: u64| format!("{} ({} bytes)", size_text(n, self.look.si).trim(), grouped(n));
+        let si = self.look.si;
         let mut lines = vec![
             format!("Name:      {}", escape(self.names.get(id))),
             format!("Path:      {}", escape(&child_path(a, self.parent_of(id), id))),
-            format!("Type:      {kind_text}"),
-            format!("Disk use:  {}", sized(disk)),
-            format!("Apparent:  {}", sized(apparent)),
+            format!("Type:      {}", kind_text(flags)),
+            format!("Disk use:  {}", sized(disk, si)),
+            format!("Apparent:  {}", sized(apparent, si)),
         ];
         if self.compare.is_some() {
-            let size = |n: u64| size_text(n, self.look.si).trim().to_string();
-            let minus = if self.look.ascii { '-' } else { '\u{2212}' };
-            let change = match self.items.iter().find(|it| it.id == id) {
-                Some(it) if it.removed => {
-                    format!("removed ({minus}{}, {minus}{} bytes)", size(it.size), grouped(it.size))
-                }
-                Some(Item { change: Some(c), size: now, .. }) => {
-                    let (was, by) = ((*now as i128 - c) as u64, c.unsigned_abs() as u64);
-                    let sign = if *c >= 0 { "+".to_string() } else { minus.to_string() };
-                    format!("{sign}{} ({sign}{} bytes; was {})", size(by), grouped(by), size(was))
-                }
-                _ => "new (not in the compared tree)".into(),
-            };
-            lines.push(format!("Change:    {change}"));
+            lines.push(format!("Change:    {}", self.change_text(id)));
         }
         if is_dir {
             lines.push(format!("Items:     {}", grouped(a.dir_totals(a.dir_of(id)).2)));
             if let Some(sh) = a.shared_figures().and_then(|f| f.get(a.dir_of(id))) {
-                lines.push(format!("Extents:   {} total", sized(sh.total)));
-                lines.push(format!("Exclusive: {} (in extents not shared)", sized(sh.exclusive)));
-                lines.push(format!("Shared:    {} (each byte once)", sized(sh.set_shared)));
-                lines.push(format!("Once:      {} (disk, sharing once)", sized(sh.disk_once)));
+                lines.push(format!("Extents:   {} total", sized(sh.total, si)));
+                lines.push(format!("Exclusive: {} (in extents not shared)", sized(sh.exclusive, si)));
+                lines.push(format!("Shared:    {} (each byte once)", sized(sh.set_shared, si)));
+                lines.push(format!("Once:      {} (disk, sharing once)", sized(sh.disk_once, si)));
                 lines.push(match sh.frees_exact {
-                    true => format!("Frees:     {} (by deleting it)", sized(sh.frees)),
-                    false => format!("Frees:     {} or more (estimate)", sized(sh.frees)),
+                    true => format!("Frees:     {} (by deleting it)", sized(sh.frees, si)),
+                    false => format!("Frees:     {} or more (estimate)", sized(sh.frees, si)),
                 });
             } else if a.shared_figures().is_some_and(|f| f.pending) {
                 lines.push("Extents:   still being read".to_string());
@@ -714,6 +695,34 @@ impl Browser<'_> {
             let counted = if flags.contains(arena::F_DUP_LINK) { "; counted under another name" } else { "" };
             lines.push(format!("Links:     {nlink} names, inode {ino}{counted}"));
         }
+        let notes = self.info_notes(id);
+        if !notes.is_empty() {
+            lines.push(format!("Notes:     {}", notes.join("; ")));
+        }
+        lines
+    }
+
+    /// How entry `id` changed against the compared tree, for the info box.
+    fn change_text(&self, id: u32) -> String {
+        let size = |n: u64| size_text(n, self.look.si).trim().to_string();
+        let minus = if self.look.ascii { '-' } else { '\u{2212}' };
+        match self.items.iter().find(|it| it.id == id) {
+            Some(it) if it.removed => {
+                format!("removed ({minus}{}, {minus}{} bytes)", size(it.size), grouped(it.size))
+            }
+            Some(Item { change: Some(c), size: now, .. }) => {
+                let (was, by) = ((*now as i128 - c) as u64, c.unsigned_abs() as u64);
+                let sign = if *c >= 0 { "+".to_string() } else { minus.to_string() };
+                format!("{sign}{} ({sign}{} bytes; was {})", size(by), grouped(by), size(was))
+            }
+            _ => "new (not in the compared tree)".into(),
+        }
+    }
+
+    /// The info box's notes on entry `id`: errors, what was not entered, a scan going on.
+    fn info_notes(&self, id: u32) -> Vec<&'static str> {
+        let a = self.a;
+        let flags = a.flags(id);
         let mut notes = Vec::new();
         if self.is_gone(id) {
             notes.push("not on disk: only in the compared tree");
@@ -724,7 +733,7 @@ impl Browser<'_> {
         if flags.contains(arena::F_OTHER_FS) && !flags.is_loop() {
             notes.push("on another file system, not entered");
         }
-        if is_dir {
+        if flags.is_dir() {
             let df = a.dir_flags(a.dir_of(id));
             if df.read_error() {
                 notes.push("could not be read (fully)");
@@ -736,11 +745,25 @@ impl Browser<'_> {
                 notes.push("still being scanned");
             }
         }
-        if !notes.is_empty() {
-            lines.push(format!("Notes:     {}", notes.join("; ")));
-        }
-        lines
+        notes
     }
+}
+
+/// What an entry is, as the info box's Type line says it.
+fn kind_text(flags: arena::Flags) -> &'static str {
+    match flags.kind() {
+        _ if flags.is_loop() => "directory loop (one of its own ancestors, not entered)",
+        _ if flags.contains(arena::F_EXCLUDED) => "excluded (not scanned)",
+        Kind::Dir => "directory",
+        Kind::Symlink => "symbolic link",
+        Kind::Other => "special file",
+        _ => "file",
+    }
+}
+
+/// A size for the info box: as the list shows it, then in bytes.
+fn sized(n: u64, si: bool) -> String {
+    format!("{} ({} bytes)", size_text(n, si).trim(), grouped(n))
 }
 
 /// The help's lines for `table`: each key in `key_w` columns, its description wrapped in

@@ -122,43 +122,12 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         },
         None => None,
     };
-    let before = arena.entry_count() as u64;
-    let (root, scan_from, first_line) = match &args.walk.input {
-        Some(f) => match import_file(f, &arena) {
-            Ok(imported) => {
-                let from = if f == "-" { "standard input".to_string() } else { escape(&os_bytes(f)) };
-                let line = format!(
-                    "Imported {} entries from {from} (written by {})",
-                    grouped(arena.entry_count() as u64 - before),
-                    escape(imported.progname.as_bytes())
-                );
-                (imported.root, None, line)
-            }
-            Err(e) => {
-                eprintln!("{prog} browse: {e}");
-                return 1;
-            }
-        },
-        None => {
-            let path = os_bytes(&args.dir);
-            let Ok(cpath) = CString::new(path.clone()) else {
-                eprintln!("{prog} browse: invalid directory name");
-                return 2;
-            };
-            let meta = match stat_root(&cpath, fs.stat_path) {
-                Ok(m) => m,
-                Err(e) => {
-                    eprintln!("{prog} browse: {e}");
-                    return 1;
-                }
-            };
-            let Ok(root) = sink.add_root(&path, &meta) else { return 1 };
-            (root, Some((cpath, meta)), String::new())
-        }
+    let start = match open_root(args, fs, &arena, &sink) {
+        Ok(start) => start,
+        Err(code) => return code,
     };
     let look =
         Look { ascii: args.ascii || !utf8_locale(), color: !args.no_color && !no_color_env(), si: args.sizes.si() };
-    let limits = Limits { read_only: args.read_only, imported: args.walk.input.is_some(), trash: args.trash };
     let session = match Session::start(look.color) {
         Ok(s) => s,
         Err(e) => {
@@ -167,21 +136,10 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         }
     };
     let place = trash::Place::from_env();
-    let ctx = Ctx { fs, arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev: None, place };
-    let ctx = Ctx { one_fs_dev: scan_from.as_ref().filter(|_| args.walk.one_fs).map(|(_, m)| m.dev), ..ctx };
-    let mut browser = Browser::new(&arena, root, look, limits);
-    browser.set_apparent(args.sizes.apparent);
-    if let Some(old) = old_root {
-        browser.set_compare(old);
-    }
-    if let Some(abs) = scan_from.as_ref().and_then(|_| absolute_title(&args.dir)) {
-        browser.set_root_title(abs);
-    }
-    if args.walk.input.is_none() {
-        browser.set_mtime_source(Box::new(mtime_of_path));
-        browser.set_stat_source(Box::new(stat_of_path));
-        browser.set_mounts_source(Box::new(mounts_at_path));
-    }
+    let one_fs_dev = start.scan_from.as_ref().filter(|_| args.walk.one_fs).map(|(_, m)| m.dev);
+    let ctx = Ctx { fs, arena: &arena, args, threads, fd_budget, no_links: &no_links, one_fs_dev, place };
+    let browser = new_browser(args, &arena, &start, look, old_root);
+    let Start { root, scan_from, first_line } = start;
     std::thread::scope(|s| {
         let scan_done = Arc::new(Done::default());
         let start = Instant::now();
@@ -205,6 +163,72 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         // The scan may still be running: quitting does not wait for it.
         std::process::exit(code)
     })
+}
+
+/// The tree the browser opens: an imported one, or the root of the scan to come.
+struct Start {
+    root: u32,
+    /// The directory to scan and its `stat` (`None` for an import).
+    scan_from: Option<(CString, Meta)>,
+    /// The status line's first message (what was imported).
+    first_line: String,
+}
+
+/// Imports `--input`'s tree or adds the scan's root to the arena; `Err` holds the exit
+/// status after the message, which goes out before the terminal is taken.
+fn open_root(args: &BrowseArgs, fs: Fs, arena: &Arena, sink: &ArenaSink) -> Result<Start, i32> {
+    let prog = &args.prog;
+    let before = arena.entry_count() as u64;
+    let Some(f) = &args.walk.input else {
+        let path = os_bytes(&args.dir);
+        let Ok(cpath) = CString::new(path.clone()) else {
+            eprintln!("{prog} browse: invalid directory name");
+            return Err(2);
+        };
+        let meta = stat_root(&cpath, fs.stat_path).map_err(|e| {
+            eprintln!("{prog} browse: {e}");
+            1
+        })?;
+        let root = sink.add_root(&path, &meta).map_err(|_| 1)?;
+        return Ok(Start { root, scan_from: Some((cpath, meta)), first_line: String::new() });
+    };
+    let imported = import_file(f, arena).map_err(|e| {
+        eprintln!("{prog} browse: {e}");
+        1
+    })?;
+    let from = if f == "-" { "standard input".to_string() } else { escape(&os_bytes(f)) };
+    let first_line = format!(
+        "Imported {} entries from {from} (written by {})",
+        grouped(arena.entry_count() as u64 - before),
+        escape(imported.progname.as_bytes())
+    );
+    Ok(Start { root: imported.root, scan_from: None, first_line })
+}
+
+/// The browser over `start`'s tree, set up as the options say: sizes, the compared tree
+/// (`old_root`), the title, and where a scanned tree's details come from.
+fn new_browser<'a>(
+    args: &BrowseArgs,
+    arena: &'a Arena,
+    start: &Start,
+    look: Look,
+    old_root: Option<u32>,
+) -> Browser<'a> {
+    let limits = Limits { read_only: args.read_only, imported: args.walk.input.is_some(), trash: args.trash };
+    let mut browser = Browser::new(arena, start.root, look, limits);
+    browser.set_apparent(args.sizes.apparent);
+    if let Some(old) = old_root {
+        browser.set_compare(old);
+    }
+    if let Some(abs) = start.scan_from.as_ref().and_then(|_| absolute_title(&args.dir)) {
+        browser.set_root_title(abs);
+    }
+    if args.walk.input.is_none() {
+        browser.set_mtime_source(Box::new(mtime_of_path));
+        browser.set_stat_source(Box::new(stat_of_path));
+        browser.set_mounts_source(Box::new(mounts_at_path));
+    }
+    browser
 }
 
 /// The scan root as the path line shows it: as given when absolute, else resolved from
