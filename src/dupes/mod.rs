@@ -251,33 +251,40 @@ fn number(v: &OsString) -> Option<u64> {
     parse_with_suffix(&os_bytes(v), THRESHOLD_SUFFIXES).ok()
 }
 
+impl Args {
+    /// The arguments before any option is read: every default.
+    fn new(prog: &str, mode: Mode) -> Args {
+        Args {
+            mode,
+            prog: prog.to_string(),
+            paths: Vec::new(),
+            min_size: 1,
+            max_size: u64::MAX,
+            walk: WalkOpts::default(),
+            hashfile: None,
+            sizes: false,
+            nul: false,
+            json: false,
+            quiet: false,
+            dry_run: false,
+            allow_readonly: false,
+            verify: false,
+            blocks: false,
+            block_bytes: None,
+            action: None,
+            keep: Vec::new(),
+            force_metadata: false,
+            plan: None,
+            dirs: false,
+        }
+    }
+}
+
 /// Parses `dfdu dupes` / `dfdu dedupe` arguments; `Err(code)` to exit right away.
 pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
     use lexopt::Arg::*;
     let cmd = mode.name();
-    let mut a = Args {
-        mode,
-        prog: prog.to_string(),
-        paths: Vec::new(),
-        min_size: 1,
-        max_size: u64::MAX,
-        walk: WalkOpts::default(),
-        hashfile: None,
-        sizes: false,
-        nul: false,
-        json: false,
-        quiet: false,
-        dry_run: false,
-        allow_readonly: false,
-        verify: false,
-        blocks: false,
-        block_bytes: None,
-        action: None,
-        keep: Vec::new(),
-        force_metadata: false,
-        plan: None,
-        dirs: false,
-    };
+    let mut a = Args::new(prog, mode);
     let help = if mode == Mode::Dupes { DUPES_HELP } else { DEDUPE_HELP };
     let mut cli = Cli::new(prog, cmd, help, args);
     while let Some(opt) = cli.next()? {
@@ -313,16 +320,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
             Long("verify") => a.verify = true,
             Long("blocks") if mode == Mode::Dedupe => a.blocks = true,
             Long("block-size") if mode == Mode::Dedupe => {
-                let v = cli.value()?;
-                let n = number(&v)
-                    .filter(|n| n.is_power_of_two() && (blocks::MIN_BLOCK_BYTES..=blocks::MAX_BLOCK_BYTES).contains(n));
-                let Some(n) = n else {
-                    return Err(cli.bad(format!(
-                        "invalid block size {} (a power of two from 4K to 16M)",
-                        quoteaf(&os_bytes(&v))
-                    )));
-                };
-                (a.blocks, a.block_bytes) = (true, Some(n));
+                (a.blocks, a.block_bytes) = (true, Some(block_size(&mut cli)?));
             }
             Long(l @ ("min-size" | "max-size")) => {
                 let max = l == "max-size";
@@ -342,6 +340,20 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
             _ => a.walk.take_no_follow(&opt, &mut cli)?,
         }
     }
+    check(&a, &cli)?;
+    Ok(a)
+}
+
+/// The value of `--block-size`: a power of two the block reader takes.
+fn block_size(cli: &mut Cli) -> Result<u64, i32> {
+    let v = cli.value()?;
+    let n =
+        number(&v).filter(|n| n.is_power_of_two() && (blocks::MIN_BLOCK_BYTES..=blocks::MAX_BLOCK_BYTES).contains(n));
+    n.ok_or_else(|| cli.bad(format!("invalid block size {} (a power of two from 4K to 16M)", quoteaf(&os_bytes(&v)))))
+}
+
+/// The checks of options taken together, once all are read.
+fn check(a: &Args, cli: &Cli) -> Result<(), i32> {
     if a.paths.is_empty() {
         return Err(cli.bad("missing PATH"));
     }
@@ -362,7 +374,7 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
     if a.min_size > a.max_size {
         return Err(cli.bad("--min-size is larger than --max-size"));
     }
-    Ok(a)
+    Ok(())
 }
 
 /// The progress line's phases.
