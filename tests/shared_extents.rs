@@ -577,6 +577,23 @@ fn btrfs_reads_in_bulk_as_root_and_by_fiemap_otherwise() {
     assert_eq!(figures(&bulk), figures(&fiemap), "the same figures both ways");
 }
 
+/// A scratch directory of the test's own under the temporary directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(label: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("dfdu-shared-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create scratch directory");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Bytes btrfs's data block groups hold (`btrfs filesystem df -b`), after a sync.
 fn btrfs_data_used(mnt: &Path) -> u64 {
     let out = sh(&format!("btrfs filesystem sync '{0}' && btrfs filesystem df -b '{0}'", mnt.display()));
@@ -887,7 +904,8 @@ fn browser_fills_the_sharing_column_in_the_background_on_btrfs() {
     let top = m.at.join("top");
     sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
     btrfs_tree(&top);
-    let fifo = m.at.parent().unwrap().join("fill.fifo");
+    // On the image, outside the scanned subvolume: it goes with the unmount.
+    let fifo = m.at.join("fill.fifo");
     sh(&format!("mkfifo '{}'", fifo.display()));
     let t = Tmux::start_with(&top, "", &format!("DFDU_TEST_PAUSE_BEFORE_FILL='{}'", fifo.display()));
     let first = t.wait("the scanned tree with markers", |s| s.contains("Scan finished") && s.contains('\u{2026}'));
@@ -907,5 +925,48 @@ fn browser_fills_the_sharing_column_in_the_background_on_btrfs() {
             t.keys("Down");
         }
     }
-    let _ = std::fs::remove_file(&fifo);
+}
+
+/// Issue 28.5: `dfdu scan` shows the sharing figures without a flag where a bulk source
+/// serves it (as root, XFS with a reverse map: one listing, no FIEMAP), `--no-shared`
+/// turns them off, and where only FIEMAP would serve (XFS without a reverse map) they
+/// stay off unless `--shared` asks.
+#[test]
+fn scan_shows_the_figures_by_default_only_with_a_bulk_source() {
+    if !can_run("scan_default", &["mkfs.xfs", "xfs_io", "strace"]) {
+        return;
+    }
+    let scan = |root: &Path, options: &[&str], log: &Path| {
+        let mut cmd = Command::new("strace");
+        cmd.args(["-f", "-e", "trace=ioctl", "-o"]).arg(log).arg(dfdu_path());
+        let out = cmd.args(["scan", "-q", "--json"]).args(options).arg(root).env_remove("DFDU_DEBUG_EXTENTS").output();
+        let out = out.expect("run strace dfdu");
+        assert!(out.status.success(), "dfdu scan: {}", String::from_utf8_lossy(&out.stderr));
+        let trace = std::fs::read_to_string(log).unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), trace)
+    };
+    let m = Mounted::new("default-rmap", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
+    let top = m.at.join("top");
+    xfs_rmap_tree(&top);
+    // The trace goes beside the images: a file written into the tree while it is scanned
+    // would be one the listing does not know (asked on its own).
+    let logs = Scratch::new("default-logs");
+    let log = logs.0.join("strace.log");
+    // From the mount's root the listing is read at once (walk/bulk.rs); below it, after
+    // some files were asked one by one, so there the figures only need to be there.
+    let (json, trace) = scan(&m.at, &[], &log);
+    assert!(json.contains("\"shared\":{") && json.contains("\"frees_exact\":true"), "figures by default:\n{json}");
+    assert!(trace.contains("FS_IOC_GETFSMAP") && !trace.contains("FS_IOC_FIEMAP"), "one listing:\n{trace}");
+    let (json, _) = scan(&top, &[], &log);
+    assert!(json.contains("\"shared\":{"), "figures by default below the mount's root too:\n{json}");
+    let (json, trace) = scan(&top, &["--no-shared"], &log);
+    assert!(!json.contains("\"shared\"") && !trace.contains("FS_IOC_GETFSMAP"), "--no-shared:\n{json}");
+    drop(m);
+    let m = Mounted::new("default-reflink", "600M", "mkfs.xfs -q -f -m rmapbt=0,reflink=1");
+    let top = m.at.join("top");
+    xfs_rmap_tree(&top);
+    let (json, trace) = scan(&top, &[], &log);
+    assert!(!json.contains("\"shared\"") && !trace.contains("FS_IOC_FIEMAP"), "no bulk source, off:\n{json}");
+    let (json, trace) = scan(&top, &["--shared"], &log);
+    assert!(json.contains("\"shared\":{") && trace.contains("FS_IOC_FIEMAP"), "--shared asks each file:\n{json}");
 }

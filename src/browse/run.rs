@@ -68,6 +68,9 @@ pub struct Fs {
     pub scan: fn(&Walk, &ArenaSink, &std::ffi::CStr, &Meta, u32),
     /// Reads the extent maps after the scan (`fill::fill_as`).
     pub fill: fn(&Arena, &std::ffi::CStr, u32, usize, Sharing),
+    /// Whether a bulk source of extent metadata serves a scan of the path
+    /// (`extents::bulk_source`): then the scan itself reads them, at little cost.
+    pub bulk: fn(&std::ffi::CStr) -> bool,
 }
 
 impl Fs {
@@ -76,6 +79,7 @@ impl Fs {
             stat_path: R::stat_path,
             scan: |w, sink, root, meta, token| scan::scan_as::<R, ArenaSink>(w, sink, root, meta, token),
             fill: super::fill::fill_as::<R>,
+            bulk: crate::walk::extents::bulk_source::<R>,
         }
     }
 }
@@ -146,9 +150,18 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         if let Some((cpath, meta)) = &scan_from {
             let (sink, done, ctx) = (sink.clone(), scan_done.clone(), &ctx);
             spawn_or_run(s, move || {
-                (ctx.fs.scan)(&ctx.walk(), &sink, cpath, meta, root);
+                // Where a bulk source serves the scan, it reads the extents as it goes;
+                // elsewhere they are read after it, in the background.
+                let inline = ctx.args.shared != Sharing::Off && (ctx.fs.bulk)(cpath);
+                if inline {
+                    sink.keep_extent_files();
+                }
+                (ctx.fs.scan)(&Walk { shared: inline, ..ctx.walk() }, &sink, cpath, meta, root);
+                if inline {
+                    sink.finish_shared();
+                }
                 done.set(start);
-                if ctx.args.shared != Sharing::Off {
+                if !inline && ctx.args.shared != Sharing::Off {
                     (ctx.fs.fill)(ctx.arena, cpath, root, ctx.threads, ctx.args.shared);
                 }
             });

@@ -12,7 +12,7 @@ use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::sharing::Share;
 use crate::tree::sink::{problem_lines, ArenaSink};
 use crate::tree::top::Top;
-use crate::walk::extents::Sharing;
+use crate::walk::extents::{bulk_source, Sharing};
 use crate::walk::opts::{Cli, SizeOpts, SizeSet};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
@@ -67,16 +67,17 @@ apparent size, counts of entries, and its largest directories and files.
   -j, --threads=N       scan with N threads, 1 to 1024 (also DFDU_THREADS=N);
                         default on Linux: four per usable CPU, 4 to 32
       --top=N           list the N largest directories and files (default 10)
-      --by-exclusive    rank the largest directories by exclusive bytes (what
-                        deleting each would free; implies --shared)
+      --by-exclusive    rank the largest directories by exclusive bytes (in
+                        extents not shared; implies --shared)
       --json            print the report as JSON (format version 1)
       --shared          on btrfs, XFS, bcachefs, OCFS2, APFS: read each file's
                         extent map (APFS: clone attributes) and report total,
-                        exclusive and set-shared bytes and the disk usage with
-                        shared extents counted once (3 more system calls per
-                        file on Linux: 2.6-4.2x the scan's time; see
-                        docs/shared-extents.md)
-      --no-shared       do not read extent maps (the default)
+                        exclusive and set-shared bytes, the disk usage with
+                        shared extents counted once and what deleting frees (3
+                        more system calls per file on Linux: 2.6-4.2x the scan's
+                        time; see docs/shared-extents.md); the default as root
+                        on XFS with a reverse map (rmapbt), read in one listing
+      --no-shared       do not read extent maps (elsewhere the default)
   -o FILE               also write an ncdu-compatible JSON export (- for stdout,
                         instead of the report; not with --json)
   -O FILE               the same in ncdu 2.6's binary format (stored zstd
@@ -540,16 +541,10 @@ fn load<R: Reader>(args: &ScanArgs, arena: &Arena, pool: (usize, usize), start: 
         }
         loaded.roots.push(root);
     }
-    if reads_extents(args) {
+    if args.shared != Sharing::Off {
         sink.finish_shared();
     }
     Ok(loaded)
-}
-
-/// Whether the scan reads extent maps (`Sharing::in_scan`). No bulk source of extent
-/// metadata is there yet (the btrfs and XFS readers of issue 28), so by default not.
-fn reads_extents(args: &ScanArgs) -> bool {
-    args.shared.in_scan(false)
 }
 
 /// Scans one root (its path, stat and arena id) into `sink`, with the progress line on
@@ -564,7 +559,7 @@ fn scan_root<R: Reader>(
 ) {
     let empty = HashSet::new();
     let walk = Walk {
-        shared: reads_extents(args),
+        shared: args.shared.in_scan(|| bulk_source::<R>(cpath)),
         ..args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty)
     };
     let stop = AtomicBool::new(false);

@@ -177,8 +177,14 @@ impl<'a> ArenaSink<'a> {
     /// For the browser: keeps every file's extent figures (in the arena, after the scan),
     /// so that deletes and rescans can update the figures (`Arena::refresh_shared`).
     pub fn keeping_extent_files(self) -> Self {
-        *self.shared.lock().unwrap() = Collector::keeping_files();
+        self.keep_extent_files();
         self
+    }
+
+    /// As `keeping_extent_files`, for a sink already shared (the browser decides once
+    /// it knows the root, before the scan).
+    pub fn keep_extent_files(&self) {
+        *self.shared.lock().unwrap() = Collector::keeping_files();
     }
 
     /// After a scan with `Walk::shared`: folds the extent figures into per-directory

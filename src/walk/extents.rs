@@ -9,6 +9,9 @@
 //! (`add`), and there "frees" is an estimate.
 
 use crate::meta::Extent;
+use crate::platform::Follow;
+use crate::walk::reader::Reader;
+use std::ffi::CStr;
 
 /// Flags whose extents are not counted (see the module doc).
 const SKIP: u32 = Extent::INLINE | Extent::DELALLOC | Extent::UNKNOWN;
@@ -99,14 +102,15 @@ pub enum Sharing {
 }
 
 impl Sharing {
-    /// Whether `dfdu scan` reads extent maps as it goes. By default only where a bulk
-    /// source of extent metadata keeps the cost near the plain scan's (`bulk`: as root,
-    /// on btrfs or XFS with a reverse map; issue 28's readers); one FIEMAP per file costs
-    /// 2.6–4.2× the scan, so elsewhere only with `--shared`.
-    pub fn in_scan(self, bulk: bool) -> bool {
+    /// Whether a scan reads extent maps as it goes: `dfdu scan`'s, and the browser's
+    /// when a bulk source serves it. By default only where a bulk source of extent
+    /// metadata keeps the cost near the plain scan's (`bulk`, asked only then: see
+    /// `bulk_source`); one FIEMAP per file costs 2.6–4.2× the scan, so elsewhere only
+    /// with `--shared`.
+    pub fn in_scan(self, bulk: impl FnOnce() -> bool) -> bool {
         match self {
             Sharing::Off => false,
-            Sharing::Auto => bulk,
+            Sharing::Auto => bulk(),
             Sharing::On => true,
         }
     }
@@ -122,4 +126,13 @@ impl Sharing {
             Sharing::On => true,
         }
     }
+}
+
+/// Whether a bulk source of extent metadata serves a scan of `root`: running as root, on
+/// a file system whose every file's extents the platform lists in a few calls
+/// (`Reader::bulk_extents`: XFS with a reverse map). One `open` and one `fstatfs` (and a
+/// look at the reverse map's presence) of the root.
+pub fn bulk_source<R: Reader>(root: &CStr) -> bool {
+    crate::platform::effective_uid() == Some(0)
+        && R::open_path(root, Follow::Yes).is_ok_and(|d| R::bulk_extents_estimate(&d).is_some())
 }
