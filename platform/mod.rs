@@ -74,7 +74,7 @@
 //!   `dedupe`'s clean stop; stubs on Windows and in `fallback/`).
 //! * `dupes` and `dedupe`: `check_file`, `cached`, `layout`, `rotational`,
 //!   `physical_start`, `extents_never_shared`, `read_only_snapshot`, `dedupe_supported`,
-//!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files`: `linux/dupes.rs`
+//!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files`, `temp_file_in`: `linux/dupes.rs`
 //!   on Linux (FIEMAP, FIDEDUPERANGE, statfs, GET_SUBVOL_INFO), `fallback/dupes.rs`
 //!   (std::fs; no extents, no dedupe) everywhere else. They speak this file's
 //!   `FileCheck`, `Layout` (of `meta::Extent`s), `DedupeStatus` and `MAX_DEDUPE_DESTS`.
@@ -126,9 +126,9 @@ pub use backend::{
     make_dir_in, mount_points, move_into, open_at, open_at_nofollow, open_fds, open_file_at, open_file_path, open_path,
     open_read_in, open_write_dir, physical_start, raise_fd_limit, read_only_snapshot, reload_zone, remove_at,
     remove_in, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path, swap_files, symlink_at,
-    term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait, term_write, thread_cpu_ns,
-    write_dir_id, write_dir_owner, BtrfsTree, Dir, ExtentBuf, Lister, SearchBuf, WriteDir, SIG_CONTINUE, SIG_QUIT,
-    SIG_SUSPEND,
+    temp_file_in, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait, term_write,
+    thread_cpu_ns, write_dir_id, write_dir_owner, BtrfsTree, Dir, ExtentBuf, Lister, SearchBuf, WriteDir, SIG_CONTINUE,
+    SIG_QUIT, SIG_SUSPEND,
 };
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
@@ -172,8 +172,8 @@ pub struct FileCheck {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Layout {
     /// Its extents (not empty; only Linux produces them), each with no flag but
-    /// `Extent::SHARED` kept, so that two layouts compare equal exactly when they are the
-    /// same blocks and agree on being shared.
+    /// `Extent::SHARED` and `Extent::ENCODED` kept, so that two layouts compare equal
+    /// exactly when they are the same blocks and agree on being shared.
     Extents(Vec<Extent>),
     /// Stored inline in metadata (btrfs small files) or as a tail: cannot be shared.
     Inline,
@@ -409,6 +409,7 @@ macro_rules! contract {
             let _: fn(&File) -> Option<u64> = b::fs_block_bytes;
             let _: fn(&File) -> Option<[u8; 16]> = b::fs_uuid;
             let _: fn() -> Vec<(u64, u64)> = b::swap_files;
+            let _: fn(&b::Dir) -> Result<File, Errno> = b::temp_file_in;
             // Files dfdu writes: the hash file and `--plan`, the browser's trash.
             let _: OpenWriteDir = b::open_write_dir;
             let _: fn(&b::WriteDir) -> Option<Owner> = b::write_dir_owner;

@@ -72,7 +72,9 @@
 //!   (`FilesSink`: regular files only, 56 bytes each), `find.rs` (the stages: size, one
 //!   inode one file, sample, BLAKE3; protocol at its top), `open.rs` (`Handles`: every
 //!   file read or deduplicated is opened through checked directory handles from the
-//!   scan's roots), `cache.rs` (the `--hashfile` format), `dedupe.rs` (FIDEDUPERANGE), `act.rs`
+//!   scan's roots), `cache.rs` (the `--hashfile` format), `dedupe.rs` (FIDEDUPERANGE),
+//!   `blocks.rs` (`--blocks`: equal blocks of files that differ), `remainder.rs` (btrfs:
+//!   the rest of a partly matched extent copied, so that the extent is freed), `act.rs`
 //!   (`--delete`, `--hardlink`, `--symlink`: keep rules, the checks before each action), `plan.rs`
 //!   (`--plan`'s shell script). Its OS side: `platform/linux/dupes.rs` (FIEMAP,
 //!   FIDEDUPERANGE, flock, statfs) and `platform/fallback/dupes.rs` (std::fs elsewhere).

@@ -103,6 +103,9 @@ impl Extent {
     pub const UNKNOWN: u32 = 0x2;
     /// Delayed allocation: no disk space assigned yet.
     pub const DELALLOC: u32 = 0x4;
+    /// Compressed or otherwise encoded (btrfs): its length is the decoded one, and its
+    /// address does not move with the offset inside it.
+    pub const ENCODED: u32 = 0x8;
     /// Data kept inside the file system's metadata (no data extent).
     pub const INLINE: u32 = 0x200;
     /// Also referenced by another file, snapshot or reflink.

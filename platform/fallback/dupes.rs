@@ -99,3 +99,10 @@ pub fn free_bytes(_file: &File) -> Option<u64> {
 pub fn swap_files() -> Vec<(u64, u64)> {
     Vec::new()
 }
+
+/// No unnamed temporary files here: `dedupe --blocks` copies nothing (it does not run
+/// where `dedupe` does not). Generic over the directory type, since macOS and Windows
+/// take these calls with directory handles of their own.
+pub fn temp_file_in<D>(_dir: &D) -> Result<File, Errno> {
+    Err(Errno::NOTSUP)
+}

@@ -30,7 +30,7 @@ pub use dir::{
 };
 pub use dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
-    physical_start, read_only_snapshot, rotational, swap_files,
+    physical_start, read_only_snapshot, rotational, swap_files, temp_file_in,
 };
 pub use extents::{
     btrfs_tree, bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, BtrfsTree, ExtentBuf,

@@ -8,7 +8,7 @@
 //! Contract (the same names in `fallback/dupes.rs` for every other OS): `check_file`,
 //! `cached`, `layout`, `rotational`, `physical_start`, `extents_never_shared`,
 //! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`,
-//! `swap_files`, `replace_in`; the types are `platform/mod.rs`'s, `lock_file` and the other
+//! `swap_files`, `replace_in`, `temp_file_in`; the types are `platform/mod.rs`'s, `lock_file` and the other
 //! hash-file calls `unix/write.rs`'s. No printing, no policy. Both ioctls are called through one
 //! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
 //! never writes past it.
@@ -141,7 +141,7 @@ fn extents(file: &File) -> Result<Vec<Extent>, bool> {
         } else if e.flags & (Extent::UNKNOWN | Extent::DELALLOC) != 0 {
             unknown = true;
         } else {
-            out.push(Extent { flags: e.flags & Extent::SHARED, ..*e });
+            out.push(Extent { flags: e.flags & (Extent::SHARED | Extent::ENCODED), ..*e });
         }
     })
     .map_err(|_| false)?;
@@ -304,6 +304,16 @@ pub fn swap_files() -> Vec<(u64, u64)> {
         }
     }
     out
+}
+
+/// A new file with no name in `dir`'s file system, for `dedupe --blocks` to copy the rest
+/// of a partly matched extent into (`O_TMPFILE|O_EXCL`, mode 0600): it never has a name,
+/// so nothing of it is left when the run ends or is killed, and `O_EXCL` keeps it from
+/// ever being linked in. Without `O_TMPFILE` (a kernel or file system without it) the
+/// error is returned and nothing is copied.
+pub fn temp_file_in(dir: &super::Dir) -> Result<File, Errno> {
+    let flags = OFlags::RDWR | OFlags::TMPFILE | OFlags::EXCL | OFlags::CLOEXEC;
+    rustix::fs::openat(&dir.fd, c".", flags, Mode::from_bits_truncate(WRITE_MODE)).map(File::from).map_err(errno)
 }
 
 /// A new file to replace `base` in `dir` with: unnamed (`O_TMPFILE`, mode 0600) where

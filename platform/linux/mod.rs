@@ -27,7 +27,7 @@ pub use dir::{
 };
 pub use dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
-    physical_start, read_only_snapshot, replace_in, rotational, swap_files,
+    physical_start, read_only_snapshot, replace_in, rotational, swap_files, temp_file_in,
 };
 pub use extents::{file_extents_at, fs_shares_extents, ExtentBuf};
 pub use fsmap::{bulk_extents, bulk_extents_estimate};

@@ -18,7 +18,7 @@ mod unix;
 
 pub use super::fallback::dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
-    physical_start, read_only_snapshot, rotational, swap_files,
+    physical_start, read_only_snapshot, rotational, swap_files, temp_file_in,
 };
 pub use dir::{
     address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,

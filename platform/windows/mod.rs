@@ -71,7 +71,7 @@ pub use time::{local_time, reload_zone};
 // `dupes` through std::fs, as on every OS but Linux.
 pub use super::fallback::dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,
-    physical_start, read_only_snapshot, rotational, swap_files,
+    physical_start, read_only_snapshot, rotational, swap_files, temp_file_in,
 };
 pub use term::{
     interrupt_catch, interrupt_requested, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,

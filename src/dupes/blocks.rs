@@ -50,6 +50,7 @@ use super::cache::Blocks;
 use super::dedupe::{FsKey, Run, Skip, CALL_BYTES, EOPNOTSUPP};
 use super::find::{same, Group};
 use super::open::Refused;
+use super::remainder;
 use crate::meta::{Errno, Extent};
 use crate::platform::{self, DedupeStatus, Layout};
 use crate::text::quote::quotef;
@@ -83,13 +84,16 @@ pub struct Report {
     pub runs: u64,
     /// Of the runs' bytes, those already at their source's disk address (FIEMAP).
     pub bytes_shared: u64,
-    /// Ranges submitted (a range over 1 GiB takes more than one call).
-    pub ranges: u64,
-    pub bytes_submitted: u64,
-    pub bytes_deduped: u64,
-    /// Bytes of ranges the kernel found to differ.
-    pub bytes_refused: u64,
-    pub ioctl_calls: u64,
+    /// The runs' ranges.
+    pub shared: Tally,
+    /// The remainder copies (btrfs, `remainder.rs`): extents whose rest was copied, and
+    /// the calls that moved the destinations' rests onto the copies.
+    pub copy: Tally,
+    pub extents_copied: u64,
+    /// On file systems that free an extent only whole (btrfs): the matched bytes of the
+    /// extents that lose every reference (copied, or matched whole), which is what they
+    /// give back once every range is shared.
+    pub bytes_freeable: u64,
     /// More blocks than `MAX_BLOCKS`: nothing was read.
     pub too_many_blocks: bool,
     /// With a hash file: the fingerprints of the files read, to be saved in it.
@@ -118,30 +122,58 @@ impl Report {
             super::count(self.runs, "run", "runs"),
             self.bytes_shared,
         );
-        if dry_run {
-            return format!(
+        let (sh, cp) = (&self.shared, &self.copy);
+        let mut out = if dry_run {
+            format!(
                 "{found}\n{cmd}: blocks: dry run: would submit {} bytes in {} (what XFS would give back); \
                  nothing was changed\n",
-                self.bytes_submitted,
-                super::count(self.ranges, "range", "ranges")
-            );
+                sh.bytes_submitted,
+                super::count(sh.ranges, "range", "ranges")
+            )
+        } else {
+            format!(
+                "{found}\n{cmd}: blocks: {} bytes submitted in {}, {} bytes deduplicated by the kernel, {} bytes refused \
+                 (data differs); {}\n",
+                sh.bytes_submitted,
+                super::count(sh.ranges, "range", "ranges"),
+                sh.bytes_deduped,
+                sh.bytes_refused,
+                super::count(sh.ioctl_calls, "ioctl call", "ioctl calls")
+            )
+        };
+        if self.bytes_freeable == 0 && self.extents_copied == 0 {
+            return out;
         }
-        format!(
-            "{found}\n{cmd}: blocks: {} bytes submitted in {}, {} bytes deduplicated by the kernel, {} bytes refused \
-             (data differs); {}\n",
-            self.bytes_submitted,
-            super::count(self.ranges, "range", "ranges"),
-            self.bytes_deduped,
-            self.bytes_refused,
-            super::count(self.ioctl_calls, "ioctl call", "ioctl calls")
-        )
+        let extents = super::count(self.extents_copied, "extent", "extents");
+        out.push_str(&if dry_run {
+            format!(
+                "{cmd}: blocks: dry run: would copy the rest of {extents}, {} bytes, so that btrfs gives back {} bytes \
+                 (it frees an extent only whole)\n",
+                cp.bytes_written, self.bytes_freeable
+            )
+        } else {
+            format!(
+                "{cmd}: blocks: the rest of {extents} copied (btrfs frees an extent only whole): {} bytes written, \
+                 {} bytes moved onto the copies in {}, {} bytes refused; {}; {} bytes of matched extents let go\n",
+                cp.bytes_written,
+                cp.bytes_deduped,
+                super::count(cp.ranges, "range", "ranges"),
+                cp.bytes_refused,
+                super::count(cp.ioctl_calls, "ioctl call", "ioctl calls"),
+                self.bytes_freeable
+            )
+        });
+        out
     }
 
     pub fn json(&self) -> String {
+        let (sh, cp) = (&self.shared, &self.copy);
         format!(
             "{{\"block_bytes\":{},\"files_read\":{},\"bytes_read\":{},\"files_cached\":{},\"dup_blocks\":{},\"runs\":{},\
              \"bytes_shared\":{},\"ranges\":{},\"bytes_submitted\":{},\"bytes_deduplicated\":{},\"bytes_refused\":{},\
-             \"ioctl_calls\":{},\"too_many_blocks\":{}}}",
+             \"ioctl_calls\":{},\"extents_copied\":{},\"bytes_written\":{},\"copy_ranges\":{},\"copy_bytes_submitted\":{},\
+             \"copy_bytes_deduplicated\":{},\"copy_bytes_refused\":{},\"copy_ioctl_calls\":{},\"bytes_freeable\":{},\
+             \"too_many_blocks\":{}}}",
             self.block_bytes,
             self.files_read,
             self.bytes_read,
@@ -149,21 +181,43 @@ impl Report {
             self.dup_blocks,
             self.runs,
             self.bytes_shared,
-            self.ranges,
-            self.bytes_submitted,
-            self.bytes_deduped,
-            self.bytes_refused,
-            self.ioctl_calls,
+            sh.ranges,
+            sh.bytes_submitted,
+            sh.bytes_deduped,
+            sh.bytes_refused,
+            sh.ioctl_calls,
+            self.extents_copied,
+            cp.bytes_written,
+            cp.ranges,
+            cp.bytes_submitted,
+            cp.bytes_deduped,
+            cp.bytes_refused,
+            cp.ioctl_calls,
+            self.bytes_freeable,
             self.too_many_blocks
         )
     }
 }
 
+/// The calls of one kind and what they did (in a dry run, what they would do).
+#[derive(Default, Debug, Clone, Copy)]
+pub struct Tally {
+    /// Ranges submitted (a range over 1 GiB takes more than one call).
+    pub ranges: u64,
+    pub bytes_submitted: u64,
+    pub bytes_deduped: u64,
+    /// Bytes of ranges the kernel found to differ.
+    pub bytes_refused: u64,
+    pub ioctl_calls: u64,
+    /// Bytes written to temporary copies (the remainder copy's only).
+    pub bytes_written: u64,
+}
+
 /// One file of block mode: its index in `Found::files`, its path, and whether it may
 /// only be a source.
-struct Cand {
-    rec: u32,
-    path: Vec<u8>,
+pub(super) struct Cand {
+    pub(super) rec: u32,
+    pub(super) path: Vec<u8>,
     source_only: bool,
 }
 
@@ -577,7 +631,7 @@ struct Calls<'c> {
 }
 
 /// How a range ended.
-enum Ended {
+pub(super) enum Ended {
     Done,
     /// This candidate changed since it was read: none of its ranges is submitted.
     Changed(u32),
@@ -615,8 +669,16 @@ impl Calls<'_> {
         rep: &mut Report,
     ) -> Result<(), String> {
         let dst = spans[0].dst;
-        let Some(d) = self.open(run, dst) else { return Ok(()) };
+        let Some(mut d) = self.open(run, dst) else { return Ok(()) };
         run.note_fs(run.file(self.cands[dst as usize].rec).dev, &d.file);
+        // btrfs (the one file system with a UUID of its own here) frees an extent only
+        // whole: the unmatched rest of a partly matched one is copied first.
+        if platform::fs_uuid(&d.file).is_some() {
+            if let remainder::Copied::Changed = self.remainder(run, &mut d, spans, progress, rep)? {
+                self.note_changed(run, dst);
+                return Ok(());
+            }
+        }
         for s in spans {
             if run.r.interrupted {
                 return Ok(());
@@ -641,13 +703,14 @@ impl Calls<'_> {
             rep.bytes_shared += len - pieces.iter().map(|p| p.1).sum::<u64>();
             for (rel, n) in pieces {
                 progress.ranges.fetch_add(1, Ordering::Relaxed);
-                rep.ranges += 1;
+                rep.shared.ranges += 1;
                 if run.opts.dry_run {
-                    rep.bytes_submitted += n;
+                    rep.shared.bytes_submitted += n;
                     continue;
                 }
                 let pair = (&self.cands[s.src as usize], &self.cands[dst as usize]);
-                match share(run, rep, pair, (&src.file, &d.file), (soff + rel, doff + rel), n)? {
+                let (files, offs) = ((&src.file, &d.file), (soff + rel, doff + rel));
+                match share(run, &mut rep.shared, (Some(pair.0), pair.1), files, offs, n)? {
                     Ended::Done => {}
                     Ended::Stopped => break,
                     Ended::Changed(rec) => {
@@ -663,6 +726,38 @@ impl Calls<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The remainder copy of destination `d` before its `spans` are shared
+    /// (`remainder.rs`); in a dry run, its figures only. Its map is read again after.
+    fn remainder(
+        &mut self,
+        run: &mut Run,
+        d: &mut Opened,
+        spans: &[Span],
+        progress: &Progress,
+        rep: &mut Report,
+    ) -> Result<remainder::Copied, String> {
+        let bs = self.bs;
+        let matched: Vec<(u64, u64)> =
+            spans.iter().map(|s| (u64::from(s.dst_block) * bs, u64::from(s.n_blocks) * bs)).collect();
+        let cand = &self.cands[spans[0].dst as usize];
+        let plan = remainder::plan(&d.layout, &matched, run.file(cand.rec).size);
+        rep.bytes_freeable += plan.bytes_freed;
+        rep.extents_copied += plan.extents;
+        if plan.pieces.is_empty() {
+            return Ok(remainder::Copied::Done);
+        }
+        progress.ranges.fetch_add(plan.pieces.len() as u64, Ordering::Relaxed);
+        if run.opts.dry_run {
+            rep.copy.ranges += plan.pieces.len() as u64;
+            rep.copy.bytes_submitted += plan.bytes();
+            rep.copy.bytes_written += plan.bytes();
+            return Ok(remainder::Copied::Done);
+        }
+        let done = remainder::copy(run, cand, &d.file, &plan, &mut rep.copy)?;
+        d.layout = platform::layout(&d.file);
+        Ok(done)
     }
 
     /// Counts candidate `i` as changed, once.
@@ -707,10 +802,10 @@ impl Calls<'_> {
 
 /// Shares `len` bytes of the destination at `off.1` with the source's at `off.0`, a call
 /// of at most `CALL_BYTES` at a time, both files checked again before each.
-fn share(
+pub(super) fn share(
     run: &mut Run,
-    rep: &mut Report,
-    (src, dst): (&Cand, &Cand),
+    rep: &mut Tally,
+    (src, dst): (Option<&Cand>, &Cand),
     (src_file, dst_file): (&File, &File),
     (soff, doff): (u64, u64),
     len: u64,
@@ -721,7 +816,9 @@ fn share(
             run.r.interrupted = true;
             return Ok(Ended::Stopped);
         }
-        for (file, c) in [(src_file, src), (dst_file, dst)] {
+        // A source with no candidate is a temporary copy of ours: nobody else has it.
+        for (file, c) in [(src_file, src), (dst_file, Some(dst))] {
+            let Some(c) = c else { continue };
             if !platform::check_file(file).is_ok_and(|k| same(&k, &run.file(c.rec))) {
                 return Ok(Ended::Changed(c.rec));
             }
@@ -752,7 +849,7 @@ fn share(
                 // The fingerprints said equal, the kernel says not: a write the size and
                 // times do not show (or a collision of 8 bytes). Both are read again.
                 rep.bytes_refused += len - done;
-                run.r.stale.extend([src.rec, dst.rec]);
+                run.r.stale.extend(src.map(|c| c.rec).into_iter().chain([dst.rec]));
                 return Ok(Ended::Stopped);
             }
             DedupeStatus::Error(e) if e.0 == EOPNOTSUPP && nothing_yet => return Err(cannot(e)),

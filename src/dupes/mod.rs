@@ -21,6 +21,7 @@ mod dirs;
 mod find;
 mod open;
 mod plan;
+mod remainder;
 mod sink;
 #[cfg(test)]
 mod tests;
