@@ -45,6 +45,10 @@
 //! the kernel refuses ("data differs") makes both files' hash-file entries stale. The
 //! first call on a file system that cannot share extents, before anything was shared,
 //! stops the run with one message, as whole-file dedupe does.
+//!
+//! On btrfs, which frees an extent only when no part of it is referenced, a destination's
+//! partly matched extents first have their unmatched rest copied and moved onto the copy
+//! (`remainder.rs`: when, and how), so that the old extents are freed.
 
 use super::cache::Blocks;
 use super::dedupe::{FsKey, Run, Skip, CALL_BYTES, EOPNOTSUPP};

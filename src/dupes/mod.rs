@@ -204,7 +204,8 @@ Find duplicate files as 'dfdu dupes' does (same options, same hash file), then
 make each group share the extents of one of its files with the FIDEDUPERANGE
 ioctl (Linux; btrfs, XFS with reflink=1, and other file systems that can share
 extents). The kernel compares the bytes itself and shares nothing that
-differs; nothing is copied, removed or renamed, timestamps stay as they were.
+differs; nothing is removed or renamed, timestamps stay as they were (and
+nothing is copied but by --blocks on btrfs, below).
 
 The file kept is the one with the fewest allocated blocks (the kernel gives
 the others its holes too, so no copy grows); among equals an immutable,
@@ -227,7 +228,11 @@ extents already are the kept one's.
                         kernel to compare; ranges already shared are skipped;
                         about 24 bytes of memory per block read; a hash file
                         holds 8 bytes per block, and a rerun with it reads no
-                        file that is unchanged
+                        file that is unchanged; on btrfs, which frees an extent
+                        only when no part of it is used, the rest of a partly
+                        matched extent is copied to a new one and moved there
+                        too (the kernel compares it as well) when that frees at
+                        least as much as it writes
       --block-size=N    blocks of N bytes (a power of two, 4K to 16M; default
                         the file system's block, 4K on most; implies --blocks):
                         larger blocks take less memory and find less
