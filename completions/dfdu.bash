@@ -25,7 +25,7 @@ _dfdu_opts_find="-S --size -0 --null --json --min-size --max-size -x --one-file-
   --exclude -X --exclude-from --exclude-caches --exclude-kernfs -j --threads --hashfile
   --verify -q --quiet --help --version"
 _dfdu_opts_dupes="$_dfdu_opts_find --delete --hardlink --symlink --keep --keep-path
-  --force-metadata --dry-run --plan --dirs"
+  --force-metadata --dry-run --plan --dirs --blocks --block-size"
 # dedupe takes every option of dupes but its actions, besides its own.
 _dfdu_opts_dedupe="--dry-run --allow-readonly --blocks --block-size $_dfdu_opts_find"
 

@@ -167,4 +167,5 @@ complete -c dfdu -n '__dfdu_in dupes' -l dirs -d 'directories with identical tre
 complete -c dfdu -n '__dfdu_in dedupe' -l dry-run -d 'say what would be submitted'
 complete -c dfdu -n '__dfdu_in dedupe' -l allow-readonly -d 'change read-only snapshots too'
 complete -c dfdu -n '__dfdu_in dedupe' -l blocks -d 'also share equal blocks of files that differ'
-complete -c dfdu -n '__dfdu_in dedupe' -l block-size -x -d 'blocks of N bytes'
+complete -c dfdu -n '__dfdu_in dupes' -l blocks -d 'also list equal ranges of files that differ'
+complete -c dfdu -n '__dfdu_in dupes dedupe' -l block-size -x -d 'blocks of N bytes'

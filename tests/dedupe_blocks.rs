@@ -561,3 +561,90 @@ fn dedupe_blocks_btrfs_copy_killed_leaves_nothing() {
     let free1 = free_bytes(&fsys.mnt);
     assert!(free1 + (MIB as u64) >= free0, "free before {free0}, after the kill {free1}: the copy stayed");
 }
+
+/// The runs the test's own plan says `dupes --blocks` must list for `files`: every aligned
+/// page (not all zeros) whose content an earlier page in path order has, linked to the
+/// first one, consecutive pages of one pair grown into one run, as (path, offset, length,
+/// source, source offset). Written from the content alone, not from dfdu's code.
+fn expected_runs(files: &[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, u64, u64, PathBuf, u64)> {
+    let mut first: std::collections::HashMap<&[u8], (usize, usize)> = std::collections::HashMap::new();
+    let mut out: Vec<(PathBuf, u64, u64, PathBuf, u64)> = Vec::new();
+    for (f, (path, data)) in files.iter().enumerate() {
+        for (b, page) in data.chunks_exact(PAGE).enumerate().filter(|(_, p)| p.iter().any(|&x| x != 0)) {
+            let &mut (sf, sb) = first.entry(page).or_insert((f, b));
+            if (sf, sb) == (f, b) {
+                continue;
+            }
+            let (off, soff) = ((b * PAGE) as u64, (sb * PAGE) as u64);
+            match out.last_mut() {
+                Some(r) if r.0 == *path && r.1 + r.2 == off && r.3 == files[sf].0 && r.4 + r.2 == soff => {
+                    r.2 += PAGE as u64
+                }
+                _ => out.push((path.clone(), off, PAGE as u64, files[sf].0.clone(), soff)),
+            }
+        }
+    }
+    out
+}
+
+/// `dfdu dupes --blocks` on ext4 (the scratch directory's file system here, which cannot
+/// share extents) and, as root, on tmpfs: shape V plus a copy shifted by 100 bytes. The
+/// ranges listed are exactly those the content has (the test's own count above), each
+/// one's bytes are equal on both sides, a repeat inside one file and a copy shifted by one
+/// page are found, the copy shifted by less than a block is not; text and JSON agree,
+/// and nothing is changed.
+#[test]
+fn dupes_blocks_lists_the_duplicate_ranges_on_any_file_system() {
+    let mut scratch = common::Scratch::new("dupes-blocks");
+    let mut roots = vec![scratch.subdir("ext")];
+    if common::is_root() {
+        let t = scratch.subdir("tmpfs");
+        match scratch.mount_tmpfs(&t) {
+            Ok(()) => roots.push(t),
+            Err(e) => skip(&format!("dupes_blocks_lists_the_duplicate_ranges_on_any_file_system: no tmpfs: {e}")),
+        }
+    } else {
+        skip("dupes_blocks_lists_the_duplicate_ranges_on_any_file_system: tmpfs needs root");
+    }
+    for root in roots {
+        let mut files = shape_v(&root.join("v"), 0xd0b5);
+        let shifted = [&Rng(7).bytes(100)[..], &files[0].1[..MIB]].concat();
+        files.push((root.join("v/g-shifted"), shifted));
+        for (p, data) in &files {
+            write(p, data);
+        }
+        let before: BTreeMap<PathBuf, Kept> = walk(&root).into_iter().map(|p| (p.clone(), kept(&p))).collect();
+        let want = expected_runs(&files);
+        let out = dfdu(&["dupes".as_ref(), "--blocks".as_ref(), root.as_os_str()]);
+        let (txt, err) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{txt}\n{err}");
+        let lines: Vec<String> = want
+            .iter()
+            .map(|(p, off, len, s, soff)| format!("{len} bytes: {} at {off} = {} at {soff}", p.display(), s.display()))
+            .collect();
+        assert_eq!(txt.lines().collect::<Vec<_>>(), lines, "{}", root.display());
+        let total: u64 = want.iter().map(|r| r.2).sum();
+        assert_eq!(total, dup_blocks(&files, PAGE) * PAGE as u64);
+        for (p, off, len, s, soff) in &want {
+            let (a, b) = (fs::read(p).unwrap(), fs::read(s).unwrap());
+            assert_eq!(a[*off as usize..(off + len) as usize], b[*soff as usize..(soff + len) as usize]);
+        }
+        // The claims: a repeat inside e-repeats, the copy of the base shifted by a page in
+        // it (at 2 MiB + 4 KiB), nothing of g-shifted (shifted by 100 bytes).
+        let e = root.join("v/e-repeats");
+        assert!(want.iter().any(|r| r.0 == e && r.3 == e), "a repeat inside one file");
+        let one_page = want.iter().find(|r| r.0 == e && r.3 == files[0].0).expect("the shifted copy");
+        assert_eq!((one_page.1, one_page.2, one_page.4), ((2 * MIB + PAGE) as u64, MIB as u64, 0));
+        assert!(!want.iter().any(|r| r.0.ends_with("g-shifted")), "nothing shifted by 100 bytes");
+        let inside: u64 = want.iter().filter(|r| r.0 == r.3).map(|r| r.2).sum();
+        assert!(err.contains(&format!("{total} bytes in {} runs are copies", want.len())), "{err}");
+        assert!(err.contains(&format!("({inside} bytes of them inside one file); nothing was changed")), "{err}");
+        let js = text(&dfdu(&["dupes".as_ref(), "--json".as_ref(), "--blocks".as_ref(), root.as_os_str()]).stdout);
+        let b = js.split("\"blocks\":").nth(1).unwrap_or_else(|| panic!("no blocks in {js}"));
+        assert_eq!((num(b, "bytes_duplicate"), num(b, "bytes_inside")), (total, inside), "{b}");
+        assert_eq!(b.matches("\"source_offset\":").count(), want.len(), "{b}");
+        for p in walk(&root) {
+            assert_eq!(kept(&p), before[&p], "{} changed", p.display());
+        }
+    }
+}

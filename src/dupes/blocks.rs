@@ -28,8 +28,15 @@
 //!    bytes already sit at the same disk address; only the rest is submitted, so a rerun
 //!    over deduplicated files makes no call.
 //!
-//! Data shifted by less than a block (an insertion of a few bytes) is not found: blocks
-//! are aligned on both sides. A copy shifted by whole blocks is found.
+//! Data shifted by less than a block (an insertion of a few bytes) is not looked for:
+//! `FIDEDUPERANGE` wants ranges that start on a block boundary of both files, so no extent
+//! file system can share such data, whatever finds it; blocks are aligned on both sides.
+//! A copy shifted by whole blocks (a page) is found, as are runs moved by whole blocks and
+//! repeats inside one file (tests: `dupes_blocks_lists_the_duplicate_ranges_on_any_file_system`
+//! and the shape-V ones of `tests/dedupe_blocks.rs`).
+//!
+//! `dfdu dupes --blocks` (`Options::look_only`) runs steps 1–3 on any file system, with
+//! every file on one file system for the links, and lists the runs instead of calling.
 //!
 //! # Memory
 //!
@@ -102,6 +109,24 @@ pub struct Report {
     pub too_many_blocks: bool,
     /// With a hash file: the fingerprints of the files read, to be saved in it.
     pub entries: Vec<Blocks>,
+    /// `dupes --blocks` (`Options::look_only`): the runs, listed, and of their bytes
+    /// those whose source is in the same file; the files that could not be read, and
+    /// whether something failed.
+    pub listed: Vec<Listed>,
+    pub bytes_inside: u64,
+    pub messages: Vec<String>,
+    pub failed: bool,
+}
+
+/// One run as `dupes --blocks` lists it: `length` bytes of `path` at `offset` equal to
+/// those of `source` at `source_offset`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Listed {
+    pub path: Vec<u8>,
+    pub offset: u64,
+    pub length: u64,
+    pub source: Vec<u8>,
+    pub source_offset: u64,
 }
 
 impl Report {
@@ -168,6 +193,68 @@ impl Report {
             )
         });
         out
+    }
+
+    /// `dupes --blocks`' line on standard error.
+    pub fn text_look(&self, cmd: &str) -> String {
+        if self.block_bytes == 0 || self.too_many_blocks {
+            return self.text(cmd, true).replace("blocks: dry run", "blocks");
+        }
+        format!(
+            "{cmd}: blocks of {} bytes: read {}, {} bytes, {} from the hash file; {} bytes in {} are copies of \
+             earlier blocks ({} bytes of them inside one file); nothing was changed\n",
+            self.block_bytes,
+            super::count(self.files_read, "file", "files"),
+            self.bytes_read,
+            self.files_cached,
+            self.dup_blocks.saturating_mul(self.block_bytes),
+            super::count(self.runs, "run", "runs"),
+            self.bytes_inside
+        )
+    }
+
+    /// `dupes --blocks`' JSON object: the figures and every run.
+    pub fn json_look(&self) -> String {
+        let mut s = format!(
+            "{{\"block_bytes\":{},\"files_read\":{},\"bytes_read\":{},\"files_cached\":{},\"dup_blocks\":{},\"runs\":{},\
+             \"bytes_duplicate\":{},\"bytes_inside\":{},\"too_many_blocks\":{},\"ranges\":[",
+            self.block_bytes,
+            self.files_read,
+            self.bytes_read,
+            self.files_cached,
+            self.dup_blocks,
+            self.runs,
+            self.dup_blocks.saturating_mul(self.block_bytes),
+            self.bytes_inside,
+            self.too_many_blocks
+        );
+        for (i, l) in self.listed.iter().enumerate() {
+            s.push_str(if i == 0 { "\n{\"path\":" } else { ",\n{\"path\":" });
+            crate::text::quote::json_str(&mut s, &l.path);
+            s.push_str(&format!(",\"offset\":{},\"length\":{},\"source\":", l.offset, l.length));
+            crate::text::quote::json_str(&mut s, &l.source);
+            s.push_str(&format!(",\"source_offset\":{}}}", l.source_offset));
+        }
+        s.push_str("]}");
+        s
+    }
+
+    /// `dupes --blocks`' lines on standard output, each ended by `end` (a newline, or NUL
+    /// with -0); with `quote`, paths as `ls` shows them on a terminal.
+    pub fn write_ranges(&self, out: &mut impl Write, end: &[u8], quote: bool) -> io::Result<()> {
+        let path = |out: &mut dyn Write, p: &[u8]| match quote {
+            true => out.write_all(quotef(p).as_bytes()),
+            false => out.write_all(p),
+        };
+        for l in &self.listed {
+            write!(out, "{} bytes: ", l.length)?;
+            path(out, &l.path)?;
+            write!(out, " at {} = ", l.offset)?;
+            path(out, &l.source)?;
+            write!(out, " at {}", l.source_offset)?;
+            out.write_all(end)?;
+        }
+        Ok(())
     }
 
     pub fn json(&self) -> String {
@@ -320,11 +407,27 @@ fn steps(run: &mut Run, groups: &[Group], block_bytes: Option<u64>, progress: &P
     let spans = spans(prints, &keys);
     rep.runs = spans.len() as u64;
     rep.dup_blocks = spans.iter().map(|s| u64::from(s.n_blocks)).sum();
+    let inside = spans.iter().filter(|s| s.src == s.dst);
+    rep.bytes_inside = inside.map(|s| u64::from(s.n_blocks) * bs).sum();
+    if run.opts.look_only {
+        rep.listed = spans.iter().map(|s| listed(&cands, s, bs)).collect();
+        return Ok(rep);
+    }
     if run.r.interrupted {
         return Ok(rep);
     }
     submit_all(run, &cands, &spans, bs, progress, &mut rep)?;
     Ok(rep)
+}
+
+fn listed(cands: &[Cand], s: &Span, bs: u64) -> Listed {
+    Listed {
+        path: cands[s.dst as usize].path.clone(),
+        offset: u64::from(s.dst_block) * bs,
+        length: u64::from(s.n_blocks) * bs,
+        source: cands[s.src as usize].path.clone(),
+        source_offset: u64::from(s.src_block) * bs,
+    }
 }
 
 /// Redraws one progress line on standard error every 200 ms until block mode is done.
@@ -392,7 +495,8 @@ fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Result
             continue;
         }
         let Ok(file) = run.handles.open(&run.file(c.rec)) else { continue };
-        let bytes = if platform::extents_never_shared(&file) {
+        // Listing only, every file system is read; sharing, not those that cannot share.
+        let bytes = if platform::extents_never_shared(&file) && !run.opts.look_only {
             None
         } else {
             platform::fs_block_bytes(&file).or(Some(MIN_BLOCK_BYTES))
@@ -404,7 +508,8 @@ fn block_size(run: &mut Run, cands: &[Cand], block_bytes: Option<u64>) -> Result
             fs_keys.push(key);
             fs_keys.len() - 1
         });
-        fs_of.insert(dev, fs as u32);
+        // Listing, a copy is a copy wherever it is: one file system for all.
+        fs_of.insert(dev, if run.opts.look_only { 0 } else { fs as u32 });
     }
     if cands.is_empty() {
         return Err(None);

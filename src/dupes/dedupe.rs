@@ -254,6 +254,9 @@ pub struct Options {
     pub progress: bool,
     /// Block mode hands what it read back for the hash file (`blocks::Report::entries`).
     pub keep_prints: bool,
+    /// `dfdu dupes --blocks`: block mode finds and lists its ranges, on any file system,
+    /// and calls nothing (`look`).
+    pub look_only: bool,
 }
 
 /// A file system: a btrfs's UUID (shared by its subvolumes, each a device of its own), or
@@ -283,23 +286,38 @@ pub(super) struct Run<'a> {
     pub(super) r: Report,
 }
 
+impl<'a> Run<'a> {
+    fn new(handles: &'a Handles<'a>, opts: Options, cache: &'a Cache) -> Run<'a> {
+        Run {
+            handles,
+            found: handles.found(),
+            opts,
+            swaps: platform::swap_files(),
+            cache,
+            fs_files: HashMap::new(),
+            devs_checked: HashSet::new(),
+            fs_of: HashMap::new(),
+            read_only: HashMap::new(),
+            block_devs: HashMap::new(),
+            r: Report::default(),
+        }
+    }
+}
+
+/// `dfdu dupes --blocks`: block mode's ranges of `groups`' files, found and listed,
+/// nothing called; the files that could not be read are in its messages.
+pub fn look(handles: &Handles, groups: &[Group], opts: Options, cache: &Cache) -> super::blocks::Report {
+    let mut run = Run::new(handles, Options { look_only: true, dry_run: true, ..opts }, cache);
+    // Nothing is called, so nothing can say the file system cannot share: no Err.
+    let mut b = super::blocks::run(&mut run, groups, opts.block_bytes).unwrap_or_default();
+    b.messages = std::mem::take(&mut run.r.messages);
+    b.failed = run.r.errors > 0 || run.r.failed;
+    b
+}
+
 /// Deduplicates `groups` (or, with `dry_run`, counts what would be submitted).
 pub fn run(handles: &Handles, groups: &[Group], opts: Options, cache: &Cache) -> Report {
-    let swaps = platform::swap_files();
-    let found = handles.found();
-    let mut run = Run {
-        handles,
-        found,
-        opts,
-        swaps,
-        cache,
-        fs_files: HashMap::new(),
-        devs_checked: HashSet::new(),
-        fs_of: HashMap::new(),
-        read_only: HashMap::new(),
-        block_devs: HashMap::new(),
-        r: Report::default(),
-    };
+    let mut run = Run::new(handles, opts, cache);
     for (i, g) in groups.iter().enumerate() {
         // SIGINT or SIGTERM (see `mod.rs`): no new call; what was done is reported.
         if platform::interrupt_requested().is_some() {
@@ -751,6 +769,7 @@ mod tests {
         threads: 1,
         progress: false,
         keep_prints: false,
+        look_only: false,
     };
 
     /// A group's files gone since the scan: one error each, the run fails.

@@ -143,6 +143,14 @@ files cannot be made to look alike), on a fixed pool of threads.
                         cannot see: a write through a shared memory mapping made
                         before the file was hashed moves neither mtime nor ctime)
   -q, --quiet           no progress line and no summary on standard error
+      --blocks          then list the ranges of equal content between files
+                        that differ as a whole and inside one file, as 'dfdu
+                        dedupe --blocks' finds them (aligned blocks, grown into
+                        runs), changing nothing, on any file system: one line
+                        'LENGTH bytes: PATH at OFFSET = PATH at OFFSET' each,
+                        after the groups (--json: \"blocks\" with \"ranges\")
+      --block-size=N    blocks of N bytes (a power of two, 4K to 16M; default
+                        the file system's block; implies --blocks)
       --help            show this help
       --version         show the version
 
@@ -324,8 +332,8 @@ pub fn parse(prog: &str, mode: Mode, args: Vec<OsString>) -> Result<Args, i32> {
             Long("dirs") if mode == Mode::Dupes => a.dirs = true,
             Long("allow-readonly") if mode == Mode::Dedupe => a.allow_readonly = true,
             Long("verify") => a.verify = true,
-            Long("blocks") if mode == Mode::Dedupe => a.blocks = true,
-            Long("block-size") if mode == Mode::Dedupe => {
+            Long("blocks") => a.blocks = true,
+            Long("block-size") => {
                 (a.blocks, a.block_bytes) = (true, Some(block_size(&mut cli)?));
             }
             Long(l @ ("min-size" | "max-size")) => {
@@ -373,6 +381,9 @@ fn check(a: &Args, cli: &Cli) -> Result<(), i32> {
         return Err(cli.bad(
             "--dry-run, --plan, --keep, --keep-path and --force-metadata need --delete, --hardlink or --symlink",
         ));
+    }
+    if a.mode == Mode::Dupes && a.blocks && (a.action.is_some() || a.dirs) {
+        return Err(cli.bad("--blocks reports ranges only: not with --dirs, --delete, --hardlink or --symlink"));
     }
     if a.action.is_some() && (a.sizes || a.nul) {
         return Err(cli.bad("-S and -0 list groups: not with --delete, --hardlink or --symlink"));
@@ -508,12 +519,26 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
             threads,
             progress: show_progress,
             keep_prints: hash_handle.is_some(),
+            look_only: false,
         };
         dedupe::run(&open::Handles::new(&found, fd_budget), &o.groups, opts, &cache)
     });
+    let mut look = (a.mode == Mode::Dupes && a.blocks).then(|| {
+        let opts = dedupe::Options {
+            blocks: true,
+            block_bytes: a.block_bytes,
+            threads,
+            progress: show_progress,
+            keep_prints: hash_handle.is_some(),
+            ..dedupe::Options::default()
+        };
+        dedupe::look(&open::Handles::new(&found, fd_budget), &o.groups, opts, &cache)
+    });
     let acted = act_stage(a, &found, &mut o.groups, fd_budget, plan_file, &cmd, &mut status);
     if let Some(h) = hash_handle {
-        if let Err(msg) = save_hashfile(h, cache, &found, &o, report.as_mut()) {
+        let from_blocks = report.as_mut().and_then(|r| r.blocks.as_mut()).or(look.as_mut());
+        let prints = from_blocks.map(|b| std::mem::take(&mut b.entries)).unwrap_or_default();
+        if let Err(msg) = save_hashfile(h, cache, &found, &o, report.as_ref(), prints) {
             eprintln!("{cmd}: {msg}");
             status = 1;
         }
@@ -521,7 +546,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     if let Some(r) = &acted {
         return report_actions(a, &o.groups, r, &stats, start, &cmd).unwrap_or(status);
     }
-    report_groups(a, &o.groups, &stats, start, report, &cmd).unwrap_or(status)
+    report_groups(a, &o.groups, &stats, start, (report, look.as_ref()), &cmd).unwrap_or(status)
 }
 
 /// The hash file (`--hashfile`, opened and locked) and the plan (`--plan`, created new):
@@ -597,14 +622,14 @@ fn save_hashfile(
     old: cache::Cache,
     found: &Found,
     o: &find::Outcome,
-    report: Option<&mut dedupe::Report>,
+    report: Option<&dedupe::Report>,
+    blocks: Vec<cache::Blocks>,
 ) -> Result<(), String> {
     let key = |i: &u32| (found.files[*i as usize].dev, found.files[*i as usize].ino);
     let stale: HashSet<(u64, u64)> = report.iter().flat_map(|r| &r.stale).map(key).collect();
     let mut entries = find::cache_entries(found, &o.cands);
     entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
-    let blocks = report.and_then(|r| r.blocks.as_mut()).map(|b| std::mem::take(&mut b.entries));
-    h.save(old, entries, blocks.unwrap_or_default(), &stale)
+    h.save(old, entries, blocks, &stale)
 }
 
 /// The groups on stdout (always for `dupes`; for `dedupe` unless `-q` alone), the summary
@@ -615,16 +640,25 @@ fn report_groups(
     groups: &[Group],
     stats: &Stats,
     start: Instant,
-    report: Option<dedupe::Report>,
+    (report, look): (Option<dedupe::Report>, Option<&blocks::Report>),
     cmd: &str,
 ) -> Option<i32> {
     if a.mode == Mode::Dupes || a.json || a.sizes || a.nul || !a.quiet {
-        if let Err(code) = out::finish(cmd, print_groups(a, groups, stats, start, report.as_ref())) {
+        if let Err(code) = out::finish(cmd, print_groups(a, groups, stats, start, (report.as_ref(), look))) {
             return Some(code);
         }
     }
     if !a.quiet && !a.json {
         eprintln!("{cmd}: {}", summary_line(groups, stats, start));
+    }
+    if let Some(b) = look {
+        for m in &b.messages {
+            eprintln!("{cmd}: cannot read {m}");
+        }
+        if !a.quiet && !a.json {
+            eprint!("{}", b.text_look(cmd));
+        }
+        return b.failed.then_some(1);
     }
     let r = report?;
     if !a.json {
@@ -726,7 +760,7 @@ fn print_actions(
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     if a.json {
         let mut doc = Vec::new();
-        write_groups(&mut doc, a, groups, stats, start, None, false)?;
+        write_groups(&mut doc, a, groups, stats, start, (None, None), false)?;
         // The groups' document with the actions added before its closing brace.
         let cut = doc.len().saturating_sub(2);
         out.write_all(&doc[..cut])?;
@@ -803,7 +837,7 @@ fn print_groups(
     groups: &[Group],
     stats: &Stats,
     start: Instant,
-    report: Option<&dedupe::Report>,
+    reports: (Option<&dedupe::Report>, Option<&blocks::Report>),
 ) -> io::Result<()> {
     let stdout = io::stdout();
     // A name is the user's bytes: on a terminal an escape sequence in one would drive the
@@ -811,7 +845,7 @@ fn print_groups(
     // names are quoted as ls quotes them; a pipe gets them as they are.
     let quote = stdout.is_terminal();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    write_groups(&mut out, a, groups, stats, start, report, quote)?;
+    write_groups(&mut out, a, groups, stats, start, reports, quote)?;
     out.flush()
 }
 
@@ -824,7 +858,7 @@ fn write_groups(
     groups: &[Group],
     stats: &Stats,
     start: Instant,
-    report: Option<&dedupe::Report>,
+    (report, look): (Option<&dedupe::Report>, Option<&blocks::Report>),
     quote: bool,
 ) -> io::Result<()> {
     if a.json {
@@ -874,6 +908,10 @@ fn write_groups(
             s.push_str(",\n\"dedupe\":");
             s.push_str(&r.json(a.dry_run));
         }
+        if let Some(b) = look {
+            s.push_str(",\n\"blocks\":");
+            s.push_str(&b.json_look());
+        }
         s.push_str("}\n");
         return out.write_all(s.as_bytes());
     }
@@ -891,5 +929,8 @@ fn write_groups(
         }
         out.write_all(sep)?;
     }
-    Ok(())
+    match look {
+        Some(b) => b.write_ranges(out, end, quote),
+        None => Ok(()),
+    }
 }

@@ -145,7 +145,7 @@ fn dupes_progress_line_per_phase() {
 
 fn written(a: &Args, g: &[Group], st: &Stats, report: Option<&dedupe::Report>) -> String {
     let mut out = Vec::new();
-    write_groups(&mut out, a, g, st, Instant::now(), report, false).unwrap();
+    write_groups(&mut out, a, g, st, Instant::now(), (report, None), false).unwrap();
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -230,7 +230,7 @@ fn dupes_text_output_quoted_for_a_terminal() {
     let g = groups();
     let quoted = |a: &Args| {
         let mut out = Vec::new();
-        write_groups(&mut out, a, &g, &Stats::default(), Instant::now(), None, true).unwrap();
+        write_groups(&mut out, a, &g, &Stats::default(), Instant::now(), (None, None), true).unwrap();
         String::from_utf8_lossy(&out).into_owned()
     };
     assert!(quoted(&a).starts_with("a/x\nb/x\n\n'q \"1\"'\n'q\\2'\n'q'$'\\001\\037'' '$'\\177"), "{}", quoted(&a));
