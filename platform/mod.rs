@@ -74,9 +74,10 @@
 //!   `dedupe`'s clean stop; stubs on Windows and in `fallback/`).
 //! * `dupes` and `dedupe`: `check_file`, `cached`, `layout`, `rotational`,
 //!   `physical_start`, `extents_never_shared`, `read_only_snapshot`, `dedupe_supported`,
-//!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files`, `temp_file_in`: `linux/dupes.rs`
-//!   on Linux (FIEMAP, FIDEDUPERANGE, statfs, GET_SUBVOL_INFO), `fallback/dupes.rs`
-//!   (std::fs; no extents, no dedupe) everywhere else. They speak this file's
+//!   `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`, `swap_files`, `temp_file_in`
+//!   (block dedupe's unnamed copy): `linux/dupes.rs` on Linux (FIEMAP, FIDEDUPERANGE,
+//!   statfs, GET_SUBVOL_INFO, O_TMPFILE), `fallback/dupes.rs` (std::fs; no extents, no
+//!   dedupe, no copy) everywhere else. They speak this file's
 //!   `FileCheck`, `Layout` (of `meta::Extent`s), `DedupeStatus` and `MAX_DEDUPE_DESTS`.
 //! * The files dfdu writes (the hash file, `--plan`, the browser's trash) and the config
 //!   files it reads: `WriteDir` (a directory reached by `open_write_dir`, one name at a
