@@ -48,10 +48,11 @@ impl Collector {
         let mut links: Vec<(u32, Link)> =
             self.links.iter().filter(|l| !gone(l.0, l.1)).map(|&(d, _, l)| (d, l)).collect();
         links.sort_unstable_by_key(|l| l.0);
-        let freed = frees::freed_here(&tree, &self.links, &self.known, &|d, e| !gone(d, e));
+        // A scan gives its references up: they become `frees`' own list in place.
+        let known = if self.keep_files { self.known.clone() } else { std::mem::take(&mut self.known) };
+        let freed = frees::freed_here(&tree, &self.links, known, &|d, e| !gone(d, e));
         if !self.keep_files {
             self.links = Vec::new();
-            self.known = Vec::new();
         }
         let fold =
             Fold { tree: &tree, dead: &dead, own, freed, ranges, links, sets: HashMap::new(), names: HashMap::new() };

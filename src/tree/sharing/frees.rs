@@ -82,7 +82,7 @@ struct Names {
 pub(super) fn freed_here(
     tree: &Tree,
     links: &[(u32, u32, Link)],
-    known: &[Known],
+    known: Vec<Known>,
     live: &dyn Fn(u32, u32) -> bool,
 ) -> Vec<u64> {
     let mut here = vec![0u64; tree.len()];
@@ -93,8 +93,9 @@ pub(super) fn freed_here(
         }
     }
     // Every live reference; a file's several references to one extent count once.
+    // `Ref` is as large as `Known`, so the list is made where `known` was (no copy).
     let mut refs: Vec<Ref> = known
-        .iter()
+        .into_iter()
         .filter(|k| live(k.dir, k.entry))
         .map(|k| {
             let (file, home) = if k.file & LINKED != 0 {
@@ -123,6 +124,7 @@ pub(super) fn freed_here(
 }
 
 /// One file's reference to a whole extent, for grouping by extent.
+#[derive(Clone, Copy)]
 struct Ref {
     /// (start, disk bytes): the extent's identity.
     extent: (u64, u64),
@@ -133,6 +135,7 @@ struct Ref {
     /// Where the file is freed (`NO_DIR`: nowhere).
     home: u32,
 }
+const _: () = assert!(std::mem::size_of::<Ref>() == std::mem::size_of::<Known>());
 
 /// Each multiply-linked file's home: the lowest directory holding all its names, or
 /// `NO_DIR` when the scan did not see them all.
