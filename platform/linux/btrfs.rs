@@ -50,7 +50,7 @@ const SEARCH_HEAD_WORDS: usize = 14;
 /// `struct btrfs_ioctl_search_header`.
 const ITEM_HEAD_BYTES: usize = 32;
 /// The search buffer a reader starts with; grown on EOVERFLOW (an item larger than it).
-const SEARCH_BYTES: usize = 16 << 20;
+const SEARCH_BYTES: usize = 4 << 20;
 /// `struct btrfs_ioctl_ino_lookup_args`.
 const INO_LOOKUP_WORDS: usize = 4096 / 8;
 /// The owners' buffer `extent_owners` starts with, and the most it grows to (the

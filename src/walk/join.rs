@@ -105,7 +105,6 @@ const _: () = assert!(std::mem::size_of::<Ref>() == 56);
 const NEWER_THAN_SNAPSHOT: u32 = 1;
 const PREALLOC: u32 = 2;
 const SHARED: u32 = 4;
-const INLINE: u32 = 8;
 
 /// One (tree, inode) of the kept files: where its references come from.
 #[derive(Clone, Copy)]
@@ -192,9 +191,6 @@ fn as_fiemap(r: &Ref) -> Extent {
     if r.flags & SHARED != 0 {
         flags |= Extent::SHARED;
     }
-    if r.flags & INLINE != 0 {
-        flags |= Extent::INLINE;
-    }
     Extent { logical: 0, physical: r.physical, length: r.length, flags }
 }
 
@@ -234,15 +230,14 @@ fn read_file_extents(trees: &[(u64, BtrfsTree)], groups: &[Group], buf: &mut Sea
     (refs, failed)
 }
 
-/// The reference a file extent item makes, as FIEMAP would report it; `None` for a hole.
+/// The reference a file extent item makes, as FIEMAP would report it; `None` for a hole
+/// and an inline extent, which count nothing.
 fn reference(group: u32, e: &BtrfsFileExtent, last_snapshot: u64) -> Option<Ref> {
     let mut r = Ref { group, flags: 0, owners: 0, bytenr: 0, disk_bytes: 0, physical: 0, length: 0, key_offset: 0 };
     match e.kind {
-        BtrfsExtentKind::Inline => {
-            r.flags = INLINE;
-            r.length = e.ram_bytes;
-            return Some(r);
-        }
+        // Data inside the metadata: FIEMAP flags it inline, and inline extents count
+        // nothing (most small files on btrfs: not kept at all).
+        BtrfsExtentKind::Inline => return None,
         BtrfsExtentKind::Prealloc => r.flags = PREALLOC,
         BtrfsExtentKind::Regular => {}
     }
@@ -267,8 +262,8 @@ fn decide_shared(trees: &[(u64, BtrfsTree)], groups: &[Group], refs: &mut [Ref],
         .map(|i| trees.iter().position(|(_, t)| t.fs_id() == trees[i].1.fs_id()).unwrap_or(i))
         .collect();
     let fs = |r: &Ref| fs_of[groups[r.group as usize].tree as usize];
-    refs.sort_unstable_by_key(|r| (r.flags & INLINE != 0, fs(r), r.bytenr));
-    let data = refs.iter().take_while(|r| r.flags & INLINE == 0).count();
+    refs.sort_unstable_by_key(|r| (fs(r), r.bytenr));
+    let data = refs.len();
     let mut start = 0;
     while start < data {
         let here = fs(&refs[start]);
