@@ -84,7 +84,8 @@
 //!   time, each step shown to the caller's judge as this file's `Owner`s, refused as
 //!   `WalkError::Refused`), `write_dir_owner`, `file_owner`, `effective_uid`,
 //!   `write_dir_id`, `entry_at`, `open_at_nofollow`, `open_read_in`, `lock_file`,
-//!   `replace_in` (a new file renamed over the old one), and for the trash `make_dir_in`,
+//!   `replace_in` (a new file renamed over the old one; `create_temp_in` and `rename_in`
+//!   the same in two steps, for a file written as it goes), and for the trash `make_dir_in`,
 //!   `remove_in` and `move_into` (`rename` without replacing, never across file
 //!   systems): `unix/write.rs` (Linux adds its `O_TMPFILE` `replace_in`),
 //!   `fallback/write.rs` by paths elsewhere (no owners, no trash).
@@ -131,6 +132,8 @@ pub use backend::{
     thread_cpu_ns, write_dir_id, write_dir_owner, BtrfsTree, Dir, ExtentBuf, Lister, SearchBuf, WriteDir, SIG_CONTINUE,
     SIG_QUIT, SIG_SUSPEND,
 };
+// The written files' calls added since the list above (kept apart: fewer merge conflicts).
+pub use backend::{create_temp_in, rename_in};
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
 /// (`Yes`: `-L`, `-H`/`-D` for arguments) or on the entry itself (`No`). On Windows a
@@ -422,6 +425,8 @@ macro_rules! contract {
             let _: fn(&b::WriteDir, &OsStr) -> Result<File, Errno> = b::open_read_in;
             let _: fn(&File, bool) -> Result<bool, Errno> = b::lock_file;
             let _: fn(&b::WriteDir, &OsStr, &[u8], File) -> Result<(), Errno> = b::replace_in;
+            let _: fn(&b::WriteDir, &OsStr, u32) -> Result<(File, std::ffi::OsString), Errno> = b::create_temp_in;
+            let _: fn(&b::WriteDir, &OsStr, &OsStr) -> Result<(), Errno> = b::rename_in;
             let _: fn(&b::WriteDir, &OsStr, u32) -> Result<(), Errno> = b::make_dir_in;
             let _: fn(&b::WriteDir, &OsStr) -> Result<(), Errno> = b::remove_in;
             let _: fn(&b::Dir, &CStr, &b::WriteDir, &OsStr) -> Result<(), Errno> = b::move_into;

@@ -468,3 +468,51 @@ fn dfdu_threads_is_checked_like_dash_j() {
         assert!(help.contains(&format!("'dfdu {sub}'")), "du --help names 'dfdu {sub}':\n{help}");
     }
 }
+
+/// `scan -o`, `-O` and `--treemap` into a directory `nobody` owns, as root: a symlink that
+/// `nobody` planted at the output name is refused, not followed (a plain create wrote
+/// through it into the file it points to), and a hard link there to another file is
+/// replaced by a new file, the other file left as it was (a plain create emptied it).
+#[test]
+fn scan_outputs_are_never_written_through_a_planted_link() {
+    if !is_root() {
+        eprintln!("SKIP: scan_outputs_are_never_written_through_a_planted_link needs root to chown to nobody");
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let scratch = Scratch::new("scan-output-planted");
+    let tree = scratch.subdir("tree");
+    build(&tree, &["f a 100"]);
+    let victim = scratch.dir.join("victim");
+    fs::write(&victim, "precious").unwrap();
+    let theirs = scratch.subdir("nobodys");
+    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let link = theirs.join("out");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    let tree_arg = tree.to_str().unwrap();
+    for opt in ["-o", "-O", "--treemap"] {
+        let out = run_dfdu(&["scan", "-q", opt, link.to_str().unwrap(), tree_arg]);
+        let want = format!("cannot write '{}': it is a symbolic link (not followed)", link.display());
+        assert_eq!(out.status.code(), Some(1), "{opt}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(&want), "{opt}: {}", text(&out.stderr));
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious", "{opt} wrote through the symlink");
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "{opt} replaced the symlink");
+    }
+    fs::remove_file(&link).unwrap();
+    fs::hard_link(&victim, &link).unwrap();
+    for opt in ["-o", "-O", "--treemap"] {
+        if !fs::symlink_metadata(&link).is_ok_and(|m| m.ino() == fs::metadata(&victim).unwrap().ino()) {
+            fs::remove_file(&link).unwrap();
+            fs::hard_link(&victim, &link).unwrap();
+        }
+        let out = run_dfdu(&["scan", "-q", opt, link.to_str().unwrap(), tree_arg]);
+        assert_eq!(out.status.code(), Some(0), "{opt}: {}", text(&out.stderr));
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious", "{opt} wrote into the hard link");
+        let new = fs::symlink_metadata(&link).unwrap();
+        assert!(new.len() > 0 && new.ino() != fs::metadata(&victim).unwrap().ino(), "{opt}: not a new file");
+        // Nothing else is left in the directory: the temporary name was renamed away.
+        assert_eq!(fs::read_dir(&theirs).unwrap().count(), 1, "{opt}: a temporary left behind");
+    }
+}

@@ -8,7 +8,7 @@
 
 use crate::meta::{Errno, Kind};
 use crate::platform::{io_errno, random_name, FileCheck, Owner, WalkError, TEMP_ATTEMPTS};
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -102,9 +102,32 @@ pub fn make_dir_in(_dir: &WriteDir, _name: &OsStr, _mode: u32) -> Result<(), Err
     Err(Errno::NOSYS)
 }
 
-/// Not offered here: there is no trash without Unix handles.
-pub fn remove_in(_dir: &WriteDir, _name: &OsStr) -> Result<(), Errno> {
-    Err(Errno::NOSYS)
+/// Removes the non-directory `name` from `dir` (a symlink itself, not what it points to).
+pub fn remove_in(dir: &WriteDir, name: &OsStr) -> Result<(), Errno> {
+    std::fs::remove_file(dir.path.join(name)).map_err(io_errno)
+}
+
+/// A new file in `dir` under a random name next to `base`, made ours by `create_new`;
+/// `mode` is not set here (std's default, less the umask).
+pub fn create_temp_in(dir: &WriteDir, base: &OsStr, _mode: u32) -> Result<(File, OsString), Errno> {
+    for attempt in 0..TEMP_ATTEMPTS {
+        let tmp = random_name(base, attempt);
+        match open_at_nofollow(dir, &tmp, true) {
+            Ok(file) => return Ok((file, tmp)),
+            Err(e) if e == Errno::EXIST => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Errno::EXIST)
+}
+
+/// Renames the entry `from` of `dir` over `to`; on failure `from` is removed.
+pub fn rename_in(dir: &WriteDir, from: &OsStr, to: &OsStr) -> Result<(), Errno> {
+    let renamed = std::fs::rename(dir.path.join(from), dir.path.join(to)).map_err(io_errno);
+    if renamed.is_err() {
+        let _ = remove_in(dir, from);
+    }
+    renamed
 }
 
 /// Replaces the entry `name` of `dir` with a new file holding `bytes`, written under a
@@ -113,26 +136,15 @@ pub fn remove_in(_dir: &WriteDir, _name: &OsStr) -> Result<(), Errno> {
 /// is no lock here.
 pub fn replace_in(dir: &WriteDir, name: &OsStr, bytes: &[u8], lock: File) -> Result<(), Errno> {
     use std::io::Write;
-    let mut made = None;
-    for attempt in 0..TEMP_ATTEMPTS {
-        let tmp = random_name(name, attempt);
-        match open_at_nofollow(dir, &tmp, true) {
-            Ok(file) => {
-                made = Some((file, tmp));
-                break;
-            }
-            Err(e) if e == Errno::EXIST => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let Some((mut file, tmp)) = made else { return Err(Errno::EXIST) };
-    let (from, to) = (dir.path.join(&tmp), dir.path.join(name));
-    let done = file.write_all(bytes).map_err(io_errno);
+    let (mut file, tmp) = create_temp_in(dir, name, 0o600)?;
+    let written = file.write_all(bytes).map_err(io_errno);
     drop(file);
     drop(lock);
-    let done = done.and_then(|()| std::fs::rename(&from, to).map_err(io_errno));
-    if done.is_err() {
-        let _ = std::fs::remove_file(from);
+    match written {
+        Ok(()) => rename_in(dir, &tmp, name),
+        Err(e) => {
+            let _ = remove_in(dir, &tmp);
+            Err(e)
+        }
     }
-    done
 }

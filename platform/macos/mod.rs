@@ -38,6 +38,6 @@ pub use unix::term::{
     term_wait, term_write, SIG_CONTINUE, SIG_QUIT, SIG_RESIZE, SIG_SUSPEND,
 };
 pub use unix::write::{
-    effective_uid, entry_at, file_owner, lock_file, make_dir_in, open_at_nofollow, open_read_in, open_write_dir,
-    remove_in, replace_in, write_dir_id, write_dir_owner, WriteDir,
+    create_temp_in, effective_uid, entry_at, file_owner, lock_file, make_dir_in, open_at_nofollow, open_read_in,
+    open_write_dir, remove_in, rename_in, replace_in, write_dir_id, write_dir_owner, WriteDir,
 };

@@ -178,12 +178,16 @@ pub fn entry_at(dir: &WriteDir, name: &OsStr) -> Result<Option<FileCheck>, Errno
 /// (ELOOP) and without waiting on a FIFO; with `create_new`, creates it (mode 0600) and
 /// fails with EEXIST when anything, a dangling symlink included, has that name already.
 pub fn open_at_nofollow(dir: &WriteDir, name: &OsStr, create_new: bool) -> Result<File, Errno> {
+    open_nofollow(dir, name, create_new, WRITE_MODE)
+}
+
+/// `open_at_nofollow`, a new file taking `mode` (less the umask).
+fn open_nofollow(dir: &WriteDir, name: &OsStr, create_new: bool, mode: u32) -> Result<File, Errno> {
     let mut flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
     if create_new {
         flags |= OFlags::CREATE | OFlags::EXCL;
     }
-    let fd = rustix::fs::openat(&dir.fd, &*c_name(name)?, flags, Mode::from_bits_truncate(WRITE_MODE as _))
-        .map_err(errno)?;
+    let fd = rustix::fs::openat(&dir.fd, &*c_name(name)?, flags, Mode::from_bits_truncate(mode as _)).map_err(errno)?;
     Ok(File::from(fd))
 }
 
@@ -209,11 +213,18 @@ pub fn remove_in(dir: &WriteDir, name: &OsStr) -> Result<(), Errno> {
 /// A new file in `dir` under a random name, created with `O_CREAT|O_EXCL|O_NOFOLLOW`
 /// (mode 0600): whatever another user put under that name, it is never opened.
 pub(in crate::platform) fn named_temp_in(dir: &WriteDir, base: &OsStr) -> Result<TempFile, Errno> {
+    create_temp_in(dir, base, WRITE_MODE).map(|(file, name)| TempFile { file, name: Some(name) })
+}
+
+/// A new file in `dir` under a random name next to `base` (`.BASE.` and 16 hex digits),
+/// created with `O_CREAT|O_EXCL|O_NOFOLLOW` and `mode` (less the umask): whatever another
+/// user put under that name, it is never opened. `rename_in` puts it in `base`'s place.
+pub fn create_temp_in(dir: &WriteDir, base: &OsStr, mode: u32) -> Result<(File, OsString), Errno> {
     let mut last = Errno::EXIST;
     for attempt in 0..TEMP_ATTEMPTS {
         let name = random_name(base, attempt);
-        match open_at_nofollow(dir, &name, true) {
-            Ok(file) => return Ok(TempFile { file, name: Some(name) }),
+        match open_nofollow(dir, &name, true, mode) {
+            Ok(file) => return Ok((file, name)),
             Err(e) if e == Errno::EXIST => last = e,
             Err(e) => return Err(e),
         }
@@ -244,9 +255,10 @@ pub(in crate::platform) fn fill_temp(
     }
 }
 
-/// Renames the entry `from` of `dir` over `to`, both relative to the handle; on failure
-/// the temporary name is removed.
-pub(in crate::platform) fn rename_in(dir: &WriteDir, from: &OsStr, to: &OsStr) -> Result<(), Errno> {
+/// Renames the entry `from` of `dir` over `to`, both relative to the handle (whatever `to`
+/// is, a symlink included, is replaced, never followed); on failure `from`, a temporary
+/// of ours, is removed.
+pub fn rename_in(dir: &WriteDir, from: &OsStr, to: &OsStr) -> Result<(), Errno> {
     let renamed = rustix::fs::renameat(&dir.fd, &*c_name(from)?, &dir.fd, &*c_name(to)?).map_err(errno);
     if renamed.is_err() {
         let _ = remove_in(dir, from);

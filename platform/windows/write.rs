@@ -1,6 +1,6 @@
 //! Files dfdu writes, on Windows: `fallback/write.rs` (by paths through std, no owners,
 //! no lock) but for opening an existing file, which here never follows a reparse point,
-//! and the browser's trash, which is not offered (there is no freedesktop trash here).
+//! and the browser's trash, which is not offered (but for `remove_in`) (there is no freedesktop trash here).
 
 use super::ffi::ERROR_NOT_SUPPORTED;
 use crate::meta::Errno;
@@ -10,7 +10,8 @@ use std::fs::File;
 use std::os::windows::fs::OpenOptionsExt;
 
 pub use crate::platform::fallback::write::{
-    effective_uid, entry_at, file_owner, lock_file, open_write_dir, replace_in, write_dir_owner, WriteDir,
+    create_temp_in, effective_uid, entry_at, file_owner, lock_file, open_write_dir, remove_in, rename_in, replace_in,
+    write_dir_owner, WriteDir,
 };
 
 /// FILE_FLAG_OPEN_REPARSE_POINT: a symbolic link is opened itself, not followed.
@@ -37,10 +38,6 @@ pub fn open_read_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
 }
 
 pub fn make_dir_in(_dir: &WriteDir, _name: &OsStr, _mode: u32) -> Result<(), Errno> {
-    Err(NOT_SUPPORTED)
-}
-
-pub fn remove_in(_dir: &WriteDir, _name: &OsStr) -> Result<(), Errno> {
     Err(NOT_SUPPORTED)
 }
 

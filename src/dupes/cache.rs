@@ -54,7 +54,7 @@ use super::find::{Digest, DIGEST_BYTES};
 use crate::meta::Kind;
 use crate::out::io_text;
 use crate::platform;
-use crate::walk::trust::{self, Judge, Use};
+use crate::walk::trust::{self, split, Judge, Use};
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -316,13 +316,6 @@ pub struct HashFile {
     /// Its contents were not used (damaged, or not trusted): written anew even when this
     /// run learned nothing.
     rebuild: bool,
-}
-
-/// The directory to open and the name in it; `None` for a path that names no file.
-fn split(path: &Path) -> Option<(&Path, &OsStr)> {
-    let name = path.file_name()?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    Some((dir, name))
 }
 
 /// Creates `path` as a new file of ours (O_EXCL, mode 0600, never through a symlink) in
@@ -703,19 +696,6 @@ mod tests {
         for theirs in [&b"x"[..], b"DFDUX", b"DFDUHAX", b"DFDUxxxx", b"DFDUHxxx", b"xFDUHxxH", b"precious notes"] {
             assert!(!looks_ours(theirs), "{:?}", String::from_utf8_lossy(theirs));
         }
-    }
-
-    #[test]
-    fn hashfile_path_split_into_directory_and_name() {
-        fn parts(p: &str) -> Option<(&str, &str)> {
-            split(Path::new(p)).map(|(d, n)| (d.to_str().unwrap(), n.to_str().unwrap()))
-        }
-        assert_eq!(parts("h"), Some((".", "h")));
-        assert_eq!(parts("a/b/h"), Some(("a/b", "h")));
-        assert_eq!(parts("/h"), Some(("/", "h")));
-        assert_eq!(parts("a/h/"), Some(("a", "h")));
-        assert_eq!(parts("/"), None);
-        assert_eq!(parts("a/.."), None);
     }
 
     /// Every truncation and every single-bit flip, plus random overwrites, is rejected

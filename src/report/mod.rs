@@ -579,8 +579,8 @@ fn scan_root<R: Reader>(
 fn write_files(args: &ScanArgs, arena: &Arena, roots: &[u32], stdout: &mut dyn Write) -> Result<(), i32> {
     let Some(&root) = roots.first() else { return Ok(()) };
     let cmd = format!("{} scan", args.prog);
-    let cannot_write = |file: &OsString, e: io::Error| {
-        eprintln!("{cmd}: cannot write {}: {}", quoteaf(&os_bytes(file)), io_text(&e));
+    let cannot_write = |file: &OsString, why: String| {
+        eprintln!("{cmd}: cannot write {}: {why}", quoteaf(&os_bytes(file)));
         1
     };
     if let Some(file) = &args.output {
@@ -595,20 +595,26 @@ fn write_files(args: &ScanArgs, arena: &Arena, roots: &[u32], stdout: &mut dyn W
         if file == "-" {
             out::finish(&cmd, export(stdout).and_then(|()| stdout.flush()))?;
         } else {
-            std::fs::File::create(file)
-                .and_then(|f| export(&mut io::BufWriter::new(f)))
-                .map_err(|e| cannot_write(file, e))?;
+            write_replacing(file, export).map_err(|why| cannot_write(file, why))?;
         }
     }
     if let Some(file) = &args.treemap {
         let m = if args.sizes.apparent { Measure::Apparent } else { Measure::Disk };
-        std::fs::File::create(file)
-            .and_then(|f| {
-                crate::tree::treemap::write_svg(arena, root, m, args.treemap_size, &mut io::BufWriter::new(f))
-            })
-            .map_err(|e| cannot_write(file, e))?;
+        let svg = |w: &mut dyn Write| crate::tree::treemap::write_svg(arena, root, m, args.treemap_size, w);
+        write_replacing(file, svg).map_err(|why| cannot_write(file, why))?;
     }
     Ok(())
+}
+
+/// Writes `file` with `write` as a new file renamed over what the name was (see
+/// `walk::trust::replace`: a symlink or another user's file there is replaced, never
+/// written through); `Err` says why not.
+fn write_replacing(file: &OsString, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), String> {
+    let mut new = crate::walk::trust::replace(std::path::Path::new(file))?;
+    let mut w = io::BufWriter::new(&mut new.file);
+    write(&mut w).and_then(|()| w.flush()).map_err(|e| io_text(&e))?;
+    drop(w);
+    new.commit()
 }
 
 /// The report on `sums` into `out`: one JSON document, or each root's text and a last

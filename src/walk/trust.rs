@@ -9,7 +9,10 @@
 //! unless it is sticky (as `/tmp` is: there only an entry's owner may replace it). What
 //! the file is for sets how strict the rest is (`Use`).
 
+use crate::meta::Kind;
 use crate::platform::{self, Owner, WalkError, WriteDir};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::path::Path;
 
 const GROUP_OTHER_WRITE: u32 = 0o022;
@@ -103,6 +106,63 @@ pub fn open_dir(path: &Path, judge: Option<Judge>) -> Result<WriteDir, WalkError
     platform::open_write_dir(path, &mut |p, d, e| judge.and_then(|j| j.step(p, d, e)))
 }
 
+/// The directory to open and the name in it; `None` for a path that names no file.
+pub fn split(path: &Path) -> Option<(&Path, &OsStr)> {
+    let name = path.file_name()?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Some((dir, name))
+}
+
+/// A file written in the place of another as it goes (`scan -o`, `--treemap`): a new file
+/// of ours beside it, which `commit` renames over the old one (another user's file there,
+/// or a hard link to one elsewhere, is replaced, never written through). Dropped
+/// uncommitted, it is removed.
+pub struct Replacement {
+    dir: WriteDir,
+    name: OsString,
+    temp: Option<OsString>,
+    pub file: File,
+}
+
+/// Mode of a replacement before the umask, as a plain `creat` would give it.
+const REPLACEMENT_MODE: u32 = 0o666;
+
+/// Starts the `Replacement` of `path`, its directory reached and judged as for any file
+/// dfdu writes (`Use::Write`); `Err` says why not, in words for "cannot write PATH: ...".
+pub fn replace(path: &Path) -> Result<Replacement, String> {
+    let (dir_path, name) = split(path).ok_or_else(|| "it names no file".to_string())?;
+    let dir = match open_dir(dir_path, Judge::new(Use::Write)) {
+        Ok(d) => d,
+        Err(WalkError::Refused(why)) => return Err(format!("not safe to create: {why}")),
+        Err(WalkError::Os(e)) => return Err(platform::errno_text(e)),
+    };
+    // What has the name now is replaced only if it is a regular file: a symlink is not
+    // followed (nor replaced), and a device such as `/dev/null` is never renamed over.
+    match platform::entry_at(&dir, name).map_err(platform::errno_text)?.map(|c| c.kind) {
+        Some(Kind::Symlink) => return Err("it is a symbolic link (not followed)".into()),
+        Some(Kind::File) | None => {}
+        Some(_) => return Err("it is not a regular file".into()),
+    }
+    let (file, temp) = platform::create_temp_in(&dir, name, REPLACEMENT_MODE).map_err(platform::errno_text)?;
+    Ok(Replacement { dir, name: name.to_os_string(), temp: Some(temp), file })
+}
+
+impl Replacement {
+    /// Puts the new file in place.
+    pub fn commit(mut self) -> Result<(), String> {
+        let temp = self.temp.take().unwrap_or_default();
+        platform::rename_in(&self.dir, &temp, &self.name).map_err(platform::errno_text)
+    }
+}
+
+impl Drop for Replacement {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = platform::remove_in(&self.dir, &temp);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +249,18 @@ mod tests {
             file(o(1000, 0o777), o(1000, 0o600)).unwrap(),
             "its directory is writable by others (mode 0777) and not sticky"
         );
+    }
+
+    #[test]
+    fn hashfile_path_split_into_directory_and_name() {
+        fn parts(p: &str) -> Option<(&str, &str)> {
+            split(Path::new(p)).map(|(d, n)| (d.to_str().unwrap(), n.to_str().unwrap()))
+        }
+        assert_eq!(parts("h"), Some((".", "h")));
+        assert_eq!(parts("a/b/h"), Some(("a/b", "h")));
+        assert_eq!(parts("/h"), Some(("/", "h")));
+        assert_eq!(parts("a/h/"), Some(("a", "h")));
+        assert_eq!(parts("/"), None);
+        assert_eq!(parts("a/.."), None);
     }
 }
