@@ -83,7 +83,7 @@
 //!   files it reads: `WriteDir` (a directory reached by `open_write_dir`, one name at a
 //!   time, each step shown to the caller's judge as this file's `Owner`s, refused as
 //!   `WalkError::Refused`), `write_dir_owner`, `file_owner`, `effective_uid`,
-//!   `write_dir_id`, `entry_at`, `open_at_nofollow`, `open_read_in`, `lock_file`,
+//!   `write_dir_id`, `entry_at`, `open_at_nofollow`, `open_read_in`, `open_write_in`, `lock_file`,
 //!   `replace_in` (a new file renamed over the old one; `create_temp_in` and `rename_in`
 //!   the same in two steps, for a file written as it goes), and for the trash `make_dir_in`,
 //!   `remove_in` and `move_into` (`rename` without replacing, never across file
@@ -133,7 +133,7 @@ pub use backend::{
     SIG_QUIT, SIG_SUSPEND,
 };
 // The written files' calls added since the list above (kept apart: fewer merge conflicts).
-pub use backend::{create_temp_in, rename_in};
+pub use backend::{create_temp_in, open_write_in, rename_in};
 
 /// Whether a call that names an entry acts on what a symbolic link there points to
 /// (`Yes`: `-L`, `-H`/`-D` for arguments) or on the entry itself (`No`). On Windows a
@@ -423,6 +423,7 @@ macro_rules! contract {
             let _: fn(&b::WriteDir, &OsStr) -> Result<Option<FileCheck>, Errno> = b::entry_at;
             let _: fn(&b::WriteDir, &OsStr, bool) -> Result<File, Errno> = b::open_at_nofollow;
             let _: fn(&b::WriteDir, &OsStr) -> Result<File, Errno> = b::open_read_in;
+            let _: fn(&b::WriteDir, &OsStr) -> Result<File, Errno> = b::open_write_in;
             let _: fn(&File, bool) -> Result<bool, Errno> = b::lock_file;
             let _: fn(&b::WriteDir, &OsStr, &[u8], File) -> Result<(), Errno> = b::replace_in;
             let _: fn(&b::WriteDir, &OsStr, u32) -> Result<(File, std::ffi::OsString), Errno> = b::create_temp_in;

@@ -97,6 +97,16 @@ pub fn open_read_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
     File::open(path).map_err(io_errno)
 }
 
+/// Opens the existing entry `name` of `dir` to write into it where it is; a symlink is
+/// refused (ELOOP) as far as a look before the open can tell.
+pub fn open_write_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
+    let path = dir.path.join(name);
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+        return Err(Errno::LOOP);
+    }
+    std::fs::OpenOptions::new().write(true).open(path).map_err(io_errno)
+}
+
 /// Not offered here: there is no trash without Unix handles.
 pub fn make_dir_in(_dir: &WriteDir, _name: &OsStr, _mode: u32) -> Result<(), Errno> {
     Err(Errno::NOSYS)

@@ -39,5 +39,5 @@ pub use unix::term::{
 };
 pub use unix::write::{
     create_temp_in, effective_uid, entry_at, file_owner, lock_file, make_dir_in, open_at_nofollow, open_read_in,
-    open_write_dir, remove_in, rename_in, replace_in, write_dir_id, write_dir_owner, WriteDir,
+    open_write_dir, open_write_in, remove_in, rename_in, replace_in, write_dir_id, write_dir_owner, WriteDir,
 };

@@ -200,6 +200,15 @@ pub fn open_read_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
     Ok(File::from(fd))
 }
 
+/// Opens the existing entry `name` of `dir` to write into it where it is (a device or
+/// a FIFO: a FIFO waits for its reader), without following a symlink (ELOOP), creating
+/// or truncating anything, or taking a terminal.
+pub fn open_write_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
+    let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd = rustix::fs::openat(&dir.fd, &*c_name(name)?, flags, Mode::empty()).map_err(errno)?;
+    Ok(File::from(fd))
+}
+
 /// Makes directory `name` (mode `mode`) in `dir`; EEXIST when anything has that name.
 pub fn make_dir_in(dir: &WriteDir, name: &OsStr, mode: u32) -> Result<(), Errno> {
     rustix::fs::mkdirat(&dir.fd, &*c_name(name)?, Mode::from_bits_truncate(mode as _)).map_err(errno)

@@ -37,6 +37,14 @@ pub fn open_read_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
     opts.open(dir.path.join(name)).map_err(io_errno)
 }
 
+/// Opens the existing entry `name` of `dir` to write into it where it is, a reparse point
+/// itself and not what it points to.
+pub fn open_write_in(dir: &WriteDir, name: &OsStr) -> Result<File, Errno> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).custom_flags(OPEN_REPARSE_POINT);
+    opts.open(dir.path.join(name)).map_err(io_errno)
+}
+
 pub fn make_dir_in(_dir: &WriteDir, _name: &OsStr, _mode: u32) -> Result<(), Errno> {
     Err(NOT_SUPPORTED)
 }

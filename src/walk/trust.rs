@@ -115,8 +115,8 @@ pub fn split(path: &Path) -> Option<(&Path, &OsStr)> {
 
 /// A file written in the place of another as it goes (`scan -o`, `--treemap`): a new file
 /// of ours beside it, which `commit` renames over the old one (another user's file there,
-/// or a hard link to one elsewhere, is replaced, never written through). Dropped
-/// uncommitted, it is removed.
+/// or a hard link to one elsewhere, is replaced, never written through); a device or a
+/// FIFO at the name is written into. Dropped uncommitted, the new file is removed.
 pub struct Replacement {
     dir: WriteDir,
     name: OsString,
@@ -137,21 +137,30 @@ pub fn replace(path: &Path) -> Result<Replacement, String> {
         Err(WalkError::Os(e)) => return Err(platform::errno_text(e)),
     };
     // What has the name now is replaced only if it is a regular file: a symlink is not
-    // followed (nor replaced), and a device such as `/dev/null` is never renamed over.
+    // followed (nor replaced), and a device or FIFO (`/dev/null`, a pipe to a reader) is
+    // written into where it is, never renamed over.
+    let name_os = name.to_os_string();
     match platform::entry_at(&dir, name).map_err(platform::errno_text)?.map(|c| c.kind) {
-        Some(Kind::Symlink) => return Err("it is a symbolic link (not followed)".into()),
-        Some(Kind::File) | None => {}
-        Some(_) => return Err("it is not a regular file".into()),
+        Some(Kind::Symlink) => Err("it is a symbolic link (not followed)".into()),
+        Some(Kind::Dir) => Err("it is a directory".into()),
+        Some(Kind::File) | None => {
+            let (file, temp) = platform::create_temp_in(&dir, name, REPLACEMENT_MODE).map_err(platform::errno_text)?;
+            Ok(Replacement { dir, name: name_os, temp: Some(temp), file })
+        }
+        Some(_) => {
+            let file = platform::open_write_in(&dir, name).map_err(platform::errno_text)?;
+            Ok(Replacement { dir, name: name_os, temp: None, file })
+        }
     }
-    let (file, temp) = platform::create_temp_in(&dir, name, REPLACEMENT_MODE).map_err(platform::errno_text)?;
-    Ok(Replacement { dir, name: name.to_os_string(), temp: Some(temp), file })
 }
 
 impl Replacement {
-    /// Puts the new file in place.
+    /// Puts the new file in place (a device or FIFO was written where it is).
     pub fn commit(mut self) -> Result<(), String> {
-        let temp = self.temp.take().unwrap_or_default();
-        platform::rename_in(&self.dir, &temp, &self.name).map_err(platform::errno_text)
+        match self.temp.take() {
+            Some(temp) => platform::rename_in(&self.dir, &temp, &self.name).map_err(platform::errno_text),
+            None => Ok(()),
+        }
     }
 }
 
