@@ -894,7 +894,7 @@ fn xfs_reverse_map_frees_is_what_deleting_frees() {
 /// Issue 28.3: by default on btrfs the browser shows the tree as soon as it is scanned,
 /// with a marker in the exclusive column, and reads the extent maps afterwards, in the
 /// background; the figures it fills in are `btrfs filesystem du --raw`'s. The fill is
-/// held (a debug build's FIFO hook) until the test has seen the first screen.
+/// held (the FIFO hook `DFDU_TEST_PAUSE_BEFORE_FILL`) until the test has seen the first screen.
 #[test]
 fn browser_fills_the_sharing_column_in_the_background_on_btrfs() {
     if !can_run("browser_fills", &["mkfs.btrfs", "btrfs", "tmux", "mkfifo"]) {

@@ -204,13 +204,13 @@ fn read_dir<R: Reader>(
     subdirs
 }
 
-/// A test's hook, in debug builds only: with `DFDU_TEST_PAUSE_BEFORE_FILL` naming a
-/// FIFO, the fill waits before reading any extent map until the test has opened the
-/// FIFO for writing and closed it, so that it can see the first screen without figures.
+/// A test aid, as `DFDU_DEBUG_EXTENTS` is: with `DFDU_TEST_PAUSE_BEFORE_FILL` naming a
+/// FIFO, the fill waits before reading any extent map until the test has opened the FIFO
+/// for writing and closed it, so that it can see the first screen without figures. In
+/// every build: `make test` tests the release build (it was debug-only once, and the
+/// test then raced the fill). It only ever waits; unset, it costs one look at the
+/// environment per fill.
 fn pause_before_fill() {
-    if !cfg!(debug_assertions) {
-        return;
-    }
     if let Some(fifo) = std::env::var_os("DFDU_TEST_PAUSE_BEFORE_FILL") {
         if let Ok(mut f) = std::fs::File::open(fifo) {
             let _ = std::io::Read::read_to_end(&mut f, &mut Vec::new());
