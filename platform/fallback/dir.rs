@@ -179,19 +179,21 @@ impl Lister {
     }
 }
 
-/// The portable reader cannot tell the file system type; it keeps readdir order.
-pub fn sorts_by_inode(_dir: &Dir) -> bool {
+/// The portable reader cannot tell the file system type; it keeps readdir order. (This
+/// and the next three are generic over the directory handle: the Windows backend takes
+/// them in as they are.)
+pub fn sorts_by_inode<D>(_dir: &D) -> bool {
     false
 }
 
 /// The portable reader cannot tell the file system type: no directory is on a kernel
 /// file system for it (`--exclude-kernfs` leaves nothing out).
-pub fn kernel_fs(_dir: &Dir) -> bool {
+pub fn kernel_fs<D>(_dir: &D) -> bool {
     false
 }
 
 /// Lookups in one directory are not known to serialize here (see the Linux reader).
-pub fn lookups_serialize(_dir: &Dir) -> bool {
+pub fn lookups_serialize<D>(_dir: &D) -> bool {
     false
 }
 

@@ -21,8 +21,9 @@ pub fn file_extents_at(
 }
 
 /// No file system here lists every file's extents in one go (Linux's XFS reverse map,
-/// `linux/fsmap.rs`): the scan asks each file.
-pub fn bulk_extents_estimate(_dir: &Dir) -> Option<u64> {
+/// `linux/fsmap.rs`): the scan asks each file. Generic over the directory handle, as are
+/// the btrfs stubs below, so that the macOS and Windows backends take them in as they are.
+pub fn bulk_extents_estimate<D>(_dir: &D) -> Option<u64> {
     None
 }
 
@@ -41,7 +42,7 @@ pub enum BtrfsTree {}
 #[derive(Default)]
 pub struct SearchBuf;
 
-pub fn btrfs_tree(_dir: &super::dir::Dir) -> Option<BtrfsTree> {
+pub fn btrfs_tree<D>(_dir: &D) -> Option<BtrfsTree> {
     None
 }
 

@@ -404,37 +404,8 @@ fn as_bytes_mut(w: &mut [u64]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr().cast(), w.len() * 8) }
 }
 
-/// One ioctl call on a caller-owned, 8-byte aligned argument.
-struct RawIoctl<'a> {
-    opcode: rustix::ioctl::Opcode,
-    buf: &'a mut [u64],
-}
-
-// SAFETY: `as_ptr` points at `buf`, which the callers size for the whole argument: the
-// search args' head plus the `buf_size` bytes they announce, INO_LOOKUP's 4096 bytes,
-// LOGICAL_INO's 56 (whose container address points at a buffer of the `size` announced,
-// alive for the call). The output is just the return value.
-unsafe impl rustix::ioctl::Ioctl for RawIoctl<'_> {
-    type Output = ();
-    const IS_MUTATING: bool = true;
-    fn opcode(&self) -> rustix::ioctl::Opcode {
-        self.opcode
-    }
-    fn as_ptr(&mut self) -> *mut core::ffi::c_void {
-        self.buf.as_mut_ptr().cast()
-    }
-    unsafe fn output_from_ptr(
-        _out: rustix::ioctl::IoctlOutput,
-        _ptr: *mut core::ffi::c_void,
-    ) -> rustix::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn ioctl(fd: &OwnedFd, opcode: u32, buf: &mut [u64]) -> Result<(), Errno> {
-    // SAFETY: see `RawIoctl`: `buf` holds the whole argument of `opcode` as the callers
-    // above lay it out.
-    unsafe { rustix::ioctl::ioctl(fd.as_fd(), RawIoctl { opcode: opcode as _, buf }) }.map_err(errno)
+    super::ioctl::ioctl(fd.as_fd(), opcode, buf)
 }
 
 #[cfg(test)]

@@ -9,9 +9,8 @@
 //! `cached`, `layout`, `rotational`, `physical_start`, `extents_never_shared`,
 //! `read_only_snapshot`, `dedupe_supported`, `dedupe`, `fs_block_bytes`, `fs_uuid`, `free_bytes`,
 //! `swap_files`, `replace_in`, `temp_file_in`; the types are `platform/mod.rs`'s, `lock_file` and the other
-//! hash-file calls `unix/write.rs`'s. No printing, no policy. Both ioctls are called through one
-//! `RawIoctl` whose buffer is a `Vec<u64>`: 8-byte aligned and sized by us, so the kernel
-//! never writes past it.
+//! hash-file calls `unix/write.rs`'s. No printing, no policy. The ioctls go through
+//! `ioctl.rs`, on arguments laid out here in `u64` words, sized by us.
 
 use super::unix::write::{c_name, fill_temp, named_temp_in, rename_in, TempFile, WriteDir, WRITE_MODE};
 use crate::meta::{Errno, Extent, Kind, Timespec};
@@ -54,37 +53,8 @@ pub fn check_file(file: &File) -> Result<FileCheck, Errno> {
     })
 }
 
-/// One ioctl call on a caller-owned, 8-byte aligned buffer.
-struct RawIoctl<'a> {
-    opcode: rustix::ioctl::Opcode,
-    buf: &'a mut [u64],
-}
-
-// SAFETY: `as_ptr` points at `buf`, which the caller sized for the header plus every array
-// element the request announces (FIEMAP's `fm_extent_count`, FIDEDUPERANGE's `dest_count`),
-// so the kernel reads and writes only inside it; the output is just the return value.
-unsafe impl rustix::ioctl::Ioctl for RawIoctl<'_> {
-    type Output = ();
-    const IS_MUTATING: bool = true;
-    fn opcode(&self) -> rustix::ioctl::Opcode {
-        self.opcode
-    }
-    fn as_ptr(&mut self) -> *mut core::ffi::c_void {
-        self.buf.as_mut_ptr().cast()
-    }
-    unsafe fn output_from_ptr(
-        _out: rustix::ioctl::IoctlOutput,
-        _ptr: *mut core::ffi::c_void,
-    ) -> rustix::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn ioctl(file: &File, opcode: u32, buf: &mut [u64]) -> Result<(), Errno> {
-    // SAFETY: see `RawIoctl`: `buf` holds the whole argument of `opcode`, laid out by the
-    // callers below as the kernel's `struct fiemap` / `struct file_dedupe_range` / btrfs
-    // info structs (u64 words, u32/u16 fields packed into them in native byte order).
-    unsafe { rustix::ioctl::ioctl(file.as_fd(), RawIoctl { opcode: opcode as _, buf }) }.map_err(errno)
+    super::ioctl::ioctl(file.as_fd(), opcode, buf)
 }
 
 /// Data in a file's last block shared with metadata (linux/fiemap.h): cannot be shared.

@@ -4,7 +4,8 @@
 //! and one file's extent map), `fsmap.rs` (every file's extents at once from XFS's reverse
 //! map, `FS_IOC_GETFSMAP`), `btrfs.rs` (btrfs metadata in bulk, root only: file extent
 //! items and extent references by tree search), `dupes.rs` (`dupes` and `dedupe`: FIDEDUPERANGE, flock,
-//! statfs, `O_TMPFILE`, GET_SUBVOL_INFO), `time.rs` (local time: glibc's rules in Rust,
+//! statfs, `O_TMPFILE`, GET_SUBVOL_INFO), `ioctl.rs` (the one raw ioctl those two
+//! call), `time.rs` (local time: glibc's rules in Rust,
 //! the same in glibc and musl builds); directory handles and the terminal are `unix/`'s,
 //! shared with macOS.
 //!
@@ -16,6 +17,7 @@ mod dir;
 mod dupes;
 mod extents;
 mod fsmap;
+mod ioctl;
 mod time;
 #[path = "../unix/mod.rs"]
 mod unix;

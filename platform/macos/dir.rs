@@ -325,11 +325,5 @@ pub fn address_space_left() -> Option<u64> {
 }
 
 /// The C library's text for an error number (macOS numbers and words them its own way,
-/// and so does GNU du built there).
-pub fn errno_text(e: Errno) -> String {
-    let s = std::io::Error::from_raw_os_error(e.0).to_string();
-    match s.find(" (os error") {
-        Some(cut) => s[..cut].to_string(),
-        None => s,
-    }
-}
+/// and so does GNU du built there): the std::fs backend's reading of it.
+pub use crate::platform::fallback::errno_text;

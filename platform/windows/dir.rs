@@ -547,32 +547,13 @@ pub(super) fn listed_meta(rec: &[u8], dir: &Dir) -> Meta {
     }
 }
 
-/// GNU fts sorts big directories by inode to save seeks on Unix disks; NTFS already
-/// returns entries in its index (name) order, and file ids are not disk positions.
-pub fn sorts_by_inode(_dir: &Dir) -> bool {
-    false
-}
-
-/// Windows has no kernel file systems of the kind `--exclude-kernfs` leaves out.
-pub fn kernel_fs(_dir: &Dir) -> bool {
-    false
-}
-
-/// Lookups in one directory are not known to serialize here (see the Linux reader).
-pub fn lookups_serialize(_dir: &Dir) -> bool {
-    false
-}
-
-/// Not needed where lookups do not serialize.
-pub fn thread_cpu_ns() -> u64 {
-    0
-}
-
-/// Default worker count: every CPU this process may use, at most 64 (as on Linux; the
-/// best count for NTFS has yet to be measured on real Windows).
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 64)
-}
+// GNU fts sorts big directories by inode to save seeks on Unix disks; NTFS already
+// returns entries in its index (name) order, and file ids are not disk positions. Windows
+// has no kernel file systems of the kind `--exclude-kernfs` leaves out, and lookups in one
+// directory are not known to serialize. The worker count is every CPU this process may
+// use, at most 64, as on Linux (the best count for NTFS has yet to be measured on real
+// Windows). All of that is the std::fs backend's answer too.
+pub use crate::platform::fallback::{default_threads, kernel_fs, lookups_serialize, sorts_by_inode, thread_cpu_ns};
 
 /// Windows has no small per-process handle limit (it is about 16 million).
 pub fn raise_fd_limit() -> u64 {
