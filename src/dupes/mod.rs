@@ -862,58 +862,7 @@ fn write_groups(
     quote: bool,
 ) -> io::Result<()> {
     if a.json {
-        let mut s = format!(
-            "{{\"format\":\"dfdu-dupes-report\",\"version\":{JSON_VERSION},\"command\":\"{}\",\"groups\":[",
-            a.mode.name()
-        );
-        for (i, g) in groups.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            s.push_str(&format!(
-                "\n{{\"size\":{},\"already_shared\":{},\"reclaimable\":{},\"paths\":[",
-                g.size,
-                g.all_shared(),
-                g.reclaimable()
-            ));
-            for (k, p) in g.paths.iter().enumerate() {
-                if k > 0 {
-                    s.push(',');
-                }
-                json_str(&mut s, p);
-            }
-            s.push_str("]}");
-            if s.len() > 1 << 16 {
-                out.write_all(s.as_bytes())?;
-                s.clear();
-            }
-        }
-        let dup_files: u64 = groups.iter().map(|g| g.members.len() as u64 - 1).sum();
-        let (hits, links) = plain(stats);
-        s.push_str(&format!(
-            "],\n\"summary\":{{\"groups\":{},\"duplicate_files\":{dup_files},\"bytes_wasted\":{},\
-             \"bytes_reclaimable\":{},\"groups_already_shared\":{},\"files_read\":{},\"reads\":{},\"bytes_read\":{},\
-             \"cache_hits\":{hits},\"extra_links\":{links},\"changed\":{},\"seconds\":{:.3}}}",
-            groups.len(),
-            groups.iter().map(Group::wasted).sum::<u64>(),
-            groups.iter().map(Group::reclaimable).sum::<u64>(),
-            groups.iter().filter(|g| g.all_shared()).count(),
-            stats.files_read.load(Ordering::Relaxed),
-            stats.reads.load(Ordering::Relaxed),
-            stats.bytes_read.load(Ordering::Relaxed),
-            stats.changed.load(Ordering::Relaxed),
-            start.elapsed().as_secs_f64()
-        ));
-        if let Some(r) = report {
-            s.push_str(",\n\"dedupe\":");
-            s.push_str(&r.json(a.dry_run));
-        }
-        if let Some(b) = look {
-            s.push_str(",\n\"blocks\":");
-            s.push_str(&b.json_look());
-        }
-        s.push_str("}\n");
-        return out.write_all(s.as_bytes());
+        return write_json(out, a, groups, stats, start, (report, look));
     }
     let (end, sep): (&[u8], &[u8]) = if a.nul { (b"\0", b"\0") } else { (b"\n", b"\n") };
     for g in groups {
@@ -933,4 +882,68 @@ fn write_groups(
         Some(b) => b.write_ranges(out, end, quote),
         None => Ok(()),
     }
+}
+
+/// `write_groups` with `--json`: every group with its paths, the summary, and the dedupe
+/// and block reports when there are.
+fn write_json(
+    out: &mut impl Write,
+    a: &Args,
+    groups: &[Group],
+    stats: &Stats,
+    start: Instant,
+    (report, look): (Option<&dedupe::Report>, Option<&blocks::Report>),
+) -> io::Result<()> {
+    let mut s = format!(
+        "{{\"format\":\"dfdu-dupes-report\",\"version\":{JSON_VERSION},\"command\":\"{}\",\"groups\":[",
+        a.mode.name()
+    );
+    for (i, g) in groups.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "\n{{\"size\":{},\"already_shared\":{},\"reclaimable\":{},\"paths\":[",
+            g.size,
+            g.all_shared(),
+            g.reclaimable()
+        ));
+        for (k, p) in g.paths.iter().enumerate() {
+            if k > 0 {
+                s.push(',');
+            }
+            json_str(&mut s, p);
+        }
+        s.push_str("]}");
+        if s.len() > 1 << 16 {
+            out.write_all(s.as_bytes())?;
+            s.clear();
+        }
+    }
+    let dup_files: u64 = groups.iter().map(|g| g.members.len() as u64 - 1).sum();
+    let (hits, links) = plain(stats);
+    s.push_str(&format!(
+        "],\n\"summary\":{{\"groups\":{},\"duplicate_files\":{dup_files},\"bytes_wasted\":{},\
+         \"bytes_reclaimable\":{},\"groups_already_shared\":{},\"files_read\":{},\"reads\":{},\"bytes_read\":{},\
+         \"cache_hits\":{hits},\"extra_links\":{links},\"changed\":{},\"seconds\":{:.3}}}",
+        groups.len(),
+        groups.iter().map(Group::wasted).sum::<u64>(),
+        groups.iter().map(Group::reclaimable).sum::<u64>(),
+        groups.iter().filter(|g| g.all_shared()).count(),
+        stats.files_read.load(Ordering::Relaxed),
+        stats.reads.load(Ordering::Relaxed),
+        stats.bytes_read.load(Ordering::Relaxed),
+        stats.changed.load(Ordering::Relaxed),
+        start.elapsed().as_secs_f64()
+    ));
+    if let Some(r) = report {
+        s.push_str(",\n\"dedupe\":");
+        s.push_str(&r.json(a.dry_run));
+    }
+    if let Some(b) = look {
+        s.push_str(",\n\"blocks\":");
+        s.push_str(&b.json_look());
+    }
+    s.push_str("}\n");
+    out.write_all(s.as_bytes())
 }

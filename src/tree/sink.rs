@@ -232,6 +232,125 @@ impl<'a> ArenaSink<'a> {
             mtime_sec,
         });
     }
+
+    /// The listing's entries written at their reserved ids from `first` (names from
+    /// `names_at`), hard links noted, new directories made and the ones to descend into
+    /// handed to `children`: (disk, apparent, items, errors) of what `dir` holds itself.
+    fn write_entries(
+        &self,
+        l: &Local,
+        dir: u32,
+        first: u32,
+        names_at: u64,
+        children: &mut Vec<Child>,
+    ) -> (u64, u64, u64, bool) {
+        let a = self.arena;
+        let dir_dev = self.devs.lock().unwrap().get(&dir).copied().unwrap_or(0);
+        let (mut disk, mut apparent, mut items, mut errors) = (0u64, 0u64, 0u64, false);
+        let mut new_devs = Vec::new();
+        for p in &l.entries {
+            let id = first + p.idx;
+            let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
+            let mut flags = p.flags;
+            let unknown_links = p.nlink == 0
+                && !flags.is_dir()
+                && !flags.intersects(arena::F_ERROR | arena::F_EXCLUDED | arena::F_OTHER_FS);
+            let e = |flags| NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
+            if flags.contains(arena::F_HARDLINK) || unknown_links {
+                // Under the lock, so a later name can mark the first one afterwards.
+                let mut links = self.links.lock().unwrap();
+                match links.entry((p.dev, p.ino)) {
+                    Entry::Vacant(v) => {
+                        v.insert(id);
+                    }
+                    Entry::Occupied(o) => {
+                        flags |= arena::F_HARDLINK | arena::F_DUP_LINK;
+                        if unknown_links {
+                            a.add_flags(*o.get(), arena::F_HARDLINK);
+                            a.note_link(*o.get(), p.dev, p.ino, 2);
+                        }
+                    }
+                }
+                a.write_entry(id, &e(flags), names_at + p.name_pos);
+                if flags.contains(arena::F_HARDLINK) {
+                    a.note_link(id, p.dev, p.ino, p.nlink.max(2));
+                }
+            } else {
+                a.write_entry(id, &e(flags), names_at + p.name_pos);
+            }
+            items += 1;
+            errors |= flags.contains(arena::F_ERROR);
+            if flags.is_dir() {
+                let Ok(sub) = a.new_dir(id, dir, p.disk, p.apparent) else { break };
+                a.set_dir_stat(sub, p.ino, p.mtime_sec);
+                if p.dev != dir_dev {
+                    a.set_dev(sub, p.dev);
+                }
+                if p.descend {
+                    // Its own size reaches `dir` with its totals, when it is done.
+                    new_devs.push((sub, p.dev));
+                    a.add_pending(dir, 1);
+                    let name = CString::new(name).expect("names hold no NUL");
+                    children.push(Child { name, dir: sub, dev: p.dev, ino: p.ino });
+                } else {
+                    disk = disk.saturating_add(p.disk);
+                    apparent = apparent.saturating_add(p.apparent);
+                    a.publish_children(sub, id, 0);
+                    a.set_dir_flags(sub, arena::D_DONE);
+                }
+            } else if !flags.contains(arena::F_DUP_LINK) {
+                disk = disk.saturating_add(p.disk);
+                apparent = apparent.saturating_add(p.apparent);
+            }
+        }
+        if !new_devs.is_empty() {
+            self.devs.lock().unwrap().extend(new_devs);
+        }
+        (disk, apparent, items, errors)
+    }
+
+    /// The listing's extent figures handed to the collector, each file at its entry id
+    /// (`NO_ENTRY` when the listing found no room) and charged what the arena charged.
+    fn hand_extents(&self, l: &mut Local, dir: u32, first: u32) {
+        let a = self.arena;
+        if !l.extents.is_empty() {
+            let mut c = self.shared.lock().unwrap();
+            for x in &l.extents {
+                // What the arena charged: nothing for a further name of a counted file.
+                let dup = first != NO_ENTRY && a.flags(first + x.idx).contains(arena::F_DUP_LINK);
+                let charged = if dup || first == NO_ENTRY { 0 } else { x.disk };
+                let f = FileFigures {
+                    total: x.total,
+                    shared: x.shared,
+                    disk: x.disk,
+                    charged,
+                    refs_unknown: x.refs_unknown,
+                };
+                let entry = if first == NO_ENTRY { NO_ENTRY } else { first + x.idx };
+                let ranges = &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize];
+                c.add(dir, entry, x.link, f, ranges, &l.known[x.known.0 as usize..x.known.1 as usize]);
+            }
+            l.extents.clear();
+            l.ranges.clear();
+            l.known.clear();
+        }
+    }
+
+    /// The listing's files for the bulk join, at their entry ids in `dir`.
+    fn hand_bulk(&self, l: &mut Local, dir: u32, first: u32) {
+        let a = self.arena;
+        if !l.bulk.is_empty() {
+            for f in &mut l.bulk {
+                let dup = first != NO_ENTRY && a.flags(first + f.entry).contains(arena::F_DUP_LINK);
+                if dup || first == NO_ENTRY {
+                    f.flags |= BulkFile::DUP;
+                }
+                f.entry = if first == NO_ENTRY { NO_ENTRY } else { first + f.entry };
+                f.dir = dir;
+            }
+            self.bulk.add(&mut l.bulk);
+        }
+    }
 }
 
 impl Sink for ArenaSink<'_> {
@@ -322,69 +441,8 @@ impl Sink for ArenaSink<'_> {
     fn commit(&self, l: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
         let a = self.arena;
         let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((NO_ENTRY, 0, 0));
-        let dir_dev = self.devs.lock().unwrap().get(&dir).copied().unwrap_or(0);
-        let (mut disk, mut apparent, mut items, mut errors) = (0u64, 0u64, 0u64, false);
-        let mut new_devs = Vec::new();
-        if first != NO_ENTRY {
-            for p in &l.entries {
-                let id = first + p.idx;
-                let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
-                let mut flags = p.flags;
-                let unknown_links = p.nlink == 0
-                    && !flags.is_dir()
-                    && !flags.intersects(arena::F_ERROR | arena::F_EXCLUDED | arena::F_OTHER_FS);
-                let e = |flags| NewEntry { name, flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
-                if flags.contains(arena::F_HARDLINK) || unknown_links {
-                    // Under the lock, so a later name can mark the first one afterwards.
-                    let mut links = self.links.lock().unwrap();
-                    match links.entry((p.dev, p.ino)) {
-                        Entry::Vacant(v) => {
-                            v.insert(id);
-                        }
-                        Entry::Occupied(o) => {
-                            flags |= arena::F_HARDLINK | arena::F_DUP_LINK;
-                            if unknown_links {
-                                a.add_flags(*o.get(), arena::F_HARDLINK);
-                                a.note_link(*o.get(), p.dev, p.ino, 2);
-                            }
-                        }
-                    }
-                    a.write_entry(id, &e(flags), names_at + p.name_pos);
-                    if flags.contains(arena::F_HARDLINK) {
-                        a.note_link(id, p.dev, p.ino, p.nlink.max(2));
-                    }
-                } else {
-                    a.write_entry(id, &e(flags), names_at + p.name_pos);
-                }
-                items += 1;
-                errors |= flags.contains(arena::F_ERROR);
-                if flags.is_dir() {
-                    let Ok(sub) = a.new_dir(id, dir, p.disk, p.apparent) else { break };
-                    a.set_dir_stat(sub, p.ino, p.mtime_sec);
-                    if p.dev != dir_dev {
-                        a.set_dev(sub, p.dev);
-                    }
-                    if p.descend {
-                        // Its own size reaches `dir` with its totals, when it is done.
-                        new_devs.push((sub, p.dev));
-                        a.add_pending(dir, 1);
-                        let name = CString::new(name).expect("names hold no NUL");
-                        children.push(Child { name, dir: sub, dev: p.dev, ino: p.ino });
-                    } else {
-                        disk = disk.saturating_add(p.disk);
-                        apparent = apparent.saturating_add(p.apparent);
-                        a.publish_children(sub, id, 0);
-                        a.set_dir_flags(sub, arena::D_DONE);
-                    }
-                } else if !flags.contains(arena::F_DUP_LINK) {
-                    disk = disk.saturating_add(p.disk);
-                    apparent = apparent.saturating_add(p.apparent);
-                }
-            }
-        }
-        if !new_devs.is_empty() {
-            self.devs.lock().unwrap().extend(new_devs);
-        }
+        let (disk, apparent, items, errors) =
+            if first == NO_ENTRY { (0, 0, 0, false) } else { self.write_entries(l, dir, first, names_at, children) };
         a.add_here(dir, disk, apparent, items);
         if errors {
             a.mark_error_below(dir);
@@ -397,38 +455,8 @@ impl Sink for ArenaSink<'_> {
         for (name, errno) in l.problems.drain(..) {
             self.problem(dir, Some(name), errno);
         }
-        if !l.extents.is_empty() {
-            let mut c = self.shared.lock().unwrap();
-            for x in &l.extents {
-                // What the arena charged: nothing for a further name of a counted file.
-                let dup = first != NO_ENTRY && a.flags(first + x.idx).contains(arena::F_DUP_LINK);
-                let charged = if dup || first == NO_ENTRY { 0 } else { x.disk };
-                let f = FileFigures {
-                    total: x.total,
-                    shared: x.shared,
-                    disk: x.disk,
-                    charged,
-                    refs_unknown: x.refs_unknown,
-                };
-                let entry = if first == NO_ENTRY { NO_ENTRY } else { first + x.idx };
-                let ranges = &l.ranges[x.ranges.0 as usize..x.ranges.1 as usize];
-                c.add(dir, entry, x.link, f, ranges, &l.known[x.known.0 as usize..x.known.1 as usize]);
-            }
-            l.extents.clear();
-            l.ranges.clear();
-            l.known.clear();
-        }
-        if !l.bulk.is_empty() {
-            for f in &mut l.bulk {
-                let dup = first != NO_ENTRY && a.flags(first + f.entry).contains(arena::F_DUP_LINK);
-                if dup || first == NO_ENTRY {
-                    f.flags |= BulkFile::DUP;
-                }
-                f.entry = if first == NO_ENTRY { NO_ENTRY } else { first + f.entry };
-                f.dir = dir;
-            }
-            self.bulk.add(&mut l.bulk);
-        }
+        self.hand_extents(l, dir, first);
+        self.hand_bulk(l, dir, first);
         self.last_dir.store(dir, Ordering::Relaxed);
         l.entries.clear();
         l.names.clear();
