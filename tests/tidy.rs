@@ -2,7 +2,9 @@
 //! `unsafe` appears only under `platform/`, each use preceded by a `// SAFETY:` comment;
 //! no file imports from a layer above its own (the layering rule in the crate doc of
 //! `src/main.rs`); and every relative link in README.md and `docs/*.md` reaches a file (and
-//! its heading), with README.md kept to a front door of at most 400 lines.
+//! its heading), with README.md kept to a front door of at most 400 lines; no product
+//! function over 80 lines without a `// Long:` reason; every bug of `mutants/hand/` still
+//! applies to the code.
 
 use std::path::{Path, PathBuf};
 
@@ -791,4 +793,107 @@ fn the_contract_check_can_fail() {
     let contract = "let _: fn() -> u64 = b::open_fds;\nlet _: fn() = b::term_raw_leave;";
     let backend = "pub use dir::{open_fds, open_fds_now};\npub use term::term_raw_leave;\nuse ffi::helper;";
     assert_eq!(uncontracted(contract, backend), ["open_fds_now"]);
+}
+
+/// Longest a product function may be (STYLE.md: around 70 lines; issue 26: none over ~80
+/// without a reason). A longer one carries `// Long:` and its reason in the comment lines
+/// right above it (a flat dispatch table, say).
+const FN_MAX_LINES: usize = 80;
+
+/// The functions of `text` longer than `FN_MAX_LINES` with no `// Long:` reason above:
+/// (first line, name, lines). Comments and literals are blanked first, so braces in them
+/// do not count; a declaration without a body (a trait's) is passed over.
+fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
+    let code = code_only(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let raw: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let t = t.strip_prefix("pub ").or_else(|| t.strip_prefix("pub(crate) ")).unwrap_or(t);
+        let t = t.strip_prefix("pub(super) ").unwrap_or(t);
+        let t = t.strip_prefix("const ").unwrap_or(t);
+        let t = t.strip_prefix("unsafe ").unwrap_or(t);
+        let Some(rest) = t.strip_prefix("fn ") else { continue };
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let (mut depth, mut opened, mut end) = (0i64, false, None);
+        'scan: for (j, l) in lines.iter().enumerate().skip(i) {
+            for c in l.chars() {
+                match c {
+                    '{' => (depth, opened) = (depth + 1, true),
+                    '}' => depth -= 1,
+                    ';' if !opened => break 'scan,
+                    _ => {}
+                }
+                if opened && depth == 0 {
+                    end = Some(j);
+                    break 'scan;
+                }
+            }
+        }
+        let Some(end) = end else { continue };
+        let n = end - i + 1;
+        let reason = raw[..i].iter().rev().take_while(|l| l.trim_start().starts_with("//")).any(|l| l.contains("Long:"));
+        if n > FN_MAX_LINES && !reason {
+            found.push((i + 1, name, n));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_product_function_is_long_without_a_reason() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("platform"), &mut files);
+    let mut problems = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (line, name, n) in long_functions(&text) {
+            problems.push(format!("{}:{line}: fn {name} has {n} lines", f.display()));
+        }
+    }
+    assert!(problems.is_empty(), "split these along their seams, or say why above them with `// Long:`:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_length_check_can_fail() {
+    let body = |n: usize| (0..n).map(|i| format!("    let x{i} = \"}}\"; // {{\n")).collect::<String>();
+    let long = format!("/// Doc.\npub fn long() {{\n{}}}\n", body(FN_MAX_LINES - 1));
+    assert_eq!(long_functions(&long), [(2, "long".to_string(), FN_MAX_LINES + 1)]);
+    let fits = format!("fn fits() {{\n{}}}\n", body(FN_MAX_LINES - 2));
+    assert!(long_functions(&fits).is_empty());
+    let reasoned = format!("// Long: a flat table.\nfn table() {{\n{}}}\n", body(FN_MAX_LINES));
+    assert!(long_functions(&reasoned).is_empty());
+    assert!(long_functions("trait T {\n    fn f(&self);\n}\n").is_empty(), "no body");
+}
+
+/// Every bug of `mutants/hand/` still applies to the code it was written against: a diff
+/// that no longer applies (the code moved) plants nothing, and `make mutants-hand` would
+/// then count a bug as caught that was never there.
+#[test]
+fn every_hand_bug_still_applies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let hand = root.join("mutants/hand");
+    let mut diffs = Vec::new();
+    for module in std::fs::read_dir(&hand).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        for e in std::fs::read_dir(module.path()).unwrap().flatten() {
+            if e.path().extension().is_some_and(|x| x == "diff") {
+                diffs.push(e.path());
+            }
+        }
+    }
+    assert!(diffs.len() > 50, "found too few hand bugs: {}", diffs.len());
+    let mut stale = Vec::new();
+    for d in &diffs {
+        // `git apply --check` reads the tree as files (no index needed) and changes nothing.
+        let out = std::process::Command::new("git").arg("apply").arg("--check").arg(d).current_dir(root).output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => stale.push(format!("{}: {}", d.display(), String::from_utf8_lossy(&o.stderr).trim())),
+            Err(e) => panic!("git apply could not run ({e}); git is needed to check the hand bugs"),
+        }
+    }
+    assert!(stale.is_empty(), "hand bugs that no longer apply (remake them against the code as it is):\n{}", stale.join("\n"));
 }
