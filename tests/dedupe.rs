@@ -666,15 +666,7 @@ fn dedupe_report_on_xfs() {
 /// (per destination, not "cannot share extents"); exit status 1.
 #[test]
 fn dedupe_report_errors_as_nobody() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_errors_as_nobody")
-        && have_or_skip("setpriv", "dedupe_report_errors_as_nobody"))
-    {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "nobody", "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("dedupe_report_errors_as_nobody: cannot make or mount the image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test("dedupe_report_errors_as_nobody", "btrfs", "nobody", "300M", &["setpriv"]) else { return };
     let root = a.mnt.join("n");
     let mut rng = Rng(0xb0d1);
     // n1: the first path readable by all, 1001 copies readable by root only.
@@ -737,13 +729,7 @@ impl Drop for SwapOn {
 /// each with a plain copy (`w/b`, `s/a`); `check` sees the swaps, then dedupe's report
 /// must count both swap files and deduplicate neither group. SKIP where swap cannot be had.
 fn check_swap_files_skipped(test: &str, label: &str, w_name: &str, s_name: &str, check: impl Fn(&str)) {
-    if !(need_root_and("mkfs.btrfs", test) && have_or_skip("swapon", test)) {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", label, "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("{test}: cannot make or mount the image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test(test, "btrfs", label, "300M", &["swapon"]) else { return };
     let root = a.mnt.join("t");
     fs::create_dir_all(root.join("w")).unwrap();
     fs::create_dir_all(root.join("s")).unwrap();
@@ -795,19 +781,8 @@ fn dedupe_report_skips_swap_files_named_with_blanks() {
 /// (strace delays it; c1's members are open by then) while the files change.
 #[test]
 fn dedupe_report_skips_files_changed_after_hashing() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_files_changed_after_hashing")
-        && have_or_skip("strace", "dedupe_report_skips_files_changed_after_hashing"))
-    {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "changed", "300M") {
-        Ok(a) => a,
-        Err(e) => {
-            return skip(&format!(
-                "dedupe_report_skips_files_changed_after_hashing: cannot make or mount the image: {e}"
-            ))
-        }
-    };
+    let test = "dedupe_report_skips_files_changed_after_hashing";
+    let Some(a) = LoopFs::for_test(test, "btrfs", "changed", "300M", &["strace"]) else { return };
     let root = a.mnt.join("t");
     let mut rng = Rng(0xc4a6);
     // c1 comes first (more bytes wasted): its members are open when the run is held.
@@ -865,15 +840,8 @@ fn dedupe_report_skips_files_changed_after_hashing() {
 /// the tail from where the first stopped. Sparse files: 64 KiB of data, a hole, 8 KiB.
 #[test]
 fn dedupe_report_files_larger_than_one_call() {
-    if !need_root_and("mkfs.btrfs", "dedupe_report_files_larger_than_one_call") {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "large", "300M") {
-        Ok(a) => a,
-        Err(e) => {
-            return skip(&format!("dedupe_report_files_larger_than_one_call: cannot make or mount the image: {e}"))
-        }
-    };
+    let test = "dedupe_report_files_larger_than_one_call";
+    let Some(a) = LoopFs::for_test(test, "btrfs", "large", "300M", &[]) else { return };
     let root = a.mnt.join("t");
     fs::create_dir_all(&root).unwrap();
     let size = (1u64 << 30) + 8192;
@@ -902,15 +870,7 @@ fn dedupe_report_files_larger_than_one_call() {
 /// group on btrfs was, it is one failure per destination and the run goes on.
 #[test]
 fn dedupe_report_cannot_share_before_and_after() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_cannot_share_before_and_after")
-        && have_or_skip("mksquashfs", "dedupe_report_cannot_share_before_and_after"))
-    {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "sqb", "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("dedupe_report_cannot_share_before_and_after: btrfs image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test("dedupe_report_cannot_share_before_and_after", "btrfs", "sqb", "300M", &["mksquashfs"]) else { return };
     let mut sq = LoopFs::unmounted("mutdedupe-sq").expect("a directory for the squashfs image");
     let mut rng = Rng(0x5a5a);
     let (d1, d2) = (rng.bytes(300_000), rng.bytes(100_000));
@@ -962,13 +922,7 @@ fn dedupe_refused_source_is_read_again_on_xfs() {
 /// `a` and `b` alike, hashed into a hash file; then one byte of `corrupt` changed in the
 /// image, and dedupe with the hash file: refused, nothing changed; then dupes.
 fn check_refused_when_data_differs(test: &str, corrupt: &str) {
-    if !(need_root_and("mkfs.xfs", test) && have_or_skip("xfs_io", test)) {
-        return;
-    }
-    let a = match LoopFs::labelled("xfs", &format!("refused-{corrupt}"), "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("{test}: XFS image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test(test, "xfs", &format!("refused-{corrupt}"), "300M", &["xfs_io"]) else { return };
     let root = a.mnt.join("t");
     let data = Rng(0xd1ff).bytes(200_000);
     write(&root.join("a"), &data);
@@ -1005,15 +959,7 @@ fn check_refused_when_data_differs(test: &str, corrupt: &str) {
 /// first batch's call (strace delays the ioctls on the source) while the last one changes.
 #[test]
 fn dedupe_report_skips_a_destination_changed_before_its_batch() {
-    if !(need_root_and("mkfs.btrfs", "dedupe_report_skips_a_destination_changed_before_its_batch")
-        && have_or_skip("strace", "dedupe_report_skips_a_destination_changed_before_its_batch"))
-    {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "batch", "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("dedupe_report_skips_a_destination_changed_before_its_batch: image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test("dedupe_report_skips_a_destination_changed_before_its_batch", "btrfs", "batch", "300M", &["strace"]) else { return };
     let root = a.mnt.join("t");
     let data = Rng(0xba7c).bytes(16_384);
     let paths: Vec<PathBuf> = (0..122).map(|i| root.join(format!("f{i:03}"))).collect();
@@ -1079,13 +1025,7 @@ impl Drop for TmpfsIn {
 /// nothing was changed); the bytes of every file are what they were.
 #[test]
 fn dedupe_tmpfs_inside_the_selection_after_btrfs_groups() {
-    if !need_root_and("mkfs.btrfs", "dedupe_tmpfs_inside_the_selection_after_btrfs_groups") {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "mixed", "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("dedupe_tmpfs_inside_the_selection_after_btrfs_groups: image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test("dedupe_tmpfs_inside_the_selection_after_btrfs_groups", "btrfs", "mixed", "300M", &[]) else { return };
     let root = a.mnt.join("t");
     // The btrfs group wastes more, so it comes first.
     let big = Rng(0x3173).bytes(300_000);
@@ -1120,13 +1060,7 @@ fn dedupe_tmpfs_inside_the_selection_after_btrfs_groups() {
 #[test]
 fn dedupe_never_follows_a_directory_swapped_for_a_symlink_after_the_reads() {
     let name = "dedupe_never_follows_a_directory_swapped_for_a_symlink_after_the_reads";
-    if !(need_root_and("mkfs.btrfs", name) && have_or_skip("strace", name)) {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "swap-dirs", "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("{name}: cannot make or mount the image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test(name, "btrfs", "swap-dirs", "300M", &["strace"]) else { return };
     let root = a.mnt.join("t");
     let secret = a.mnt.join("secret");
     let mut rng = Rng(0x5a1d);
@@ -1380,13 +1314,7 @@ fn generation(subvolume: &Path) -> u64 {
 #[test]
 fn dedupe_leaves_read_only_snapshots_alone_on_btrfs() {
     let what = "dedupe_leaves_read_only_snapshots_alone_on_btrfs";
-    if !(need_root_and("mkfs.btrfs", what) && have_or_skip("btrfs", what) && have_or_skip("xfs_io", what)) {
-        return;
-    }
-    let fsys = match LoopFs::labelled("btrfs", "rosnap", "300M") {
-        Ok(f) => f,
-        Err(e) => return skip(&format!("{what}: cannot make or mount the image: {e}")),
-    };
+    let Some(fsys) = LoopFs::for_test(what, "btrfs", "rosnap", "300M", &["btrfs", "xfs_io"]) else { return };
     let (sv, snap) = (fsys.mnt.join("sv"), fsys.mnt.join("snap"));
     run_ok(Command::new("btrfs").args(["subvolume", "create"]).arg(&sv));
     let data = Rng(0x5ab).bytes(300_000);

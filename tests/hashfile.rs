@@ -423,13 +423,7 @@ fn hashfile_verify_reads_cached_groups_again_on_xfs() {
 #[test]
 fn dedupe_interrupted_reports_what_was_done_and_saves_the_hash_file() {
     let test = "dedupe_interrupted_reports_what_was_done_and_saves_the_hash_file";
-    if !(need_root_and("mkfs.btrfs", test) && have_or_skip("strace", test)) {
-        return;
-    }
-    let a = match LoopFs::labelled("btrfs", "sigint", "300M") {
-        Ok(a) => a,
-        Err(e) => return skip(&format!("{test}: btrfs image: {e}")),
-    };
+    let Some(a) = LoopFs::for_test(test, "btrfs", "sigint", "300M", &["strace"]) else { return };
     let root = a.mnt.join("t");
     let mut rng = Rng(0x5161);
     for g in 0..100 {

@@ -171,6 +171,23 @@ impl LoopFs {
         Self::make(kind, &format!("mutdedupe-{label}"), size)
     }
 
+    /// The image `test` runs on: `labelled(kind, label, size)` when this runs as root with
+    /// `mkfs.<kind>` and every one of `tools` installed, else `None` after a SKIP line
+    /// naming `test` and what was missing (or why the image could not be had).
+    pub fn for_test(test: &str, kind: &str, label: &str, size: &str, tools: &[&str]) -> Option<LoopFs> {
+        let mkfs = format!("mkfs.{}", kind.split('-').next().unwrap_or(kind));
+        if !(need_root_and(&mkfs, test) && tools.iter().all(|t| have_or_skip(t, test))) {
+            return None;
+        }
+        match Self::labelled(kind, label, size) {
+            Ok(fs) => Some(fs),
+            Err(e) => {
+                skip(&format!("{test}: cannot make or mount the {kind} image: {e}"));
+                None
+            }
+        }
+    }
+
     /// Where the image `name` and its mount point go, nothing made in them yet: a directory
     /// of their own under the temporary directory, like a test's scratch directory (they
     /// were under `/mnt` once, outside anything a test owns). Its name sorts before the
