@@ -74,10 +74,42 @@ fn ensure_image(
 struct Outcome {
     sample: Sample,
     freed: i128,
+    /// Bytes of the hash file the run wrote, for a tool given one.
+    hashfile: Option<u64>,
+}
+
+/// One tool of a dedupe benchmark: its row name, program and arguments, and the hash file
+/// its arguments name (outside the image; removed before each run, its size noted after).
+struct Tool {
+    name: String,
+    program: PathBuf,
+    args: Vec<OsString>,
+    hashfile: Option<PathBuf>,
+}
+
+impl Tool {
+    fn new(name: &str, program: &Path, args: &[&std::ffi::OsStr]) -> Tool {
+        let args = args.iter().map(|a| a.to_os_string()).collect();
+        Tool { name: name.into(), program: program.to_path_buf(), args, hashfile: None }
+    }
+
+    /// The same with `--hashfile=PATH` (dfdu and duperemove spell it alike) before the tree.
+    fn with_hashfile(mut self, path: PathBuf) -> Tool {
+        let mut flag = OsString::from("--hashfile=");
+        flag.push(&path);
+        let at = self.args.len() - 1;
+        self.args.insert(at, flag);
+        self.hashfile = Some(path);
+        self
+    }
 }
 
 /// One run: fresh copy, mount, free space, drop caches, the timed tool, free space, unmount.
-fn one_run(timer: &Timer, image: &Path, mnt: &Path, program: &Path, args: &[OsString]) -> Result<Outcome, String> {
+fn one_run(timer: &Timer, image: &Path, mnt: &Path, tool: &Tool) -> Result<Outcome, String> {
+    let (program, args) = (&tool.program, &tool.args);
+    if let Some(h) = &tool.hashfile {
+        let _ = fs::remove_file(h);
+    }
     let copy = image.with_extension("run.img");
     sh("cp", &["--sparse=always".as_ref(), image.as_os_str(), copy.as_os_str()])?;
     mount(&copy, mnt)?;
@@ -86,7 +118,8 @@ fn one_run(timer: &Timer, image: &Path, mnt: &Path, program: &Path, args: &[OsSt
         measure::drop_caches()?;
         let sample = timer.run(program, args).map_err(|e| format!("{}: {e}", program.display()))?;
         let after = avail(mnt)?;
-        Ok(Outcome { sample, freed: i128::from(after) - i128::from(before) })
+        let hashfile = tool.hashfile.as_ref().and_then(|h| fs::metadata(h).ok()).map(|m| m.len());
+        Ok(Outcome { sample, freed: i128::from(after) - i128::from(before), hashfile })
     })();
     let unmounted = umount(mnt);
     let _ = fs::remove_file(&copy);
@@ -113,14 +146,20 @@ pub fn main(
     ensure_image(&image, &mnt, fs_name, &want, plan.truth.bytes, |tree| dupes_gen::write_plan(tree, &plan))?;
     let truth = plan.truth;
     let tree: OsString = mnt.join("tree").into();
-    let mut tools_: Vec<(String, PathBuf, Vec<OsString>)> = Vec::new();
+    let mut tools_: Vec<Tool> = Vec::new();
     let wanted = |name: &str| only.is_none_or(|l| l.iter().any(|w| w == name));
+    let t = tree.as_os_str();
     if wanted("dfdu") {
-        tools_.push(("dfdu".into(), dfdu.to_path_buf(), vec!["dedupe".into(), "-q".into(), tree.clone()]));
+        tools_.push(Tool::new("dfdu", dfdu, &["dedupe".as_ref(), "-q".as_ref(), t]));
+    }
+    // Block mode on a tree of whole-file duplicates: what `--blocks` costs where it finds
+    // nothing more (issue 27: S and T no slower than whole-file dedupe).
+    if wanted("dfdu-blocks") {
+        tools_.push(Tool::new("dfdu-blocks", dfdu, &["dedupe".as_ref(), "-q".as_ref(), "--blocks".as_ref(), t]));
     }
     if wanted("duperemove") {
         match tools::find_program("duperemove") {
-            Some(p) => tools_.push(("duperemove".into(), p, vec!["-dr".into(), "-q".into(), tree.clone()])),
+            Some(p) => tools_.push(Tool::new("duperemove", &p, &["-dr".as_ref(), "-q".as_ref(), t])),
             None => eprintln!("  skipped (not installed): duperemove"),
         }
     }
@@ -159,22 +198,28 @@ pub fn main_v(
     ensure_image(&image, &mnt, fs_name, &want, plan.bytes, |tree| dedupe_shape_v::write(tree, &plan, seed))?;
     let tree: OsString = mnt.join("tree").into();
     let wanted = |name: &str| only.is_none_or(|l| l.iter().any(|w| w == name));
-    let mut tools_: Vec<(String, PathBuf, Vec<OsString>)> = Vec::new();
+    let mut tools_: Vec<Tool> = Vec::new();
+    let t = tree.as_os_str();
+    let blocks = Tool::new("dfdu --blocks", dfdu, &["dedupe".as_ref(), "-q".as_ref(), "--blocks".as_ref(), t]);
     if wanted("dfdu") {
-        tools_.push((
-            "dfdu".into(),
-            dfdu.to_path_buf(),
-            vec!["dedupe".into(), "-q".into(), "--blocks".into(), tree.clone()],
-        ));
+        tools_.push(blocks);
+    }
+    if wanted("dfdu-hashfile") {
+        let blocks = Tool::new("dfdu --blocks --hashfile", dfdu, &["dedupe".as_ref(), "-q".as_ref(), "--blocks".as_ref(), t]);
+        tools_.push(blocks.with_hashfile(dir.join("bench-dfdu.hash")));
     }
     match tools::find_program("duperemove") {
         Some(p) => {
+            let partial: [&std::ffi::OsStr; 4] = ["-dr".as_ref(), "-q".as_ref(), "--dedupe-options=partial,same".as_ref(), t];
             if wanted("duperemove") {
-                tools_.push(("duperemove".into(), p.clone(), vec!["-dr".into(), "-q".into(), tree.clone()]));
+                tools_.push(Tool::new("duperemove -dr", &p, &["-dr".as_ref(), "-q".as_ref(), t]));
             }
             if wanted("duperemove-partial") {
-                let partial = vec!["-dr".into(), "-q".into(), "--dedupe-options=partial,same".into(), tree.clone()];
-                tools_.push(("duperemove-partial".into(), p, partial));
+                tools_.push(Tool::new("duperemove partial,same", &p, &partial));
+            }
+            if wanted("duperemove-hashfile") {
+                let tool = Tool::new("duperemove partial,same --hashfile", &p, &partial);
+                tools_.push(tool.with_hashfile(dir.join("bench-duperemove.hash")));
             }
         }
         None => eprintln!("  skipped (not installed): duperemove"),
@@ -197,7 +242,7 @@ fn bench(
     fs_name: &str,
     image: &Path,
     mnt: &Path,
-    tools_: &[(String, PathBuf, Vec<OsString>)],
+    tools_: &[Tool],
     runs: usize,
     about: &str,
 ) -> Result<(), String> {
@@ -206,9 +251,9 @@ fn bench(
     let mut results: Vec<Vec<Outcome>> = tools_.iter().map(|_| Vec::new()).collect();
     for round in 0..runs {
         let mut line = format!("  run {}/{runs}:", round + 1);
-        for ((name, program, args), mine) in tools_.iter().zip(&mut results) {
-            let outcome = one_run(&timer, image, mnt, program, args)?;
-            line.push_str(&format!(" {name} {:.3} s, freed {}", outcome.sample.wall_s, outcome.freed));
+        for (tool, mine) in tools_.iter().zip(&mut results) {
+            let outcome = one_run(&timer, image, mnt, tool)?;
+            line.push_str(&format!(" {} {:.3} s, freed {}", tool.name, outcome.sample.wall_s, outcome.freed));
             if let Some(failure) = &outcome.sample.failure {
                 line.push_str(&format!(" (failed: {failure})"));
             }
@@ -228,7 +273,7 @@ fn bench(
 fn render(
     fs_name: &str,
     about: &str,
-    tools_: &[(String, PathBuf, Vec<OsString>)],
+    tools_: &[Tool],
     results: &[Vec<Outcome>],
     load_before: &str,
     date: &str,
@@ -247,9 +292,13 @@ fn render(
          (each after `sync -f`)"
     );
     let _ = writeln!(out, "- load average before: {load_before}, after: {}\n", machine::load_average());
-    let _ = writeln!(out, "| tool | median s | runs s | peak RSS MiB | user+sys s | freed bytes (median) | failed |");
-    let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|");
-    for ((name, _, _), mine) in tools_.iter().zip(results) {
+    let _ = writeln!(
+        out,
+        "| tool | median s | runs s | peak RSS MiB | user+sys s | freed bytes (median) | hash file bytes | failed |"
+    );
+    let _ = writeln!(out, "|---|---:|---|---:|---:|---:|---:|---:|");
+    for (tool, mine) in tools_.iter().zip(results) {
+        let name = &tool.name;
         let samples: Vec<Sample> = mine
             .iter()
             .map(|o| Sample {
@@ -264,17 +313,18 @@ fn render(
         freed.sort_unstable();
         let freed_median = freed.get(freed.len() / 2).copied().unwrap_or(0);
         let failed = mine.iter().filter(|o| o.sample.failure.is_some()).count();
+        let hashfile = mine.iter().filter_map(|o| o.hashfile).max().map_or_else(|| "—".to_string(), cli::group);
         let _ = writeln!(
             out,
-            "| {name} | {median:.3} | {} | {rss} | {cpu:.2} | {} | {failed} |",
+            "| {name} | {median:.3} | {} | {rss} | {cpu:.2} | {} | {hashfile} | {failed} |",
             walls.join(", "),
             cli::group_signed(freed_median)
         );
     }
     let _ = writeln!(out, "\n| tool | command |\n|---|---|");
-    for (name, program, args) in tools_ {
-        let args: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        let _ = writeln!(out, "| {name} | `{} {}` |", program.display(), args.join(" "));
+    for tool in tools_ {
+        let args: Vec<String> = tool.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let _ = writeln!(out, "| {} | `{} {}` |", tool.name, tool.program.display(), args.join(" "));
     }
     out
 }
