@@ -666,7 +666,9 @@ fn dedupe_report_on_xfs() {
 /// (per destination, not "cannot share extents"); exit status 1.
 #[test]
 fn dedupe_report_errors_as_nobody() {
-    let Some(a) = LoopFs::for_test("dedupe_report_errors_as_nobody", "btrfs", "nobody", "300M", &["setpriv"]) else { return };
+    let Some(a) = LoopFs::for_test("dedupe_report_errors_as_nobody", "btrfs", "nobody", "300M", &["setpriv"]) else {
+        return;
+    };
     let root = a.mnt.join("n");
     let mut rng = Rng(0xb0d1);
     // n1: the first path readable by all, 1001 copies readable by root only.
@@ -870,7 +872,11 @@ fn dedupe_report_files_larger_than_one_call() {
 /// group on btrfs was, it is one failure per destination and the run goes on.
 #[test]
 fn dedupe_report_cannot_share_before_and_after() {
-    let Some(a) = LoopFs::for_test("dedupe_report_cannot_share_before_and_after", "btrfs", "sqb", "300M", &["mksquashfs"]) else { return };
+    let Some(a) =
+        LoopFs::for_test("dedupe_report_cannot_share_before_and_after", "btrfs", "sqb", "300M", &["mksquashfs"])
+    else {
+        return;
+    };
     let mut sq = LoopFs::unmounted("mutdedupe-sq").expect("a directory for the squashfs image");
     let mut rng = Rng(0x5a5a);
     let (d1, d2) = (rng.bytes(300_000), rng.bytes(100_000));
@@ -959,7 +965,15 @@ fn check_refused_when_data_differs(test: &str, corrupt: &str) {
 /// first batch's call (strace delays the ioctls on the source) while the last one changes.
 #[test]
 fn dedupe_report_skips_a_destination_changed_before_its_batch() {
-    let Some(a) = LoopFs::for_test("dedupe_report_skips_a_destination_changed_before_its_batch", "btrfs", "batch", "300M", &["strace"]) else { return };
+    let Some(a) = LoopFs::for_test(
+        "dedupe_report_skips_a_destination_changed_before_its_batch",
+        "btrfs",
+        "batch",
+        "300M",
+        &["strace"],
+    ) else {
+        return;
+    };
     let root = a.mnt.join("t");
     let data = Rng(0xba7c).bytes(16_384);
     let paths: Vec<PathBuf> = (0..122).map(|i| root.join(format!("f{i:03}"))).collect();
@@ -1025,7 +1039,11 @@ impl Drop for TmpfsIn {
 /// nothing was changed); the bytes of every file are what they were.
 #[test]
 fn dedupe_tmpfs_inside_the_selection_after_btrfs_groups() {
-    let Some(a) = LoopFs::for_test("dedupe_tmpfs_inside_the_selection_after_btrfs_groups", "btrfs", "mixed", "300M", &[]) else { return };
+    let Some(a) =
+        LoopFs::for_test("dedupe_tmpfs_inside_the_selection_after_btrfs_groups", "btrfs", "mixed", "300M", &[])
+    else {
+        return;
+    };
     let root = a.mnt.join("t");
     // The btrfs group wastes more, so it comes first.
     let big = Rng(0x3173).bytes(300_000);

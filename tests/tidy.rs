@@ -833,7 +833,8 @@ fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
         }
         let Some(end) = end else { continue };
         let n = end - i + 1;
-        let reason = raw[..i].iter().rev().take_while(|l| l.trim_start().starts_with("//")).any(|l| l.contains("Long:"));
+        let reason =
+            raw[..i].iter().rev().take_while(|l| l.trim_start().starts_with("//")).any(|l| l.contains("Long:"));
         if n > FN_MAX_LINES && !reason {
             found.push((i + 1, name, n));
         }
@@ -854,7 +855,11 @@ fn no_product_function_is_long_without_a_reason() {
             problems.push(format!("{}:{line}: fn {name} has {n} lines", f.display()));
         }
     }
-    assert!(problems.is_empty(), "split these along their seams, or say why above them with `// Long:`:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "split these along their seams, or say why above them with `// Long:`:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -895,5 +900,9 @@ fn every_hand_bug_still_applies() {
             Err(e) => panic!("git apply could not run ({e}); git is needed to check the hand bugs"),
         }
     }
-    assert!(stale.is_empty(), "hand bugs that no longer apply (remake them against the code as it is):\n{}", stale.join("\n"));
+    assert!(
+        stale.is_empty(),
+        "hand bugs that no longer apply (remake them against the code as it is):\n{}",
+        stale.join("\n")
+    );
 }

@@ -20,7 +20,7 @@
 //! offset checked: an item shorter than its type needs, or an unknown kind, is an error
 //! (EIO), never a panic. Search headers and the argument structs are in CPU byte order.
 
-use super::unix::dir::{errno, Dir};
+use super::unix::dir::Dir;
 use crate::meta::{BtrfsDataExtent, BtrfsExtentKind, BtrfsFileExtent, BtrfsRef, Errno};
 use linux_raw_sys::ioctl as k;
 use rustix::fd::{AsFd, OwnedFd};

@@ -241,7 +241,7 @@ impl<'a> ArenaSink<'a> {
         l: &Local,
         dir: u32,
         first: u32,
-        names_at: u64,
+        names_at: u32,
         children: &mut Vec<Child>,
     ) -> (u64, u64, u64, bool) {
         let a = self.arena;

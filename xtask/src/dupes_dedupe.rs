@@ -205,12 +205,14 @@ pub fn main_v(
         tools_.push(blocks);
     }
     if wanted("dfdu-hashfile") {
-        let blocks = Tool::new("dfdu --blocks --hashfile", dfdu, &["dedupe".as_ref(), "-q".as_ref(), "--blocks".as_ref(), t]);
+        let blocks =
+            Tool::new("dfdu --blocks --hashfile", dfdu, &["dedupe".as_ref(), "-q".as_ref(), "--blocks".as_ref(), t]);
         tools_.push(blocks.with_hashfile(dir.join("bench-dfdu.hash")));
     }
     match tools::find_program("duperemove") {
         Some(p) => {
-            let partial: [&std::ffi::OsStr; 4] = ["-dr".as_ref(), "-q".as_ref(), "--dedupe-options=partial,same".as_ref(), t];
+            let partial: [&std::ffi::OsStr; 4] =
+                ["-dr".as_ref(), "-q".as_ref(), "--dedupe-options=partial,same".as_ref(), t];
             if wanted("duperemove") {
                 tools_.push(Tool::new("duperemove -dr", &p, &["-dr".as_ref(), "-q".as_ref(), t]));
             }
