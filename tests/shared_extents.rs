@@ -337,13 +337,34 @@ fn btrfs_partial_reflink_inside_a_longer_shared_extent() {
     sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
     let before = btrfs_data_used(&m.at);
     // a/big: 4 MiB; b/part takes 1 MiB from its middle, one/part2 256 KiB from inside
-    // one/big2 (same directory), and one/part3 a piece at a 4 KiB offset.
+    // one/big2 (same directory), and one/part3 a piece at a 4 KiB offset. The case needs
+    // each source in one extent: under load (the other tests' images) btrfs wrote a/big
+    // as several at times, even in one direct write, and then only the extents the copies
+    // reach are shared. So each source is written again until FIEMAP shows one extent.
+    sh(&format!("cd '{}' && mkdir a b one", top.display()));
+    for (name, mib) in [("a/big", 4), ("one/big2", 2)] {
+        let path = top.join(name);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            sh(&format!(
+                "rm -f '{0}' && dd if=/dev/urandom of='{0}' bs={mib}M count=1 iflag=fullblock oflag=direct status=none \
+                 && sync",
+                path.display()
+            ));
+            let map = sh(&format!("xfs_io -c 'fiemap' '{}'", path.display()));
+            let extents = map
+                .lines()
+                .filter(|l| l.trim_start().split(':').next().is_some_and(|n| n.parse::<u32>().is_ok()))
+                .count();
+            if extents == 1 {
+                break;
+            }
+            assert!(tries < 10, "{name}: btrfs wrote it in {extents} extents ten times:\n{map}");
+        }
+    }
     sh(&format!(
         "cd '{}'
-         mkdir a b one
-         dd if=/dev/urandom of=a/big bs=1M count=4 status=none
-         dd if=/dev/urandom of=one/big2 bs=1M count=2 status=none
-         sync
          xfs_io -f -c 'reflink a/big 1048576 0 1048576' b/part >/dev/null
          xfs_io -f -c 'reflink one/big2 262144 0 262144' one/part2 >/dev/null
          xfs_io -f -c 'reflink one/big2 1052672 0 8192' one/part3 >/dev/null
