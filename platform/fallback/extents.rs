@@ -7,7 +7,7 @@ use super::dir::Dir;
 #[derive(Default)]
 pub struct ExtentBuf;
 
-pub fn fs_shares_extents(_dir: &Dir) -> bool {
+pub fn fs_shares_extents<D>(_dir: &D) -> bool {
     false
 }
 

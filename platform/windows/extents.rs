@@ -4,14 +4,9 @@ use super::dir::Dir;
 use super::ffi::ERROR_NOT_SUPPORTED;
 use crate::meta::Errno;
 
-/// Extent maps are read on Linux only (see `linux/extents.rs`); elsewhere no file system
-/// is treated as sharing and nothing is asked.
-#[derive(Default)]
-pub struct ExtentBuf;
-
-pub fn fs_shares_extents(_dir: &Dir) -> bool {
-    false
-}
+/// Extent maps are read on Linux only (see `linux/extents.rs`): no file system is treated
+/// as sharing and nothing is asked, as in the std::fs backend.
+pub use crate::platform::fallback::{fs_shares_extents, ExtentBuf};
 
 pub fn file_extents_at(
     _dir: &Dir,
