@@ -1471,3 +1471,46 @@ fn dedupe_counts_a_lone_copy_that_sorts_first() {
     assert_eq!(json_num(&js, "files"), Some(1), "{js}");
     assert_eq!(json_num(&js, "bytes_deduplicated"), Some(150_000), "{js}");
 }
+
+/// Regression (issue 27's shape T: 200,000 identical 1 KiB files): a group larger than
+/// the descriptors dfdu may hold. Every member of a part was held open at once, so with
+/// 200,000 copies 180,007 of them failed with EMFILE, and the free space after was read
+/// through no handle at all (reported as −1.1 GB). Here 700 copies of one 8 KiB file under
+/// a limit of 200 descriptors (`prlimit`, hard limit too, so dfdu cannot raise it): every
+/// copy is shared, nothing fails, and the free space gained is a real figure.
+#[test]
+fn dedupe_group_larger_than_the_descriptor_limit() {
+    let test = "dedupe_group_larger_than_the_descriptor_limit";
+    let Some(fsys) = LoopFs::for_test(test, "xfs", "many-members", "300M", &["prlimit"]) else { return };
+    let root = fsys.mnt.join("t");
+    let data = Rng(0x7e1).bytes(8192);
+    for d in 0..7 {
+        let dir = root.join(format!("d{d}"));
+        fs::create_dir_all(&dir).unwrap();
+        for i in 0..100 {
+            fs::write(dir.join(format!("f{i:03}")), &data).unwrap();
+        }
+    }
+    run_ok(Command::new("sync").arg("-f").arg(&root));
+    let out = Command::new("prlimit")
+        .arg("--nofile=200:200")
+        .arg(dfdu_path())
+        .args(["dedupe", "--json", "-q"])
+        .arg(&root)
+        .output()
+        .expect("run prlimit dfdu");
+    let js = String::from_utf8_lossy(&out.stdout);
+    let report = js.find("\"dedupe\":").map_or(&js[..], |at| &js[at..]);
+    assert!(out.status.success(), "exit {:?}: {}\n{report}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert_eq!(json_num(&js, "errors"), Some(0), "{report}");
+    assert_eq!(json_num(&js, "files"), Some(699), "{report}");
+    assert_eq!(json_num(&js, "bytes_deduplicated"), Some(699 * 8192), "{report}");
+    let (before, after) =
+        (json_num(&js, "free_before").expect("free_before"), json_num(&js, "free_after").expect("after"));
+    assert!(after >= before + 600 * 8192, "699 copies of 8 KiB given back: {before} → {after}\n{report}");
+    for d in 0..7 {
+        for i in 0..100 {
+            assert_eq!(fs::read(root.join(format!("d{d}/f{i:03}"))).unwrap(), data);
+        }
+    }
+}

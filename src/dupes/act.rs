@@ -289,7 +289,10 @@ pub fn run(handles: &Handles, groups: &[Group], opts: &Options) -> Report {
         }
     }
     if r.free_known && !opts.dry_run {
-        r.free_after = fs_files.values().filter_map(platform::free_bytes).sum();
+        match super::dedupe::free_now(fs_files.values()) {
+            Some(free) => r.free_after = free,
+            None => r.free_known = false,
+        }
     }
     r
 }
@@ -700,7 +703,10 @@ pub fn run_dirs(handles: &Handles, groups: &[super::dirs::DirGroup], opts: &Opti
         }
     }
     if r.free_known && !opts.dry_run {
-        r.free_after = fs_files.values().filter_map(platform::free_bytes).sum();
+        match super::dedupe::free_now(fs_files.values()) {
+            Some(free) => r.free_after = free,
+            None => r.free_known = false,
+        }
     }
     r
 }

@@ -209,6 +209,12 @@ pub(super) enum Skip {
     Swap,
 }
 
+/// Free bytes now on the file systems of `files` (one per file system), after `syncfs`;
+/// `None` when one of them cannot tell: a sum without it would be no change at all.
+pub(super) fn free_now<'f>(files: impl Iterator<Item = &'f File>) -> Option<u64> {
+    files.map(platform::free_bytes).sum()
+}
+
 /// Why the open file `c` (scanned as `rec`) must be left alone, if it must.
 pub(super) fn skip_reason(c: &platform::FileCheck, rec: &FileRec, swaps: &[(u64, u64)]) -> Option<Skip> {
     if !same(c, rec) {
@@ -271,15 +277,21 @@ pub(super) struct Run<'a> {
     pub(super) swaps: Vec<(u64, u64)>,
     /// The hash file's entries: block mode's fingerprints of unchanged files.
     pub(super) cache: &'a Cache,
-    /// One open file per device, for free space before and after.
+    /// One open file per file system, for free space before and after.
     fs_files: HashMap<FsKey, File>,
+    /// A file system whose free space before could not be had, or kept a handle for the
+    /// after: the report then says no change (`free_known` false).
+    free_unknown: bool,
+    /// Member files held open at once while a part is looked at, and in one batch: a
+    /// quarter of the descriptors still free when the run starts, at most `OPEN_AT_ONCE`
+    /// (the rest stay for the checked directory handles and the kept file systems).
+    held: usize,
     /// Devices whose first source was checked (`first_on_fs`).
     devs_checked: HashSet<u64>,
     /// Each device's file system (`fs_key`).
     fs_of: HashMap<u64, FsKey>,
     /// Whether each device is a read-only btrfs subvolume (each has a device of its own).
     read_only: HashMap<u64, bool>,
-    /// The devices block mode reads files of (their file systems may share extents).
     /// The devices block mode reads files of (their file systems may share extents), each
     /// with its file system's number in this run: the subvolumes of one btrfs are one.
     pub(super) block_devs: HashMap<u64, u32>,
@@ -295,6 +307,9 @@ impl<'a> Run<'a> {
             swaps: platform::swap_files(),
             cache,
             fs_files: HashMap::new(),
+            free_unknown: false,
+            held: (platform::raise_fd_limit().saturating_sub(platform::open_fds()) / 4).clamp(1, OPEN_AT_ONCE as u64)
+                as usize,
             devs_checked: HashSet::new(),
             fs_of: HashMap::new(),
             read_only: HashMap::new(),
@@ -351,7 +366,10 @@ pub fn run(handles: &Handles, groups: &[Group], opts: Options, cache: &Cache) ->
     }
     let mut r = run.r;
     if r.free_known && !opts.dry_run {
-        r.free_after = run.fs_files.values().filter_map(platform::free_bytes).sum();
+        match free_now(run.fs_files.values()) {
+            Some(free) if !run.free_unknown => r.free_after = free,
+            _ => r.free_known = false,
+        }
     }
     if r.errors > 0 {
         r.failed = true;
@@ -359,13 +377,26 @@ pub fn run(handles: &Handles, groups: &[Group], opts: Options, cache: &Cache) ->
     r
 }
 
-/// One opened member of a part that can serve: its index in the group, its file, its
-/// allocated blocks, and why it may only be a source, if it may.
+/// Members of a part held open at once, at most (`Run::held`: fewer where descriptors
+/// are few). A larger part keeps only its first ones open while all are looked at, and
+/// opens the others again when their batch comes (`Run::ready`), each batch no larger:
+/// a group of 200,000 copies once held every one open and ran out of descriptors (EMFILE
+/// for 180,007 of them, in `cargo xtask bench --dupes T --dedupe xfs`).
+const OPEN_AT_ONCE: usize = 2 * MAX_DEDUPE_DESTS;
+
+/// One member of a part that can serve, as looked at: its index in the group, its file
+/// while it is held open, its allocated blocks, and why it may only be a source, if it may.
 struct Member {
     m: usize,
-    file: File,
+    file: Option<File>,
     blocks_512: u64,
     source_only: Option<Skip>,
+}
+
+/// A member ready for a call: its index in the group and its open file.
+struct Open {
+    m: usize,
+    file: File,
 }
 
 /// The member the others of its part come to share. The fewest allocated blocks first:
@@ -411,12 +442,16 @@ impl Run<'_> {
     pub(super) fn note_fs(&mut self, dev: u64, file: &File) {
         let key = self.fs_key(dev, file);
         let Entry::Vacant(slot) = self.fs_files.entry(key) else { return };
-        if let Some(free) = platform::free_bytes(file) {
-            self.r.free_before += free;
-            self.r.free_known = true;
-        }
-        if let Ok(f) = file.try_clone() {
-            slot.insert(f);
+        // The figure after needs a handle kept till then: without one (no descriptor
+        // left) or without the figure before, the change is not known, rather than
+        // counted from a sum that leaves this file system out on one side.
+        match (file.try_clone(), platform::free_bytes(file)) {
+            (Ok(kept), Some(free)) => {
+                self.r.free_before += free;
+                self.r.free_known = true;
+                slot.insert(kept);
+            }
+            _ => self.free_unknown = true,
         }
     }
 
@@ -484,25 +519,54 @@ impl Run<'_> {
                 None if self.read_only(c.dev, &file) => Some(Skip::ReadOnly),
                 None => None,
             };
+            // Beyond the first ones, closed again: `ready` opens it when its batch comes.
+            let file = (out.len() < self.held).then_some(file);
             out.push(Member { m, file, blocks_512: c.blocks_512, source_only });
         }
         out
     }
 
+    /// Member `d` ready for a call: its file as `open_part` kept it, or opened and
+    /// checked again (changed since hashed, or no longer openable: counted, `None`).
+    fn ready(&mut self, g: &Group, d: Member) -> Option<Open> {
+        if let Some(file) = d.file {
+            return Some(Open { m: d.m, file });
+        }
+        match open_member(self.handles, g, d.m) {
+            Ok(Some((file, c))) => match skip_reason(&c, &self.rec(g, d.m), &self.swaps) {
+                Some(why @ (Skip::Changed | Skip::Swap)) => {
+                    self.r.skip(why, 1);
+                    None
+                }
+                _ => Some(Open { m: d.m, file }),
+            },
+            Ok(None) => {
+                self.r.skip(Skip::Changed, 1);
+                None
+            }
+            Err(e) => {
+                self.r.fail(&g.paths[d.m], e);
+                None
+            }
+        }
+    }
+
     /// One device's members of a group; `Err` when the file system cannot share extents.
     /// Every member but the source is a destination or counted where it belongs.
     fn part(&mut self, g: &Group, part: &[usize]) -> Result<(), String> {
-        let members = self.open_part(g, part);
+        let mut members = self.open_part(g, part);
         let Some(s) = source_of(g, &members) else { return Ok(()) };
-        let src = &members[s];
-        if !self.first_on_fs(g, src, members.len())? {
+        let src = members.remove(s);
+        let src_layout = g.layout_of[src.m];
+        let Some(src) = self.ready(g, src) else { return Ok(()) };
+        if !self.first_on_fs(g, &src, members.len() + 1)? {
             return Ok(());
         }
-        let mut dests: Vec<&Member> = Vec::new();
-        for d in members.iter().filter(|d| d.m != src.m) {
+        let mut dests: Vec<Member> = Vec::new();
+        for d in members {
             match d.source_only {
                 // Sharing the source's extents already, it is no copy left out.
-                _ if g.layout_of[d.m] == g.layout_of[src.m] => self.r.skipped_shared += 1,
+                _ if g.layout_of[d.m] == src_layout => self.r.skipped_shared += 1,
                 Some(why) => self.r.skip(why, 1),
                 None => dests.push(d),
             }
@@ -513,8 +577,14 @@ impl Run<'_> {
             self.r.bytes_submitted = self.r.bytes_submitted.saturating_add(size.saturating_mul(dests.len() as u64));
             return Ok(());
         }
-        for batch in dests.chunks(MAX_DEDUPE_DESTS) {
-            if !self.submit(g, src, batch)? {
+        let mut dests = dests.into_iter().peekable();
+        while dests.peek().is_some() {
+            let batch: Vec<Member> = dests.by_ref().take(MAX_DEDUPE_DESTS.min(self.held)).collect();
+            let batch: Vec<Open> = batch.into_iter().filter_map(|d| self.ready(g, d)).collect();
+            if batch.is_empty() {
+                continue;
+            }
+            if !self.submit(g, &src, &batch.iter().collect::<Vec<_>>())? {
                 break;
             }
         }
@@ -525,7 +595,7 @@ impl Run<'_> {
     /// (ext4, tmpfs and the like are known before any call) and the free space before.
     /// `Err` stops the run (nothing was changed yet); `Ok(false)` fails only this part of
     /// `n_members` (groups on another file system were deduplicated already).
-    fn first_on_fs(&mut self, g: &Group, src: &Member, n_members: usize) -> Result<bool, String> {
+    fn first_on_fs(&mut self, g: &Group, src: &Open, n_members: usize) -> Result<bool, String> {
         let dev = self.found.files[g.members[src.m] as usize].dev;
         if !self.devs_checked.insert(dev) {
             return Ok(true);
@@ -553,9 +623,9 @@ impl Run<'_> {
     /// changed since it was hashed is left alone (the kernel would compare anyway; this
     /// keeps the report true). `Ok(false)` when the source changed or a signal asked the
     /// run to stop: its part stops.
-    fn submit(&mut self, g: &Group, src: &Member, batch: &[&Member]) -> Result<bool, String> {
+    fn submit(&mut self, g: &Group, src: &Open, batch: &[&Open]) -> Result<bool, String> {
         let src_rec = self.rec(g, src.m);
-        let mut active: Vec<&Member> = batch.to_vec();
+        let mut active: Vec<&Open> = batch.to_vec();
         let mut off = 0u64;
         while off < src_rec.size && !active.is_empty() {
             if platform::interrupt_requested().is_some() {
@@ -592,10 +662,10 @@ impl Run<'_> {
     fn call(
         &mut self,
         g: &Group,
-        src: &Member,
+        src: &Open,
         off: u64,
         len: u64,
-        active: &mut Vec<&Member>,
+        active: &mut Vec<&Open>,
     ) -> Result<Option<u64>, String> {
         let cannot = |why: String| {
             let shown = crate::text::quote::quotef(&g.paths[src.m]);
@@ -840,12 +910,8 @@ mod tests {
     /// most members share already; then path order.
     #[test]
     fn dedupe_source_choice() {
-        let member = |m: usize, blocks_512: u64, source_only: Option<Skip>| Member {
-            m,
-            file: File::open("/dev/null").unwrap(),
-            blocks_512,
-            source_only,
-        };
+        let member =
+            |m: usize, blocks_512: u64, source_only: Option<Skip>| Member { m, file: None, blocks_512, source_only };
         let g = |layout_of: Vec<usize>| Group {
             size: 4,
             members: (0..layout_of.len() as u32).collect(),
