@@ -48,8 +48,9 @@ interleaved round-robin; the report goes to DIR/results-dupes-<shape>-<date>T<ti
   L: two identical 1 GiB files and two near-duplicate 1.5 GiB files (5 GiB)
   V: (--dedupe only) VM images: a base of --count MiB (default 128) and five files made
      from it (rewritten 128 KiB blocks, rewritten 4 KiB pages, moved 1 MiB runs, shifted
-     by a page, repeats inside one file); dfdu dedupe --blocks vs duperemove's default
-     and --dedupe-options=partial,same (tools duperemove, duperemove-partial)
+     by a page, repeats inside one file); dfdu dedupe --blocks, also with --hashfile
+     (tools dfdu, dfdu-hashfile) vs duperemove's default and --dedupe-options=partial,same,
+     also with --hashfile (duperemove, duperemove-partial, duperemove-hashfile)
 
   --runs N      counted runs per tool (default 5)
   --warmup N    uncounted runs per tool first (default 2; 0 with --cold)
@@ -60,8 +61,9 @@ interleaved round-robin; the report goes to DIR/results-dupes-<shape>-<date>T<ti
                 e.g. the static musl build of `make static`: the shipped form, without the
                 shared libc and with less text paged in, so its peak RSS is lower
   --force       replace a tree of that name made otherwise
-  --dedupe FS   btrfs or xfs (reflink=1): dfdu dedupe vs duperemove -dr on a fresh copy of
-                a loop-mounted image per run (root); time, peak RSS, free space gained";
+  --dedupe FS   btrfs or xfs (reflink=1): dfdu dedupe (and dfdu-blocks: with --blocks) vs
+                duperemove -dr on a fresh copy of a loop-mounted image per run (root);
+                time, peak RSS, free space gained, hash file size";
 
 /// A tool's groups, as it reported them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
