@@ -157,11 +157,18 @@ pub fn main(
     if wanted("dfdu-blocks") {
         tools_.push(Tool::new("dfdu-blocks", dfdu, &["dedupe".as_ref(), "-q".as_ref(), "--blocks".as_ref(), t]));
     }
-    if wanted("duperemove") {
-        match tools::find_program("duperemove") {
-            Some(p) => tools_.push(Tool::new("duperemove", &p, &["-dr".as_ref(), "-q".as_ref(), t])),
-            None => eprintln!("  skipped (not installed): duperemove"),
+    match tools::find_program("duperemove") {
+        Some(p) => {
+            if wanted("duperemove") {
+                tools_.push(Tool::new("duperemove", &p, &["-dr".as_ref(), "-q".as_ref(), t]));
+            }
+            // Its block mode, the peer of `dfdu-blocks` (issue 27: no slower on each shape).
+            if wanted("duperemove-partial") {
+                let partial = ["-dr".as_ref(), "-q".as_ref(), "--dedupe-options=partial,same".as_ref(), t];
+                tools_.push(Tool::new("duperemove-partial", &p, &partial));
+            }
         }
+        None => eprintln!("  skipped (not installed): duperemove"),
     }
     let about = format!(
         "- image: `{}` ({fs_name}{}); tree: {} files, {} bytes, {} bytes wasted in {} groups",
