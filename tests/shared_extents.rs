@@ -74,6 +74,14 @@ impl Mounted {
         sh(&format!("mount -o loop '{}' '{}'", m.image.display(), m.at.display()));
         m
     }
+
+    /// A btrfs image of `size` with a subvolume `top` at its root: the mount and `top`.
+    fn btrfs_top(label: &str, size: &str) -> (Mounted, PathBuf) {
+        let m = Mounted::new(label, size, "mkfs.btrfs -q -f");
+        let top = m.at.join("top");
+        sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+        (m, top)
+    }
 }
 
 impl Drop for Mounted {
@@ -260,9 +268,7 @@ fn btrfs_every_directory_matches_btrfs_filesystem_du() {
     if !can_run("btrfs", &["mkfs.btrfs", "btrfs", "xfs_io", "setpriv"]) {
         return;
     }
-    let m = Mounted::new("btrfs", "1G", "mkfs.btrfs -q -f");
-    let top = m.at.join("top");
-    sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+    let (m, top) = Mounted::btrfs_top("btrfs", "1G");
     btrfs_tree(&top);
     // A file of 200 extents (three FIEMAP calls), half of them then shared by a reflink.
     fragmented(&top.join("e/frag"), 200);
@@ -332,9 +338,7 @@ fn btrfs_partial_reflink_inside_a_longer_shared_extent() {
     if !can_run("btrfs_partial_reflink", &["mkfs.btrfs", "btrfs", "xfs_io"]) {
         return;
     }
-    let m = Mounted::new("btrfs-nested", "512M", "mkfs.btrfs -q -f");
-    let top = m.at.join("top");
-    sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+    let (m, top) = Mounted::btrfs_top("btrfs-nested", "512M");
     let before = btrfs_data_used(&m.at);
     // a/big: 4 MiB; b/part takes 1 MiB from its middle, one/part2 256 KiB from inside
     // one/big2 (same directory), and one/part3 a piece at a 4 KiB offset. The case needs
@@ -921,9 +925,7 @@ fn browser_fills_the_sharing_column_in_the_background_on_btrfs() {
     if !can_run("browser_fills", &["mkfs.btrfs", "btrfs", "tmux", "mkfifo"]) {
         return;
     }
-    let m = Mounted::new("fill", "1G", "mkfs.btrfs -q -f");
-    let top = m.at.join("top");
-    sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+    let (m, top) = Mounted::btrfs_top("fill", "1G");
     btrfs_tree(&top);
     // On the image, outside the scanned subvolume: it goes with the unmount.
     let fifo = m.at.join("fill.fifo");
@@ -1009,9 +1011,7 @@ fn btrfs_frees_is_what_deleting_frees() {
     if !can_run("btrfs_frees", &["mkfs.btrfs", "btrfs", "xfs_io"]) {
         return;
     }
-    let m = Mounted::new("btrfs-frees", "1G", "mkfs.btrfs -q -f");
-    let top = m.at.join("top");
-    sh(&format!("btrfs subvolume create '{}' >/dev/null", top.display()));
+    let (m, top) = Mounted::btrfs_top("btrfs-frees", "1G");
     btrfs_tree(&top);
     for dir in ["e", "c/d", "comp", "b", "a", "snap/e", "snap/a", "snap/b", "snap/comp"] {
         let figures = export_dirs(&scan_export(&top));
