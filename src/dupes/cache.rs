@@ -108,10 +108,19 @@ pub struct Cache {
 
 impl Cache {
     /// The entry for (dev, ino) if it is still valid for this size and these times.
+    #[cfg(test)]
     pub fn lookup(&self, dev: u64, ino: u64, size: u64, mtime_ns: i64, ctime_ns: i64) -> Option<Entry> {
         let i = self.entries.binary_search_by_key(&(dev, ino), |e| (e.dev, e.ino)).ok()?;
         let e = self.entries[i];
         (e.size == size && e.mtime_ns == mtime_ns && e.ctime_ns == ctime_ns).then_some(e)
+    }
+
+    /// A reader of many entries in ascending (dev, ino) order: each look-up goes on from
+    /// where the last one stopped, so a whole run's look-ups are one pass over the entries
+    /// (a binary search per file missed the cache at every step: 10 ms of a 30 ms rerun
+    /// of 13,000 files).
+    pub fn in_order(&self) -> InOrder<'_> {
+        InOrder { rest: &self.entries }
     }
 
     /// The block fingerprints of (dev, ino) if they are still valid for this size, these
@@ -121,6 +130,31 @@ impl Cache {
         let e = &self.blocks[i];
         let valid = e.size == size && (e.mtime_ns, e.ctime_ns) == times_ns && e.block_bytes == block_bytes;
         valid.then_some(&e.prints[..])
+    }
+}
+
+/// `Cache::in_order`'s cursor.
+pub struct InOrder<'a> {
+    /// The entries not passed yet.
+    rest: &'a [Entry],
+}
+
+impl InOrder<'_> {
+    /// `Cache::lookup`, for keys asked in ascending (dev, ino) order (a smaller key than
+    /// the last one asked finds nothing). Gallops, so a key far ahead costs a logarithm,
+    /// not a walk.
+    pub fn lookup(&mut self, dev: u64, ino: u64, size: u64, mtime_ns: i64, ctime_ns: i64) -> Option<Entry> {
+        let key = (dev, ino);
+        let below = |e: &Entry| (e.dev, e.ino) < key;
+        let mut step = 1;
+        while step < self.rest.len() && below(&self.rest[step - 1]) {
+            step *= 2;
+        }
+        let window = step.min(self.rest.len());
+        let skip = self.rest[..window].partition_point(below);
+        self.rest = &self.rest[skip..];
+        let e = *self.rest.first().filter(|e| (e.dev, e.ino) == key)?;
+        (e.size == size && e.mtime_ns == mtime_ns && e.ctime_ns == ctime_ns).then_some(e)
     }
 }
 
@@ -486,9 +520,15 @@ impl HashFile {
     }
 }
 
-/// Whether every one of `new` is in `old` (both sorted by `key`) as it is.
+/// Whether every one of `new` is in `old` (both sorted by `key`, no key twice) as it
+/// is: one pass over both.
 fn known<T: PartialEq>(old: &[T], new: &[T], key: impl Fn(&T) -> (u64, u64)) -> bool {
-    new.iter().all(|e| old.binary_search_by_key(&key(e), &key).is_ok_and(|i| old[i] == *e))
+    let mut rest = old;
+    new.iter().all(|e| {
+        let skip = rest.iter().position(|o| key(o) >= key(e)).unwrap_or(rest.len());
+        rest = &rest[skip..];
+        rest.first().is_some_and(|o| o == e)
+    })
 }
 
 /// `old` and `new` (each sorted by `key`, no key twice) in one sorted list; `new`'s
@@ -605,6 +645,47 @@ mod tests {
         assert_eq!(c.lookup(x.dev, x.ino, x.size, x.mtime_ns, x.ctime_ns), Some(x));
         assert_eq!(c.lookup(x.dev, x.ino, x.size, x.mtime_ns, x.ctime_ns + 1), None);
         assert_eq!(c.lookup(x.dev, x.ino, x.size + 1, x.mtime_ns, x.ctime_ns), None);
+    }
+
+    #[test]
+    fn in_order_finds_what_lookup_finds() {
+        let e = sample_entries();
+        let c = Cache { entries: e.clone(), blocks: Vec::new() };
+        // Every key, keys between and beyond them, and each asked twice in a row; with
+        // one time wrong for every third.
+        let mut asks: Vec<(u64, u64)> =
+            e.iter().flat_map(|x| [(x.dev, x.ino), (x.dev, x.ino + 1), (x.dev, x.ino)]).collect();
+        asks.extend([(0, 0), (u64::MAX, u64::MAX)]);
+        asks.sort_unstable();
+        for stride in 1..5 {
+            let mut cursor = c.in_order();
+            for (n, &(dev, ino)) in asks.iter().enumerate().step_by(stride) {
+                let x = e.iter().find(|x| (x.dev, x.ino) == (dev, ino));
+                let (size, mtime, ctime) =
+                    x.map_or((0, 0, 0), |x| (x.size, x.mtime_ns, x.ctime_ns + i64::from(n % 3 == 0)));
+                assert_eq!(
+                    cursor.lookup(dev, ino, size, mtime, ctime),
+                    c.lookup(dev, ino, size, mtime, ctime),
+                    "{dev} {ino}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn known_needs_every_new_entry_equal_in_old() {
+        let old = sample_entries();
+        let every_other: Vec<Entry> = old.iter().copied().step_by(2).collect();
+        assert!(known(&old, &every_other, |e| (e.dev, e.ino)));
+        assert!(known(&old, &old, |e| (e.dev, e.ino)));
+        assert!(known(&old, &[], |e| (e.dev, e.ino)));
+        assert!(!known(&every_other, &old, |e| (e.dev, e.ino)));
+        let mut changed = every_other.clone();
+        changed.last_mut().unwrap().sample ^= 1;
+        assert!(!known(&old, &changed, |e| (e.dev, e.ino)));
+        let mut past_end = old.clone();
+        past_end.push(Entry { ino: u64::MAX, ..*old.last().unwrap() });
+        assert!(!known(&old, &past_end, |e| (e.dev, e.ino)));
     }
 
     /// `body` with its checksum: a file whose damage the checksum cannot see (written by a

@@ -627,7 +627,10 @@ fn save_hashfile(
 ) -> Result<(), String> {
     let key = |i: &u32| (found.files[*i as usize].dev, found.files[*i as usize].ino);
     let stale: HashSet<(u64, u64)> = report.iter().flat_map(|r| &r.stale).map(key).collect();
-    let mut entries = find::cache_entries(found, &o.cands);
+    // Nothing read, nothing learned: every candidate's entry is in `old` as it is, and
+    // building and sorting them all again was most of a rerun's saving time.
+    let learned = o.cands.iter().any(|c| c.fresh && !c.dead);
+    let mut entries = if learned { find::cache_entries(found, &o.cands) } else { Vec::new() };
     entries.retain(|e| !stale.contains(&(e.dev, e.ino)));
     h.save(old, entries, blocks, &stale)
 }

@@ -90,19 +90,35 @@ impl Found {
     /// The path of directory `dir` into `out` (replacing its contents).
     pub fn dir_path(&self, dir: u32, out: &mut Vec<u8>) {
         out.clear();
-        let mut chain = Vec::new();
-        let mut d = dir;
-        while d != NO_DIR {
-            chain.push(d);
-            d = self.dirs[d as usize].parent;
+        // Walked twice from `dir` up, with no list of the chain: once for the names'
+        // lengths, once to write each name into its place from the end (this runs for
+        // every member of every group, and a rerun is little else).
+        let names = |mut d: u32| {
+            std::iter::from_fn(move || {
+                let rec = *self.dirs.get(d as usize).filter(|_| d != NO_DIR)?;
+                d = rec.parent;
+                Some(self.name(rec.name_off, rec.name_len))
+            })
+        };
+        // A separator goes between two names unless the outer one ends in '/' (a root
+        // given as "/" or "dir/"); the outermost name is the root as given.
+        let mut len = 0;
+        let mut inner: Option<&[u8]> = None;
+        for name in names(dir) {
+            len += name.len() + usize::from(inner.is_some() && !name.ends_with(b"/") && !name.is_empty());
+            inner = Some(name);
         }
-        for d in chain.iter().rev() {
-            let rec = self.dirs[*d as usize];
-            let name = self.name(rec.name_off, rec.name_len);
-            if !out.is_empty() && !out.ends_with(b"/") {
-                out.push(b'/');
+        out.resize(len, 0);
+        let mut end = len;
+        let mut inner = false;
+        for name in names(dir) {
+            if inner && !name.ends_with(b"/") && !name.is_empty() {
+                end -= 1;
+                out[end] = b'/';
             }
-            out.extend_from_slice(name);
+            out[end - name.len()..end].copy_from_slice(name);
+            end -= name.len();
+            inner = true;
         }
     }
 
@@ -246,5 +262,48 @@ impl Sink for FilesSink {
         let mut found = self.found.lock().unwrap();
         found.errors.push((dir, Vec::new(), err));
         found.incomplete.push(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The path as the walk from the root down would join it: a '/' between two names
+    /// unless the outer one ends in '/' or is empty (the file arguments' pseudo-directory).
+    fn joined(names: &[&[u8]]) -> Vec<u8> {
+        let mut out: Vec<u8> = Vec::new();
+        for name in names {
+            if !out.is_empty() && !out.ends_with(b"/") {
+                out.push(b'/');
+            }
+            out.extend_from_slice(name);
+        }
+        out
+    }
+
+    #[test]
+    fn dir_path_joins_the_names_from_the_root_down() {
+        let roots: [&[u8]; 6] = [b"", b"/", b"dir/", b"a/b", b"./", b"x"];
+        for root in roots {
+            let mut found = Found::default();
+            let mut names: Vec<&[u8]> = vec![root];
+            let mut d = found.add_dir(NO_DIR, root, (1, 1)).unwrap();
+            let mut out = b"left over".to_vec();
+            found.dir_path(d, &mut out);
+            assert_eq!(out, joined(&names));
+            for (n, name) in [&b"sub"[..], b"with space", b"\xff\n", b"z"].into_iter().enumerate() {
+                d = found.add_dir(d, name, (1, 2 + n as u64)).unwrap();
+                names.push(name);
+                found.dir_path(d, &mut out);
+                assert_eq!(out, joined(&names), "{:?}", String::from_utf8_lossy(&out));
+            }
+            let name_off = found.names.len() as u64;
+            found.names.extend_from_slice(b"f.txt");
+            let f = FileRec { size: 0, dev: 1, ino: 99, mtime_ns: 0, ctime_ns: 0, name_off, name_len: 5, dir: d };
+            found.file_path(&f, &mut out);
+            names.push(b"f.txt");
+            assert_eq!(out, joined(&names));
+        }
     }
 }

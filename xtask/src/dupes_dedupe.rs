@@ -42,13 +42,15 @@ fn umount(mnt: &Path) -> Result<(), String> {
 }
 
 /// Makes the pristine image unless it exists with the same marker: `write` fills the
-/// mounted tree, `bytes` is what it writes (the image gets twice that and 1 GiB).
+/// mounted tree, `bytes` is what it writes in `files` files (the image gets twice that,
+/// each file rounded up to a block and given 2 KiB of metadata, and 1 GiB: 1M files of
+/// 1 KiB need 4 GB of blocks on XFS, not 1 GB).
 fn ensure_image(
     image: &Path,
     mnt: &Path,
     fs_name: &str,
     want: &str,
-    bytes: u64,
+    (bytes, files): (u64, u64),
     write: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<(), String> {
     let marker = dupes_gen::marker_path(image);
@@ -57,7 +59,7 @@ fn ensure_image(
         return Ok(());
     }
     let _ = fs::remove_file(image);
-    let size = (bytes * 2 + (1 << 30)).max(2 << 30);
+    let size = ((bytes + files * (4096 + 2048)) * 2 + (1 << 30)).max(2 << 30);
     fs::File::create(image).and_then(|f| f.set_len(size)).map_err(|e| format!("{}: {e}", image.display()))?;
     match fs_name {
         "btrfs" => sh("mkfs.btrfs", &["-q".as_ref(), "-f".as_ref(), image.as_os_str()])?,
@@ -143,7 +145,9 @@ pub fn main(
     let image = dir.join(format!("dupes-{}-{count}-s{seed}.{fs_name}.img", shape.name()));
     let plan = dupes_gen::plan(shape, count, seed);
     let want = format!("{fs_name} {} {count} {seed} {}\n", shape.name(), plan.truth.bytes);
-    ensure_image(&image, &mnt, fs_name, &want, plan.truth.bytes, |tree| dupes_gen::write_plan(tree, &plan))?;
+    ensure_image(&image, &mnt, fs_name, &want, (plan.truth.bytes, plan.truth.files), |tree| {
+        dupes_gen::write_plan(tree, &plan)
+    })?;
     let truth = plan.truth;
     let tree: OsString = mnt.join("tree").into();
     let mut tools_: Vec<Tool> = Vec::new();
@@ -202,7 +206,7 @@ pub fn main_v(
     let image = dir.join(format!("dupes-V-{count}-s{seed}.{fs_name}.img"));
     let plan = dedupe_shape_v::plan(count, seed);
     let want = dedupe_shape_v::marker_text(fs_name, count, seed, &plan);
-    ensure_image(&image, &mnt, fs_name, &want, plan.bytes, |tree| dedupe_shape_v::write(tree, &plan, seed))?;
+    ensure_image(&image, &mnt, fs_name, &want, (plan.bytes, 6), |tree| dedupe_shape_v::write(tree, &plan, seed))?;
     let tree: OsString = mnt.join("tree").into();
     let wanted = |name: &str| only.is_none_or(|l| l.iter().any(|w| w == name));
     let mut tools_: Vec<Tool> = Vec::new();
