@@ -10,7 +10,8 @@
 //! 2. Warm-ups (default 2; none with `--cold`), then `--runs` rounds; each round runs every
 //!    tool once in a fixed order, so drifts of machine load hit them alike; `--cold` drops
 //!    the page cache before every run. `dfdu-first` starts each run without a hash file
-//!    (the file is deleted before it, untimed) and writes one.
+//!    (the file is deleted before it, untimed) and writes one. `dfdu-s` is `dfdu -s` on
+//!    the tree: the scan alone, the yardstick the rerun is held to.
 //! 3. Medians and the Markdown report `DIR/results-dupes-<shape>-<date>.md`.
 //!
 //! Deduplicating (`--dedupe FS`, root): an image of the file system is made once in
@@ -37,8 +38,8 @@ cargo xtask bench --dupes S|T|L|V --dedupe btrfs|xfs [--count N] [--runs N] [--t
 
 Duplicate finders on a generated tree with known groups (DIR/dupes-<shape>-<count>-s<seed>,
 written with plain write calls from one seed): dfdu dupes (dfdu; dfdu-first: with
---hashfile, starting without one; dfdu-rerun: with the hash file an earlier run wrote),
-fclones, jdupes, rmlint, fdupes, rdfind, whichever are found on PATH or in ~/.cargo/bin.
+--hashfile, starting without one; dfdu-rerun: with the hash file an earlier run wrote;
+dfdu-s: `dfdu -s`, the scan alone, which the rerun is compared with), fclones, jdupes, rmlint, fdupes, rdfind, whichever are found on PATH or in ~/.cargo/bin.
 Each tool's groups are checked once against the truth, untimed; the timed runs are
 interleaved round-robin; the report goes to DIR/results-dupes-<shape>-<date>T<time>Z.md.
 
@@ -55,7 +56,7 @@ interleaved round-robin; the report goes to DIR/results-dupes-<shape>-<date>T<ti
   --runs N      counted runs per tool (default 5)
   --warmup N    uncounted runs per tool first (default 2; 0 with --cold)
   --cold        drop the page cache before every run (root)
-  --tools LIST  only these, e.g. dfdu,dfdu-rerun,jdupes (dfdu alone selects all three)
+  --tools LIST  only these, e.g. dfdu,dfdu-rerun,jdupes (dfdu alone selects all four)
   --dfdu PATH   the dfdu binary (default: build it in release mode)
   --static PATH also time this dfdu binary as dfdu-static (plain dupes, no hash file),
                 e.g. the static musl build of `make static`: the shipped form, without the
@@ -80,6 +81,8 @@ enum Output {
     Fdupes,
     /// rdfind's results file.
     Rdfind(PathBuf),
+    /// None: `dfdu -s`, the yardstick a hash-file rerun is held to (the scan alone).
+    Yardstick,
 }
 
 #[derive(Clone)]
@@ -293,6 +296,16 @@ fn discover(
     let first_cache = dir.join("dupes-first.dfdu-hashes");
     add_dfdu("dfdu-first", dfdu, vec!["--hashfile".into(), first_cache.clone().into()], Some(first_cache));
     add_dfdu("dfdu-rerun", dfdu, vec!["--hashfile".into(), hashfile.into()], None);
+    if wanted("dfdu-s") {
+        out.push(Finder {
+            name: "dfdu-s".to_string(),
+            program: dfdu.to_path_buf(),
+            args: vec!["-s".into(), t.clone()],
+            remove_before: None,
+            output: Output::Yardstick,
+            version: dfdu_version.clone(),
+        });
+    }
     let rdfind_out = dir.join("rdfind-results.txt");
     let peers: [(&str, &str, Vec<OsString>, Output); 5] = [
         ("fclones", "--version", vec!["group".into(), "--format".into(), "fdupes".into(), t.clone()], Output::Fdupes),
@@ -327,6 +340,9 @@ fn discover(
 
 /// One untimed run: the tool's groups (dfdu-rerun runs twice: the first writes its cache).
 fn groups_of(finder: &Finder) -> Result<Found, String> {
+    if matches!(finder.output, Output::Yardstick) {
+        return Err("(a scan: no groups)".to_string());
+    }
     eprintln!("  groups (untimed): {}", finder.name);
     if let Some(path) = &finder.remove_before {
         let _ = fs::remove_file(path);
@@ -345,6 +361,7 @@ fn groups_of(finder: &Finder) -> Result<Found, String> {
     }
     match &finder.output {
         Output::Fdupes => Ok(parse_fdupes(&output.stdout)),
+        Output::Yardstick => Err("(a scan: no groups)".to_string()),
         Output::Rdfind(path) => {
             let text = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(parse_rdfind(&text))
@@ -544,6 +561,10 @@ fn render(ctx: &Context, finders: &[Finder], samples: &[Vec<Sample>], found: &[R
     let rerun = finders.iter().position(|f| f.name == "dfdu-rerun").map(|i| medians[i].0);
     if let (Some(first), Some(rerun)) = (first, rerun) {
         let _ = writeln!(out, "\ndfdu's rerun with the hash file over its first run: {:.1} %", 100.0 * rerun / first);
+    }
+    let scan = finders.iter().position(|f| f.name == "dfdu-s").map(|i| medians[i].0);
+    if let (Some(scan), Some(rerun)) = (scan, rerun) {
+        let _ = writeln!(out, "\ndfdu's rerun with the hash file over `dfdu -s` on the same tree: {:.2}×", rerun / scan);
     }
     let _ = writeln!(out, "\n| tool | command | version |\n|---|---|---|");
     for f in finders {
