@@ -27,7 +27,6 @@ use super::sink::{FileRec, Found};
 use crate::meta::{Errno, Extent, Kind};
 use crate::platform;
 use crate::walk::threads::on_threads;
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -709,23 +708,35 @@ pub fn layouts(found: &Found, handles: &Handles, groups: &mut [Group], threads: 
             no_sharing.push(dev);
         }
     }
-    let jobs: Vec<(usize, usize)> = groups
+    // (group, member) as two u32: 8 bytes a member, not 16 (T: a million of them).
+    let jobs: Vec<(u32, u32)> = groups
         .iter()
         .enumerate()
-        .flat_map(|(g, gr)| (0..gr.members.len()).map(move |m| (g, m)))
-        .filter(|&(g, m)| !no_sharing.contains(&found.files[groups[g].members[m] as usize].dev))
+        .flat_map(|(g, gr)| (0..gr.members.len() as u32).map(move |m| (g as u32, m)))
+        .filter(|&(g, m)| !no_sharing.contains(&found.files[groups[g as usize].members[m as usize] as usize].dev))
         .collect();
-    let maps = pool(threads, jobs.len(), stats, |_, n| {
-        let (g, m) = jobs[n];
-        match handles.open(&found.files[groups[g].members[m] as usize]) {
-            Ok(file) => platform::layout(&file),
-            Err(_) => platform::Layout::Unknown,
-        }
-    });
     let mut per_group: Vec<Vec<platform::Layout>> =
         groups.iter().map(|g| vec![platform::Layout::Unknown; g.members.len()]).collect();
-    for (&(g, m), layout) in jobs.iter().zip(maps) {
-        per_group[g][m] = layout;
+    {
+        // Each map goes straight to its member's slot: no list of all maps beside them.
+        let mut put = |n: usize, layout: platform::Layout| {
+            let (g, m) = jobs[n];
+            per_group[g as usize][m as usize] = layout;
+        };
+        let deliver: Deliver<platform::Layout> = Mutex::new(&mut put);
+        pool_into(
+            threads,
+            jobs.len(),
+            stats,
+            |_, n| {
+                let (g, m) = jobs[n];
+                match handles.open(&found.files[groups[g as usize].members[m as usize] as usize]) {
+                    Ok(file) => platform::layout(&file),
+                    Err(_) => platform::Layout::Unknown,
+                }
+            },
+            &deliver,
+        );
     }
     for (g, mine) in groups.iter_mut().zip(per_group) {
         first_layouts(&mine, &g.devs, &mut g.layout_of);
@@ -733,29 +744,40 @@ pub fn layouts(found: &Found, handles: &Handles, groups: &mut [Group], threads: 
 }
 
 /// Each member's layout: the first member whose extents it shares all of (`same_extents`),
-/// itself when none, `INLINE` for inline data. The first member of each map is looked up
-/// by map (and device), not searched for: searching every earlier member took 100 s of
-/// CPU for one group of 200,000 copies that shared nothing yet.
+/// itself when none, `INLINE` for inline data. The first member of each map is found by
+/// sorting the members by (map, device), not by searching (searching every earlier member
+/// took 100 s of CPU for one group of 200,000 copies that shared nothing yet) nor by hash
+/// maps keyed by map (92 bytes a member; the sort needs 4).
 fn first_layouts(mine: &[platform::Layout], devs: &[u64], layout_of: &mut [usize]) {
-    // Equal maps on one device; equal maps wholly flagged shared, on any device.
-    let mut on_dev: HashMap<(&[Extent], u64), usize> = HashMap::new();
-    let mut any_dev: HashMap<&[Extent], usize> = HashMap::new();
+    let extents = |m: u32| match &mine[m as usize] {
+        platform::Layout::Extents(e) => Some(e.as_slice()),
+        _ => None,
+    };
     for (m, layout) in mine.iter().enumerate() {
         layout_of[m] = match layout {
-            platform::Layout::Extents(e) => {
-                let same_dev = *on_dev.entry((e.as_slice(), devs[m])).or_insert(m);
-                let first = *any_dev.entry(e.as_slice()).or_insert(m);
-                // Another device's map counts only when every extent is flagged shared.
-                let across = e.iter().all(Extent::is_shared);
-                if across {
-                    first.min(same_dev)
-                } else {
-                    same_dev
-                }
-            }
             platform::Layout::Inline => INLINE,
-            platform::Layout::Unknown => m,
+            _ => m,
         };
+    }
+    let mut order: Vec<u32> = (0..mine.len() as u32).filter(|&m| extents(m).is_some()).collect();
+    let fields = |e: &Extent| (e.logical, e.physical, e.length, e.flags);
+    let map_cmp = |a: u32, b: u32| {
+        let (x, y) = (extents(a).unwrap_or_default(), extents(b).unwrap_or_default());
+        x.iter().map(fields).cmp(y.iter().map(fields))
+    };
+    order.sort_unstable_by(|&a, &b| map_cmp(a, b).then(devs[a as usize].cmp(&devs[b as usize])).then(a.cmp(&b)));
+    // Equal maps on one device; equal maps wholly flagged shared, on any device.
+    for same_map in order.chunk_by(|&a, &b| extents(a) == extents(b)) {
+        let e = extents(same_map[0]).expect("only members with extents are sorted");
+        let first_any = *same_map.iter().min().expect("a run is not empty") as usize;
+        // Another device's map counts only when every extent is flagged shared.
+        let across = e.iter().all(Extent::is_shared);
+        for same_dev in same_map.chunk_by(|&a, &b| devs[a as usize] == devs[b as usize]) {
+            let first_dev = same_dev[0] as usize;
+            for &m in same_dev {
+                layout_of[m as usize] = if across { first_any.min(first_dev) } else { first_dev };
+            }
+        }
     }
 }
 
