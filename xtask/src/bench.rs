@@ -21,7 +21,7 @@ use crate::{gen, machine, run, tools};
 
 pub const HELP: &str = "\
 cargo xtask bench [--entries N] [--wide N] [--seed N] [--runs N] [--cold] [--tools LIST]
-                  [--fs btrfs|xfs|ext4 [--mount M]] DIR
+                  [--fs btrfs|xfs|ext4 [--mount M] [--sharing]] DIR
 
 Builds dfdu in release mode, generates a seeded test tree in DIR/tree once (the same
 arguments reuse it; DIR/tree.gentree.json records them), times dfdu and every peer found
@@ -44,6 +44,11 @@ yardstick), and writes a Markdown table to DIR/results-<date>T<time>Z.md.
                 DIR/FS.img, made once and loop-mounted at M (the tree is M/tree);
                 later runs reuse it (see cargo xtask gen --help); umount M when done
   --mount M     the image's mount point (default /mnt/dfdu-FS-<name of DIR>)
+  --sharing     (with --fs btrfs|xfs) what the sharing figures cost: an image of its own
+                (DIR/FS-sharing.img; XFS with -m rmapbt=1), a tenth of the tree's
+                top-level directories copied with cp --reflink=always into M/copies, on
+                btrfs two read-only snapshots M/snap1 and M/snap2; M itself is timed, by
+                default with dfdu, dfdu-scan, dfdu-scan-noshared and dfdu-scan-shared
   --dupes S|T|L the duplicate finders instead (see cargo xtask bench --dupes S --help)
 
 Disk: the default 1M tree takes about 7 GB (du -s), 1M files in one folder about 7.3 GB;
@@ -61,6 +66,7 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
     let mut dfdu: Option<PathBuf> = None;
     let mut dir: Option<PathBuf> = None;
     let mut fs = FsArgs::new();
+    let mut sharing = false;
     while let Some(arg) = args.next()? {
         let name = match arg {
             Arg::Opt(name) if fs.take(&name, &mut args)? => continue,
@@ -81,6 +87,10 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
             "--force" => {
                 args.no_value(&name)?;
                 gen_extra.push(name.into());
+            }
+            "--sharing" => {
+                args.no_value(&name)?;
+                sharing = true;
             }
             "--cold" => {
                 args.no_value(&name)?;
@@ -108,14 +118,28 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
         None => tools::build_dfdu()?,
     };
 
+    let sharing_fs = match (sharing, fs.fs) {
+        (false, _) => None,
+        (true, Some(kind @ (image::Fs::Btrfs | image::Fs::Xfs))) => Some(kind),
+        (true, _) => return Err("--sharing needs --fs btrfs or --fs xfs".to_string()),
+    };
     let tree = match fs.fs {
-        Some(kind) => image::prepare(kind, &dir, fs.mount, &id)?,
+        Some(kind) => image::prepare(kind, &dir, fs.mount, &id, sharing)?,
         None => dir.join("tree"),
     };
     let mut gen_args: Vec<OsString> = id.options().split(' ').map(OsString::from).collect();
     gen_args.extend(gen_extra);
     gen_args.push(tree.clone().into());
     gen::main(gen_args)?;
+    let tree = match sharing_fs {
+        Some(kind) => {
+            if !run_extra.iter().any(|a| a == "--tools") {
+                run_extra.extend(["--tools".into(), "dfdu,dfdu-scan,dfdu-scan-noshared,dfdu-scan-shared".into()]);
+            }
+            image::add_sharing(kind, &tree)?
+        }
+        None => tree,
+    };
 
     let (date, time) = machine::utc_now();
     let results = dir.join(format!("results-{date}T{}Z.md", time.replace(':', "")));

@@ -564,7 +564,8 @@ fn render(ctx: &Context, finders: &[Finder], samples: &[Vec<Sample>], found: &[R
     }
     let scan = finders.iter().position(|f| f.name == "dfdu-s").map(|i| medians[i].0);
     if let (Some(scan), Some(rerun)) = (scan, rerun) {
-        let _ = writeln!(out, "\ndfdu's rerun with the hash file over `dfdu -s` on the same tree: {:.2}×", rerun / scan);
+        let _ =
+            writeln!(out, "\ndfdu's rerun with the hash file over `dfdu -s` on the same tree: {:.2}×", rerun / scan);
     }
     let _ = writeln!(out, "\n| tool | command | version |\n|---|---|---|");
     for f in finders {

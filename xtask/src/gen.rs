@@ -77,7 +77,7 @@ pub fn main(args: Vec<OsString>) -> Result<(), String> {
         return Ok(());
     }
     if let Some(fs) = args.fs.fs {
-        args.dir = image::prepare(fs, &args.dir, args.fs.mount.take(), &args.id)?;
+        args.dir = image::prepare(fs, &args.dir, args.fs.mount.take(), &args.id, false)?;
     }
     let marker_path = marker_path(&args.dir);
     if reuse_or_clear(&args, &marker_path)? {

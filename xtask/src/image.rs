@@ -82,7 +82,7 @@ pub fn default_mount(fs: Fs, dir: &Path) -> PathBuf {
 }
 
 /// Makes (or finds) `DIR/<fs>.img` mounted at `mount`; returns where the tree goes.
-pub fn prepare(fs: Fs, dir: &Path, mount: Option<PathBuf>, id: &TreeId) -> Result<PathBuf, String> {
+pub fn prepare(fs: Fs, dir: &Path, mount: Option<PathBuf>, id: &TreeId, sharing: bool) -> Result<PathBuf, String> {
     if !cfg!(target_os = "linux") {
         return Err(format!("--fs {} needs Linux (loop devices)", fs.name()));
     }
@@ -112,7 +112,9 @@ pub fn prepare(fs: Fs, dir: &Path, mount: Option<PathBuf>, id: &TreeId) -> Resul
     fs::create_dir_all(dir).map_err(|e| format!("mkdir -p {}: {e}", dir.display()))?;
     let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mount = mount.unwrap_or_else(|| default_mount(fs, &dir));
-    let image = dir.join(format!("{}.img", fs.name()));
+    // `--sharing` gets an image of its own: XFS made with a reverse map, and the tree's
+    // copies and snapshots beside it.
+    let image = dir.join(format!("{}{}.img", fs.name(), if sharing { "-sharing" } else { "" }));
 
     if let Some(mounted) = mounted_at(&mount) {
         let backing = mounted.source.strip_prefix("/dev/").and_then(loop_backing_file);
@@ -136,7 +138,7 @@ pub fn prepare(fs: Fs, dir: &Path, mount: Option<PathBuf>, id: &TreeId) -> Resul
                 dir.display()
             ));
         }
-        make_image(fs, &image, id)?;
+        make_image(fs, &image, id, sharing)?;
     }
     fs::create_dir_all(&mount).map_err(|e| format!("mkdir -p {}: {e}", mount.display()))?;
     run(Command::new("mount").arg("-o").arg("loop").arg(&image).arg(&mount))?;
@@ -158,10 +160,12 @@ pub fn prepare(fs: Fs, dir: &Path, mount: Option<PathBuf>, id: &TreeId) -> Resul
     Ok(mount.join("tree"))
 }
 
-/// A sparse image file sized for the tree, with the file system made in it.
-fn make_image(fs: Fs, image: &Path, id: &TreeId) -> Result<(), String> {
+/// A sparse image file sized for the tree, with the file system made in it (`sharing`:
+/// room for a tenth of the tree copied again, and XFS with its reverse map).
+fn make_image(fs: Fs, image: &Path, id: &TreeId, sharing: bool) -> Result<(), String> {
     let data = if id.sizes == Sizes::Mixed { DATA_BYTES_PER_ENTRY } else { 0 };
-    let bytes = (id.entries * (META_BYTES_PER_ENTRY + data) + GIB).next_multiple_of(GIB);
+    let entries = if sharing { id.entries * 2 } else { id.entries };
+    let bytes = (entries * (META_BYTES_PER_ENTRY + data) + GIB).next_multiple_of(GIB);
     eprintln!("xtask: making {} ({} GiB apparent, sparse) with mkfs.{}", image.display(), bytes / GIB, fs.name());
     let file = fs::File::create(image).map_err(|e| format!("create {}: {e}", image.display()))?;
     file.set_len(bytes).map_err(|e| format!("size {}: {e}", image.display()))?;
@@ -174,6 +178,11 @@ fn make_image(fs: Fs, image: &Path, id: &TreeId) -> Result<(), String> {
         }
         Fs::Xfs => {
             mkfs.args(["-q", "-f", "-i", "maxpct=50"]);
+            if sharing {
+                // reflink=1 is mkfs.xfs's default; the reverse map is what dfdu reads the
+                // sharing from in bulk (FS_IOC_GETFSMAP), and not a default in 6.1.
+                mkfs.args(["-m", "reflink=1,rmapbt=1"]);
+            }
         }
         Fs::Btrfs => {
             mkfs.args(["-q", "-f"]);
@@ -281,4 +290,39 @@ impl FsArgs {
             _ => Ok(()),
         }
     }
+}
+
+/// `--sharing`: beside `M/tree`, a copy of every tenth of its top-level directories in
+/// `M/copies` made with `cp -a --reflink=always`, and on btrfs two read-only snapshots of
+/// the mount's subvolume, `M/snap1` and `M/snap2` (XFS has none). Done once per image
+/// (the marker `M/sharing.done`); returns what to time, `M` itself.
+pub fn add_sharing(fs: Fs, tree: &Path) -> Result<PathBuf, String> {
+    let mount = tree.parent().ok_or("the tree has no parent")?.to_path_buf();
+    let marker = mount.join("sharing.done");
+    if marker.exists() {
+        eprintln!("xtask: reusing the copies and snapshots in {}", mount.display());
+        return Ok(mount);
+    }
+    let copies = mount.join("copies");
+    fs::create_dir_all(&copies).map_err(|e| format!("mkdir {}: {e}", copies.display()))?;
+    let mut tops: Vec<PathBuf> = fs::read_dir(tree)
+        .map_err(|e| format!("{}: {e}", tree.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    tops.sort();
+    let chosen: Vec<&PathBuf> = tops.iter().step_by(10).collect();
+    eprintln!("xtask: copying {} of {} top-level directories with cp --reflink=always", chosen.len(), tops.len());
+    for top in chosen {
+        run(Command::new("cp").args(["-a", "--reflink=always"]).arg(top).arg(&copies))?;
+    }
+    if fs == Fs::Btrfs {
+        for snap in ["snap1", "snap2"] {
+            run(Command::new("btrfs").args(["-q", "subvolume", "snapshot", "-r"]).arg(&mount).arg(mount.join(snap)))?;
+        }
+    }
+    run(Command::new("sync").arg("-f").arg(&mount))?;
+    fs::write(&marker, b"copies and snapshots made\n").map_err(|e| format!("{}: {e}", marker.display()))?;
+    Ok(mount)
 }

@@ -193,6 +193,10 @@ fn time_table(out: &mut String, input: &Input) {
          Load average {} before, {} after.",
         input.load_before, input.load_after
     );
+    let median_of = |name: &str| input.tools.iter().position(|t| t.name == name).map(|i| medians[i]);
+    if let (Some(on), Some(off)) = (median_of("dfdu-scan-shared"), median_of("dfdu-scan-noshared")) {
+        let _ = writeln!(out, "\n`dfdu scan` with the sharing figures over without them: {:.2}×", on / off);
+    }
     for (tool, result) in input.tools.iter().zip(input.results) {
         if let Some(first) = result.failures.first() {
             let _ = writeln!(out, "\n**{} failed {} run(s)**: {first}", tool.name, result.failures.len());

@@ -150,6 +150,26 @@ const DFDU_SCAN: Spec = Spec {
     version_args: &["--version"],
 };
 
+/// `dfdu scan` with the sharing figures off and on (`--sharing` benches: what they cost;
+/// timed only when `--tools` names them).
+const DFDU_SCAN_NOSHARED: Spec = Spec {
+    name: "dfdu-scan-noshared",
+    program: "dfdu",
+    args: &["scan", "--no-shared", "{DIR}"],
+    bytes_args: Some(&["scan", "--no-shared", "--json", "{DIR}"]),
+    parse: Parse::DfduScanJson,
+    version_args: &["--version"],
+};
+
+const DFDU_SCAN_SHARED: Spec = Spec {
+    name: "dfdu-scan-shared",
+    program: "dfdu",
+    args: &["scan", "--shared", "{DIR}"],
+    bytes_args: Some(&["scan", "--shared", "--json", "{DIR}"]),
+    parse: Parse::DfduScanJson,
+    version_args: &["--version"],
+};
+
 /// The minimal walker (no hard-link bookkeeping, no records) with dfdu's default thread
 /// count: the yardstick for dfdu's CPU per entry. It counts every hard link.
 const DFDU_FLOOR: Spec = Spec {
@@ -162,7 +182,20 @@ const DFDU_FLOOR: Spec = Spec {
 };
 
 /// Every tool name `--tools` accepts.
-const NAMES: [&str; 10] = ["dfdu", "dfdu-scan", "floor", "dua", "gdu", "pdu", "dust", "diskus", "ncdu", "du"];
+const NAMES: [&str; 12] = [
+    "dfdu",
+    "dfdu-scan",
+    "dfdu-scan-noshared",
+    "dfdu-scan-shared",
+    "floor",
+    "dua",
+    "gdu",
+    "pdu",
+    "dust",
+    "diskus",
+    "ncdu",
+    "du",
+];
 
 /// `--tools dfdu,du`: the names, each checked against the known ones.
 pub fn parse_list(text: &str) -> Result<Vec<String>, String> {
@@ -193,7 +226,10 @@ pub fn discover(dir: &Path, dfdu: Option<PathBuf>, n_cpus: usize, only: Option<&
     let mut tools = Vec::new();
     let mut skipped = Vec::new();
     let wanted = |spec: &Spec| selected(spec.name, only);
-    let dfdu_wanted = [&DFDU, &DFDU_SCAN, &DFDU_FLOOR].into_iter().any(wanted);
+    // Named only: `--tools dfdu` (or none) does not add them to every table.
+    let named = |spec: &Spec| only.is_some_and(|list| list.iter().any(|n| n == spec.name));
+    let dfdu_wanted = [&DFDU, &DFDU_SCAN, &DFDU_FLOOR].into_iter().any(wanted)
+        || [&DFDU_SCAN_NOSHARED, &DFDU_SCAN_SHARED].into_iter().any(named);
     match dfdu.or_else(|| find_program("dfdu")).or_else(sibling_dfdu) {
         Some(program) if dfdu_wanted => {
             let scan_works = quiet_success(&program, &["scan", "--help"]);
@@ -202,6 +238,11 @@ pub fn discover(dir: &Path, dfdu: Option<PathBuf>, n_cpus: usize, only: Option<&
             }
             if scan_works && wanted(&DFDU_SCAN) {
                 tools.push(make_tool(&DFDU_SCAN, program.clone(), dir, n_cpus));
+            }
+            for spec in [&DFDU_SCAN_NOSHARED, &DFDU_SCAN_SHARED] {
+                if scan_works && named(spec) {
+                    tools.push(make_tool(spec, program.clone(), dir, n_cpus));
+                }
             }
             if wanted(&DFDU_FLOOR) && quiet_success(&program, &["floor", "-j", "1", "/dev/null"]) {
                 tools.push(make_tool(&DFDU_FLOOR, program, dir, n_cpus));
