@@ -12,7 +12,7 @@ use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::sharing::Share;
 use crate::tree::sink::{problem_lines, ArenaSink};
 use crate::tree::top::Top;
-use crate::walk::extents::{bulk_source, Sharing};
+use crate::walk::extents::Sharing;
 use crate::walk::opts::{Cli, SizeOpts, SizeSet};
 use crate::walk::reader::Reader;
 use crate::walk::scan::{self, Walk};
@@ -559,7 +559,7 @@ fn scan_root<R: Reader>(
 ) {
     let empty = HashSet::new();
     let walk = Walk {
-        shared: args.shared.in_scan(|| bulk_source::<R>(cpath)),
+        shared: args.shared.in_scan(),
         ..args.walk.walk(threads, fd_budget, args.walk.one_fs.then_some(meta.dev), &empty)
     };
     let stop = AtomicBool::new(false);

@@ -66,7 +66,7 @@ fn parse_checks_what_goes_together() {
         (a.sizes.top, a.sizes.scale, a.shared, a.by_exclusive, a.quiet),
         (10, Scale::human(true), Sharing::Auto, false, false)
     );
-    assert!(!a.shared.in_scan(|| false) && a.shared.in_scan(|| true), "by default only with a bulk source");
+    assert!(!a.shared.in_scan() && parse_ok(&["--shared"]).shared.in_scan(), "off unless --shared");
     assert_eq!(
         (parse_ok(&["--shared"]).shared, parse_ok(&["--shared", "--no-shared"]).shared),
         (Sharing::On, Sharing::Off)

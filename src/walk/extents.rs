@@ -102,17 +102,15 @@ pub enum Sharing {
 }
 
 impl Sharing {
-    /// Whether a scan reads extent maps as it goes: `dfdu scan`'s, and the browser's
-    /// when a bulk source serves it. By default only where a bulk source of extent
-    /// metadata keeps the cost near the plain scan's (`bulk`, asked only then: see
-    /// `bulk_source`); one FIEMAP per file costs 2.6–4.2× the scan, so elsewhere only
-    /// with `--shared`.
-    pub fn in_scan(self, bulk: impl FnOnce() -> bool) -> bool {
-        match self {
-            Sharing::Off => false,
-            Sharing::Auto => bulk(),
-            Sharing::On => true,
-        }
+    /// Whether `dfdu scan` reads extent maps as it goes: only with `--shared`. No source
+    /// keeps the cost within the 1.3× of the plain scan a default may add: one FIEMAP per
+    /// file costs 2.6–4.2×, and even the bulk sources cost more on a 1M-entry tree with a
+    /// tenth of it reflink-copied (`cargo xtask bench --fs xfs|btrfs --sharing`): XFS's
+    /// reverse-map listing 2.1× the CPU and 2.9× the wall time (the kernel checks every
+    /// mapping against the reference-count tree, on one thread), btrfs's tree searches
+    /// (with two snapshots) 1.5× the CPU. The browser shows them by default (`in_browse`).
+    pub fn in_scan(self) -> bool {
+        self == Sharing::On
     }
 
     /// Whether the browser reads extent maps after the scan, in the background: unless

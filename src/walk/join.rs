@@ -38,6 +38,8 @@
 use crate::meta::{BtrfsDataExtent, BtrfsExtentKind, BtrfsFileExtent, BtrfsRef, Extent};
 use crate::platform::{BtrfsTree, SearchBuf};
 use crate::walk::extents::{FileExtents, WholeExtent};
+use crate::walk::threads::on_threads;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Wanted inodes further apart than this start a new search: between them the search
@@ -46,6 +48,10 @@ use std::sync::Mutex;
 const INO_GAP: u64 = 4096;
 /// Data extents further apart than this (bytes) start a new search of the extent tree.
 const BYTENR_GAP: u64 = 256 << 20;
+
+/// Threads searching at once after the scan (kernel work: no more than the cores, and a
+/// bound for big machines).
+const MAX_SEARCH_THREADS: usize = 8;
 
 /// One regular file whose figures come from bulk metadata.
 #[derive(Clone, Copy, Debug)]
@@ -153,7 +159,8 @@ impl Join {
         }
         // (An empty type where there is no bulk reader: `default()` is its constructor.)
         let mut buf: SearchBuf = Default::default();
-        let (mut refs, failed) = read_file_extents(&trees, &groups, &mut buf);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_SEARCH_THREADS);
+        let (mut refs, failed) = read_file_extents(&trees, &groups, &mut buf, threads);
         decide_shared(&trees, &groups, &mut refs, &mut buf);
         refs.sort_unstable_by_key(|r| r.group);
         let mut figures = FileExtents::default();
@@ -195,9 +202,19 @@ fn as_fiemap(r: &Ref) -> Extent {
 }
 
 /// Step 1: the data extent references of every group, and the trees whose search failed.
-fn read_file_extents(trees: &[(u64, BtrfsTree)], groups: &[Group], buf: &mut SearchBuf) -> (Vec<Ref>, Vec<u32>) {
-    let mut refs = Vec::new();
-    let mut failed = Vec::new();
+/// The groups are cut into search windows (one tree, inodes no more than `INO_GAP`
+/// apart), searched on up to `threads` threads, each with its own buffer: the searches
+/// are the kernel copying items out, most of what the join costs (on a 3.3M-entry btrfs
+/// with two snapshots, one thread doing them after the scan made `--shared` 1.97× the
+/// plain scan's wall time; two, 1.5×). The references come out in window order, as one
+/// thread would give them.
+fn read_file_extents(
+    trees: &[(u64, BtrfsTree)],
+    groups: &[Group],
+    buf: &mut SearchBuf,
+    threads: usize,
+) -> (Vec<Ref>, Vec<u32>) {
+    let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = 0;
     while start < groups.len() {
         let tree = groups[start].tree;
@@ -205,29 +222,70 @@ fn read_file_extents(trees: &[(u64, BtrfsTree)], groups: &[Group], buf: &mut Sea
         while end < groups.len() && groups[end].tree == tree && groups[end].ino - groups[end - 1].ino <= INO_GAP {
             end += 1;
         }
-        let t = &trees[tree as usize].1;
-        let (lo, hi) = (groups[start].ino, groups[end - 1].ino);
-        let mut g = start;
-        let kept = refs.len();
-        let result = t.file_extents(lo, hi, buf, &mut |e| {
-            while g < end && groups[g].ino < e.ino {
-                g += 1;
-            }
-            if g < end && groups[g].ino == e.ino {
-                if let Some(r) = reference(g as u32, e, t.last_snapshot()) {
-                    refs.push(r);
-                }
-            }
-        });
-        if result.is_err() {
-            refs.truncate(kept);
-            if !failed.contains(&tree) {
-                failed.push(tree);
-            }
-        }
+        windows.push(start..end);
         start = end;
     }
+    // Each window's references, or `None` when its search failed.
+    let mut found: Vec<Option<Vec<Ref>>> = vec![Some(Vec::new()); windows.len()];
+    if threads <= 1 || windows.len() <= 1 {
+        for (w, window) in windows.iter().enumerate() {
+            found[w] = search_window(trees, groups, window.clone(), buf);
+        }
+    } else {
+        let next = AtomicUsize::new(0);
+        let done: Mutex<Vec<(usize, Option<Vec<Ref>>)>> = Mutex::new(Vec::new());
+        on_threads(threads.min(windows.len()), || {
+            let mut own: SearchBuf = Default::default();
+            loop {
+                let w = next.fetch_add(1, Ordering::Relaxed);
+                let Some(window) = windows.get(w) else { break };
+                let refs = search_window(trees, groups, window.clone(), &mut own);
+                done.lock().unwrap_or_else(|p| p.into_inner()).push((w, refs));
+            }
+        });
+        for (w, refs) in done.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            found[w] = refs;
+        }
+    }
+    let mut refs = Vec::with_capacity(found.iter().flatten().map(Vec::len).sum());
+    let mut failed = Vec::new();
+    for (window, got) in windows.iter().zip(found) {
+        match got {
+            Some(mut mine) => refs.append(&mut mine),
+            None => {
+                let tree = groups[window.start].tree;
+                if !failed.contains(&tree) {
+                    failed.push(tree);
+                }
+            }
+        }
+    }
     (refs, failed)
+}
+
+/// The references of the groups `window` (one tree's, close inodes) from one search;
+/// `None` when the search failed.
+fn search_window(
+    trees: &[(u64, BtrfsTree)],
+    groups: &[Group],
+    window: std::ops::Range<usize>,
+    buf: &mut SearchBuf,
+) -> Option<Vec<Ref>> {
+    let t = &trees[groups[window.start].tree as usize].1;
+    let (lo, hi) = (groups[window.start].ino, groups[window.end - 1].ino);
+    let mut refs = Vec::new();
+    let mut g = window.start;
+    let result = t.file_extents(lo, hi, buf, &mut |e| {
+        while g < window.end && groups[g].ino < e.ino {
+            g += 1;
+        }
+        if g < window.end && groups[g].ino == e.ino {
+            if let Some(r) = reference(g as u32, e, t.last_snapshot()) {
+                refs.push(r);
+            }
+        }
+    });
+    result.is_ok().then_some(refs)
 }
 
 /// The reference a file extent item makes, as FIEMAP would report it; `None` for a hole
