@@ -75,9 +75,10 @@ apparent size, counts of entries, and its largest directories and files.
                         exclusive and set-shared bytes, the disk usage with
                         shared extents counted once and what deleting frees (3
                         more system calls per file on Linux: 2.6-4.2x the scan's
-                        time; see docs/shared-extents.md); the default as root
-                        on XFS with a reverse map (rmapbt), read in one listing
-      --no-shared       do not read extent maps (elsewhere the default)
+                        time; as root on XFS with a reverse map (rmapbt) one
+                        listing, on btrfs tree searches: 1.7-3x; see
+                        docs/shared-extents.md)
+      --no-shared       do not read extent maps (the default)
   -o FILE               also write an ncdu-compatible JSON export (- for stdout,
                         instead of the report; not with --json)
   -O FILE               the same in ncdu 2.6's binary format (stored zstd
