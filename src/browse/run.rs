@@ -150,9 +150,12 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
         if let Some((cpath, meta)) = &scan_from {
             let (sink, done, ctx) = (sink.clone(), scan_done.clone(), &ctx);
             spawn_or_run(s, move || {
-                // Where a bulk source serves the scan, it reads the extents as it goes;
-                // elsewhere they are read after it, in the background.
-                let inline = ctx.args.shared != Sharing::Off && (ctx.fs.bulk)(cpath);
+                // With `--shared`, where a bulk source serves the scan, it reads the
+                // extents as it goes; by default they are read after it, in the background:
+                // the workers wait for a bulk listing (XFS's reverse map: 1.35 s against
+                // 0.13 s to the first screen on a 1.1M-entry image), and the first screen
+                // must come as fast as without the figures.
+                let inline = ctx.args.shared == Sharing::On && (ctx.fs.bulk)(cpath);
                 if inline {
                     sink.keep_extent_files();
                 }
