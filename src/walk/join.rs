@@ -206,7 +206,7 @@ fn as_fiemap(r: &Ref) -> Extent {
 /// apart), searched on up to `threads` threads, each with its own buffer: the searches
 /// are the kernel copying items out, most of what the join costs (on a 3.3M-entry btrfs
 /// with two snapshots, one thread doing them after the scan made `--shared` 1.97× the
-/// plain scan's wall time; two, 1.5×). The references come out in window order, as one
+/// plain scan's wall time; on two, 1.74×). The references come out in window order, as one
 /// thread would give them.
 fn read_file_extents(
     trees: &[(u64, BtrfsTree)],
