@@ -7,7 +7,7 @@ use crate::out::{self, io_text};
 use crate::text::quote::{json_str, quoteaf};
 use crate::text::units::{format_size, Scale};
 use crate::tree::arena::{self, Arena};
-use crate::tree::path::{child_path, dir_path};
+use crate::tree::path::{child_paths, dir_path};
 use crate::tree::roots::{import_file, stat_root, WalkArgs};
 use crate::tree::sharing::Share;
 use crate::tree::sink::{problem_lines, ArenaSink};
@@ -355,8 +355,9 @@ fn print_text(out: &mut dyn Write, a: &Arena, s: &Summary, args: &ScanArgs) -> i
         }
         let what = if title == "directories" && args.by_exclusive && s.shared.is_some() { "exclusive" } else { what };
         writeln!(out, "  largest {title} ({what}):")?;
-        for &(size, id, dir) in list.iter() {
-            writeln!(out, "    {:>12}  {}", size_text(size, args), shown(&child_path(a, dir, id)))?;
+        let paths = child_paths(a, &list.iter().map(|&(_, id, dir)| (dir, id)).collect::<Vec<_>>());
+        for (&(size, _, _), path) in list.iter().zip(&paths) {
+            writeln!(out, "    {:>12}  {}", size_text(size, args), shown(path))?;
         }
     }
     Ok(())
@@ -396,7 +397,8 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
         }
         for (key, list) in [("largest_dirs", &s.top_dirs), ("largest_files", &s.top_files)] {
             o.push_str(&format!(",\"{key}\":["));
-            for (k, &(_, id, dir)) in list.iter().enumerate() {
+            let paths = child_paths(a, &list.iter().map(|&(_, id, dir)| (dir, id)).collect::<Vec<_>>());
+            for (k, &(_, id, _)) in list.iter().enumerate() {
                 if k > 0 {
                     o.push(',');
                 }
@@ -407,7 +409,7 @@ fn json_report(a: &Arena, sums: &[Summary], elapsed: Duration, source: &str, arg
                     a.own_sizes(id)
                 };
                 o.push_str("{\"path\":");
-                json_str(&mut o, &child_path(a, dir, id));
+                json_str(&mut o, &paths[k]);
                 o.push_str(&format!(",\"disk_bytes\":{d},\"apparent_bytes\":{ap}"));
                 if key == "largest_dirs" {
                     if let Some(sh) = a.shared_figures().and_then(|f| f.get(a.dir_of(id))) {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::platform::Follow;
+use crate::tree::path::child_path;
 use crate::walk::extents::Sharing;
 use crate::walk::reader::Native;
 use std::path::{Path, PathBuf};

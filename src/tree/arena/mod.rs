@@ -441,7 +441,7 @@ impl Arena {
     }
 
     /// Where the name after the one stored at `at` starts.
-    fn skip_name(&self, at: u32) -> u32 {
+    pub fn skip_name(&self, at: u32) -> u32 {
         let (len, p) = self.name_header(at);
         p + len as u32
     }
