@@ -339,42 +339,40 @@ fn btrfs_partial_reflink_inside_a_longer_shared_extent() {
         return;
     }
     let (m, top) = Mounted::btrfs_top("btrfs-nested", "512M");
-    let before = btrfs_data_used(&m.at);
     // a/big: 4 MiB; b/part takes 1 MiB from its middle, one/part2 256 KiB from inside
     // one/big2 (same directory), and one/part3 a piece at a 4 KiB offset. The case needs
     // each source in one extent: under load (the other tests' images) btrfs wrote a/big
-    // as several at times, even in one direct write, and then only the extents the copies
-    // reach are shared. So each source is written again until FIEMAP shows one extent.
-    sh(&format!("cd '{}' && mkdir a b one", top.display()));
-    for (name, mib) in [("a/big", 4), ("one/big2", 2)] {
-        let path = top.join(name);
-        let mut tries = 0;
-        loop {
-            tries += 1;
+    // as several at times, even in one direct write, and FIEMAP, which merges extents
+    // that lie one after the other on disk, may still show one. So the setup is made again
+    // until `btrfs filesystem du` itself shows the nested case (each source shared whole).
+    let mib = 1u64 << 20;
+    let nested = [6 * mib + mib + 256 * 1024 + 8192, 0, 6 * mib];
+    let mut tries = 0;
+    let before = loop {
+        tries += 1;
+        sh(&format!("cd '{}' && rm -rf a b one && sync && mkdir a b one", top.display()));
+        // What the earlier try took is given back by the sync's commit.
+        let before = btrfs_data_used(&m.at);
+        for (name, mib) in [("a/big", 4), ("one/big2", 2)] {
             sh(&format!(
-                "rm -f '{0}' && dd if=/dev/urandom of='{0}' bs={mib}M count=1 iflag=fullblock oflag=direct status=none \
-                 && sync",
-                path.display()
+                "dd if=/dev/urandom of='{}' bs={mib}M count=1 iflag=fullblock oflag=direct status=none && sync",
+                top.join(name).display()
             ));
-            let map = sh(&format!("xfs_io -c 'fiemap' '{}'", path.display()));
-            let extents = map
-                .lines()
-                .filter(|l| l.trim_start().split(':').next().is_some_and(|n| n.parse::<u32>().is_ok()))
-                .count();
-            if extents == 1 {
-                break;
-            }
-            assert!(tries < 10, "{name}: btrfs wrote it in {extents} extents ten times:\n{map}");
         }
-    }
-    sh(&format!(
-        "cd '{}'
-         xfs_io -f -c 'reflink a/big 1048576 0 1048576' b/part >/dev/null
-         xfs_io -f -c 'reflink one/big2 262144 0 262144' one/part2 >/dev/null
-         xfs_io -f -c 'reflink one/big2 1052672 0 8192' one/part3 >/dev/null
-         sync",
-        top.display()
-    ));
+        sh(&format!(
+            "cd '{}'
+             xfs_io -f -c 'reflink a/big 1048576 0 1048576' b/part >/dev/null
+             xfs_io -f -c 'reflink one/big2 262144 0 262144' one/part2 >/dev/null
+             xfs_io -f -c 'reflink one/big2 1052672 0 8192' one/part3 >/dev/null
+             sync",
+            top.display()
+        ));
+        let whole = btrfs_du(&[top.display().to_string()]);
+        if whole[0] == nested {
+            break before;
+        }
+        assert!(tries < 10, "btrfs never made the nested case in ten tries (last: {whole:?})");
+    };
     let taken = btrfs_data_used(&m.at) - before;
     let dirs = export_dirs(&scan_export(&top));
     let paths: Vec<String> = dirs.iter().map(|(p, _)| p.clone()).collect();
@@ -388,8 +386,7 @@ fn btrfs_partial_reflink_inside_a_longer_shared_extent() {
     }
     assert!(bad.is_empty(), "differences:\n{}", bad.join("\n"));
     // The case is the nested one: each source is shared whole, the copies add nothing.
-    let mib = 1u64 << 20;
-    assert_eq!(want[0], [6 * mib + mib + 256 * 1024 + 8192, 0, 6 * mib], "top");
+    assert_eq!(want[0], nested, "top");
     // No directory takes space, so with each shared byte counted once the tree holds
     // exactly the data btrfs allocated for it.
     assert_eq!(dirs[0].1[3], taken, "disk once of top: the data the tree took");
