@@ -509,22 +509,8 @@ impl Run<'_> {
     fn open_part(&mut self, g: &Group, part: &[usize]) -> Vec<Member> {
         let mut out = Vec::with_capacity(part.len());
         for &m in part {
-            let (file, c) = match open_member(self.handles, g, m) {
-                Ok(Some(pair)) => pair,
-                Ok(None) => {
-                    self.r.skip(Skip::Changed, 1);
-                    continue;
-                }
-                Err(e) => {
-                    self.r.fail(&g.paths[m], e);
-                    continue;
-                }
-            };
-            let source_only = match skip_reason(&c, &self.rec(g, m), &self.swaps) {
-                Some(why @ (Skip::Changed | Skip::Swap)) => {
-                    self.r.skip(why, 1);
-                    continue;
-                }
+            let Some((file, c, why)) = self.open_checked(g, m) else { continue };
+            let source_only = match why {
                 Some(why) => Some(why),
                 None if self.read_only(c.dev, &file) => Some(Skip::ReadOnly),
                 None => None,
@@ -536,29 +522,39 @@ impl Run<'_> {
         out
     }
 
+    /// Opens member `m` through the checked handles and looks at it: `None` (counted)
+    /// when it changed since hashed, is an active swap file or cannot be opened; else the
+    /// file, what was seen, and why it may only be a source, if it may (immutable,
+    /// append-only).
+    fn open_checked(&mut self, g: &Group, m: usize) -> Option<(File, platform::FileCheck, Option<Skip>)> {
+        let (file, c) = match open_member(self.handles, g, m) {
+            Ok(Some(pair)) => pair,
+            Ok(None) => {
+                self.r.skip(Skip::Changed, 1);
+                return None;
+            }
+            Err(e) => {
+                self.r.fail(&g.paths[m], e);
+                return None;
+            }
+        };
+        match skip_reason(&c, &self.rec(g, m), &self.swaps) {
+            Some(why @ (Skip::Changed | Skip::Swap)) => {
+                self.r.skip(why, 1);
+                None
+            }
+            why => Some((file, c, why)),
+        }
+    }
+
     /// Member `d` ready for a call: its file as `open_part` kept it, or opened and
-    /// checked again (changed since hashed, or no longer openable: counted, `None`).
+    /// checked again (`open_checked`: changed since hashed, or no longer openable:
+    /// counted, `None`).
     fn ready(&mut self, g: &Group, d: Member) -> Option<Open> {
         if let Some(file) = d.file {
             return Some(Open { m: d.m, file });
         }
-        match open_member(self.handles, g, d.m) {
-            Ok(Some((file, c))) => match skip_reason(&c, &self.rec(g, d.m), &self.swaps) {
-                Some(why @ (Skip::Changed | Skip::Swap)) => {
-                    self.r.skip(why, 1);
-                    None
-                }
-                _ => Some(Open { m: d.m, file }),
-            },
-            Ok(None) => {
-                self.r.skip(Skip::Changed, 1);
-                None
-            }
-            Err(e) => {
-                self.r.fail(&g.paths[d.m], e);
-                None
-            }
-        }
+        self.open_checked(g, d.m).map(|(file, ..)| Open { m: d.m, file })
     }
 
     /// One device's members of a group; `Err` when the file system cannot share extents.
