@@ -238,7 +238,7 @@ pub(super) fn start_rescan<'s, 'a: 's>(
         // replace those of the subtree it replaced, and the whole tree's are computed again.
         (ctx.fs.scan)(&walk, &sk, &cpath, &meta, new);
         if walk.shared {
-            sk.finish_shared();
+            sk.finish_shared(walk.threads);
         }
         d.set(start);
     });

@@ -161,7 +161,7 @@ pub fn run(args: &BrowseArgs, fs: Fs, threads: usize, fd_budget: usize) -> i32 {
                 }
                 (ctx.fs.scan)(&Walk { shared: inline, ..ctx.walk() }, &sink, cpath, meta, root);
                 if inline {
-                    sink.finish_shared();
+                    sink.finish_shared(ctx.threads);
                 }
                 done.set(start);
                 if !inline && ctx.args.shared != Sharing::Off {

@@ -545,7 +545,7 @@ fn load<R: Reader>(args: &ScanArgs, arena: &Arena, pool: (usize, usize), start: 
         loaded.roots.push(root);
     }
     if args.shared != Sharing::Off {
-        sink.finish_shared();
+        sink.finish_shared(pool.0);
     }
     Ok(loaded)
 }

@@ -192,12 +192,12 @@ impl<'a> ArenaSink<'a> {
     /// on a file system that can share extents. A collector that keeps its files (the
     /// browser's; a rescan's) is merged into the one the arena keeps, and the figures of
     /// the whole tree are computed again from it.
-    pub fn finish_shared(&self) {
+    pub fn finish_shared(&self, threads: usize) {
         if !self.sharing_seen.load(Ordering::Relaxed) {
             return;
         }
         let mut collector = std::mem::take(&mut *self.shared.lock().unwrap());
-        self.bulk.resolve(&mut |f, link, file| {
+        self.bulk.resolve(threads, &mut |f, link, file| {
             let charged = if f.flags & BulkFile::DUP != 0 { 0 } else { f.disk };
             let figures = FileFigures {
                 total: file.total,

@@ -49,10 +49,6 @@ const INO_GAP: u64 = 4096;
 /// Data extents further apart than this (bytes) start a new search of the extent tree.
 const BYTENR_GAP: u64 = 256 << 20;
 
-/// Threads searching at once after the scan (kernel work: no more than the cores, and a
-/// bound for big machines).
-const MAX_SEARCH_THREADS: usize = 8;
-
 /// One regular file whose figures come from bulk metadata.
 #[derive(Clone, Copy, Debug)]
 pub struct BulkFile {
@@ -142,9 +138,10 @@ impl Join {
         self.files.lock().unwrap().append(batch);
     }
 
-    /// Reads the metadata for every file kept and calls `each(file, link, figures)` for
-    /// each name, `link` being its (device, inode) when it may have other names.
-    pub fn resolve(&self, each: &mut Resolved) {
+    /// Reads the metadata for every file kept, the searches on up to `threads` threads
+    /// (the scan's), and calls `each(file, link, figures)` for each name, `link` being its
+    /// (device, inode) when it may have other names.
+    pub fn resolve(&self, threads: usize, each: &mut Resolved) {
         let mut files = std::mem::take(&mut *self.files.lock().unwrap());
         let trees = std::mem::take(&mut *self.trees.lock().unwrap());
         if files.is_empty() {
@@ -157,10 +154,12 @@ impl Join {
                 groups.push(Group { tree: u32::from(f.tree), ino: f.ino });
             }
         }
+        // The searches are the kernel's CPU work (warm): no more threads than cores, as
+        // the dupes readers do from the page cache (`dupes::find::read_pool`).
+        let threads = threads.min(std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let (mut refs, failed) = read_file_extents(&trees, &groups, threads);
         // (An empty type where there is no bulk reader: `default()` is its constructor.)
         let mut buf: SearchBuf = Default::default();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_SEARCH_THREADS);
-        let (mut refs, failed) = read_file_extents(&trees, &groups, &mut buf, threads);
         decide_shared(&trees, &groups, &mut refs, &mut buf);
         refs.sort_unstable_by_key(|r| r.group);
         let mut figures = FileExtents::default();
@@ -207,13 +206,8 @@ fn as_fiemap(r: &Ref) -> Extent {
 /// are the kernel copying items out, most of what the join costs (on a 3.3M-entry btrfs
 /// with two snapshots, one thread doing them after the scan made `--shared` 1.97× the
 /// plain scan's wall time; on two, 1.74×). The references come out in window order, as one
-/// thread would give them.
-fn read_file_extents(
-    trees: &[(u64, BtrfsTree)],
-    groups: &[Group],
-    buf: &mut SearchBuf,
-    threads: usize,
-) -> (Vec<Ref>, Vec<u32>) {
+/// thread would give them; one thread (`-j 1`) searches them in that order itself.
+fn read_file_extents(trees: &[(u64, BtrfsTree)], groups: &[Group], threads: usize) -> (Vec<Ref>, Vec<u32>) {
     let mut windows: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = 0;
     while start < groups.len() {
@@ -225,35 +219,27 @@ fn read_file_extents(
         windows.push(start..end);
         start = end;
     }
-    // Each window's references, or `None` when its search failed.
-    let mut found: Vec<Option<Vec<Ref>>> = vec![Some(Vec::new()); windows.len()];
-    if threads <= 1 || windows.len() <= 1 {
-        for (w, window) in windows.iter().enumerate() {
-            found[w] = search_window(trees, groups, window.clone(), buf);
+    // Each window's references, `None` where its search failed, in whatever order the
+    // threads finish; put back in window order below.
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Option<Vec<Ref>>)>> = Mutex::new(Vec::with_capacity(windows.len()));
+    on_threads(threads.clamp(1, windows.len().max(1)), || {
+        // (An empty type where there is no bulk reader: `default()` is its constructor.)
+        let mut buf: SearchBuf = Default::default();
+        while let Some(window) = windows.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let refs = search_window(trees, groups, window.clone(), &mut buf);
+            done.lock().unwrap_or_else(|p| p.into_inner()).push((window.start, refs));
         }
-    } else {
-        let next = AtomicUsize::new(0);
-        let done: Mutex<Vec<(usize, Option<Vec<Ref>>)>> = Mutex::new(Vec::new());
-        on_threads(threads.min(windows.len()), || {
-            let mut own: SearchBuf = Default::default();
-            loop {
-                let w = next.fetch_add(1, Ordering::Relaxed);
-                let Some(window) = windows.get(w) else { break };
-                let refs = search_window(trees, groups, window.clone(), &mut own);
-                done.lock().unwrap_or_else(|p| p.into_inner()).push((w, refs));
-            }
-        });
-        for (w, refs) in done.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            found[w] = refs;
-        }
-    }
-    let mut refs = Vec::with_capacity(found.iter().flatten().map(Vec::len).sum());
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_unstable_by_key(|d| d.0);
+    let mut refs = Vec::with_capacity(done.iter().filter_map(|d| d.1.as_ref()).map(Vec::len).sum());
     let mut failed = Vec::new();
-    for (window, got) in windows.iter().zip(found) {
+    for (first, got) in done {
         match got {
             Some(mut mine) => refs.append(&mut mine),
             None => {
-                let tree = groups[window.start].tree;
+                let tree = groups[first].tree;
                 if !failed.contains(&tree) {
                     failed.push(tree);
                 }
