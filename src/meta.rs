@@ -87,7 +87,7 @@ impl Timespec {
 /// One extent of a file, as an extent map (Linux FIEMAP) reports it: where it is in the
 /// file (`logical`), where on the device (`physical`), how long, and `flags` (the bits
 /// below, which are FIEMAP's own).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
     pub logical: u64,
     pub physical: u64,

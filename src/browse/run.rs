@@ -69,7 +69,7 @@ pub struct Fs {
     /// Reads the extent maps after the scan (`fill::fill_as`).
     pub fill: fn(&Arena, &std::ffi::CStr, u32, usize, Sharing),
     /// Whether a bulk source of extent metadata serves a scan of the path
-    /// (`extents::bulk_source`): then the scan itself reads them, at little cost.
+    /// (`extents::bulk_source`): then, with `--shared`, the scan itself reads them.
     pub bulk: fn(&std::ffi::CStr) -> bool,
 }
 

@@ -46,9 +46,15 @@ pub fn child_paths(a: &Arena, wanted: &[(u32, u32)]) -> Vec<Vec<u8>> {
     let mut name = Vec::new();
     for one_dir in order.chunk_by(|&x, &y| wanted[x].0 == wanted[y].0) {
         let dir = wanted[one_dir[0]].0;
+        // Not listed yet (never so after a scan): each child as `child_path` finds it.
+        let Some(children) = a.children(dir) else {
+            for &k in one_dir {
+                out[k] = child_path(a, dir, wanted[k].1);
+            }
+            continue;
+        };
         let base = dir_path(a, dir);
-        let first = a.children(dir).map_or(0, |r| r.start);
-        let (mut id, mut at) = (first, a.names_at(dir));
+        let (mut id, mut at) = (children.start, a.names_at(dir));
         // The child read last, (id, index in `wanted`): the same child asked twice.
         let mut last: Option<(u32, usize)> = None;
         for &k in one_dir {
