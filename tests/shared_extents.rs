@@ -75,6 +75,15 @@ impl Mounted {
         m
     }
 
+    /// An XFS image (reverse map, reflinks) holding `xfs_rmap_tree` in `top`: the mount
+    /// and `top`.
+    fn xfs_rmap_top(label: &str) -> (Mounted, PathBuf) {
+        let m = Mounted::new(label, "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
+        let top = m.at.join("top");
+        xfs_rmap_tree(&top);
+        (m, top)
+    }
+
     /// A btrfs image of `size` with a subvolume `top` at its root: the mount and `top`.
     fn btrfs_top(label: &str, size: &str) -> (Mounted, PathBuf) {
         let m = Mounted::new(label, size, "mkfs.btrfs -q -f");
@@ -814,9 +823,7 @@ fn xfs_reverse_map_listing_equals_fiemap_on_every_directory() {
     if !can_run("xfs_rmap", &["mkfs.xfs", "xfs_io", "strace"]) {
         return;
     }
-    let m = Mounted::new("xfs-rmap", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
-    let top = m.at.join("top");
-    xfs_rmap_tree(&top);
+    let (m, top) = Mounted::xfs_rmap_top("xfs-rmap");
     let log = m.at.join("strace.log");
     let calls = |name: &str| std::fs::read_to_string(&log).unwrap().matches(name).count();
     let four =
@@ -845,9 +852,7 @@ fn xfs_without_root_asks_each_file_and_gets_the_same_figures() {
     if !can_run("xfs_rmap_nobody", &["mkfs.xfs", "xfs_io", "strace", "setpriv"]) {
         return;
     }
-    let m = Mounted::new("xfs-rmap-nobody", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
-    let top = m.at.join("top");
-    xfs_rmap_tree(&top);
+    let (m, top) = Mounted::xfs_rmap_top("xfs-rmap-nobody");
     // Every file readable (xfs_io makes its files 0600): what nobody may not read counts
     // nothing on either path, which would compare nothing.
     sh(&format!("chmod -R a+rX '{}'", top.display()));
@@ -887,9 +892,7 @@ fn xfs_reverse_map_frees_is_what_deleting_frees() {
     if !can_run("xfs_rmap_frees", &["mkfs.xfs", "xfs_io", "strace"]) {
         return;
     }
-    let m = Mounted::new("xfs-rmap-frees", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
-    let top = m.at.join("top");
-    xfs_rmap_tree(&top);
+    let (m, top) = Mounted::xfs_rmap_top("xfs-rmap-frees");
     // Copy-on-write leaves staging blocks beside a rewritten reflink copy (no file owns
     // them; deleting the copy frees them): a fresh mount has none.
     sh(&format!("umount '{0}' && mount -o loop '{1}' '{0}'", m.at.display(), m.image.display()));
@@ -913,6 +916,23 @@ fn xfs_reverse_map_frees_is_what_deleting_frees() {
     }
 }
 
+/// `dfdu browse root` in tmux with its background fill held (the FIFO hook
+/// `DFDU_TEST_PAUSE_BEFORE_FILL`): the first screen must be the scanned tree with markers
+/// in the exclusive column and no figure; then the fill is let go and the screen with every
+/// figure is returned, with the session.
+fn browse_with_the_fill_held(m: &Mounted, root: &Path) -> (Tmux, String) {
+    // On the image, outside the scanned directory: it goes with the unmount.
+    let fifo = m.at.join("fill.fifo");
+    sh(&format!("mkfifo '{}'", fifo.display()));
+    let t = Tmux::start_with(root, "", &format!("DFDU_TEST_PAUSE_BEFORE_FILL='{}'", fifo.display()));
+    let first = t.wait("the scanned tree with markers", |s| s.contains("Scan finished") && s.contains('\u{2026}'));
+    assert!(!first.contains("Sharing counted once"), "no figure before the fill:\n{first}");
+    // Let the fill go: open the FIFO for writing (dfdu waits in its open for reading).
+    drop(std::fs::OpenOptions::new().write(true).open(&fifo).expect("open the FIFO"));
+    let s = t.wait("every figure", |s| s.contains("Sharing counted once") && !s.contains('\u{2026}'));
+    (t, s)
+}
+
 /// Issue 28.3: by default on btrfs the browser shows the tree as soon as it is scanned,
 /// with a marker in the exclusive column, and reads the extent maps afterwards, in the
 /// background; the figures it fills in are `btrfs filesystem du --raw`'s. The fill is
@@ -924,15 +944,7 @@ fn browser_fills_the_sharing_column_in_the_background_on_btrfs() {
     }
     let (m, top) = Mounted::btrfs_top("fill", "1G");
     btrfs_tree(&top);
-    // On the image, outside the scanned subvolume: it goes with the unmount.
-    let fifo = m.at.join("fill.fifo");
-    sh(&format!("mkfifo '{}'", fifo.display()));
-    let t = Tmux::start_with(&top, "", &format!("DFDU_TEST_PAUSE_BEFORE_FILL='{}'", fifo.display()));
-    let first = t.wait("the scanned tree with markers", |s| s.contains("Scan finished") && s.contains('\u{2026}'));
-    assert!(!first.contains("Sharing counted once"), "no figure before the fill:\n{first}");
-    // Let the fill go: open the FIFO for writing (dfdu waits in its open for reading).
-    drop(std::fs::OpenOptions::new().write(true).open(&fifo).expect("open the FIFO"));
-    let s = t.wait("every figure", |s| s.contains("Sharing counted once") && !s.contains('\u{2026}'));
+    let (t, s) = browse_with_the_fill_held(&m, &top);
     // Each directory row's exclusive figure, from the i box, against btrfs filesystem du.
     let names = Tmux::names(&s);
     assert!(names.len() >= 6, "the top directories:\n{s}");
@@ -957,16 +969,8 @@ fn browser_on_xfs_with_a_reverse_map_fills_in_the_background_by_default() {
     if !can_run("browser_xfs_fills", &["mkfs.xfs", "xfs_io", "tmux", "mkfifo"]) {
         return;
     }
-    let m = Mounted::new("fill-rmap", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
-    let top = m.at.join("top");
-    xfs_rmap_tree(&top);
-    let fifo = m.at.join("fill.fifo");
-    sh(&format!("mkfifo '{}'", fifo.display()));
-    let t = Tmux::start_with(&top, "", &format!("DFDU_TEST_PAUSE_BEFORE_FILL='{}'", fifo.display()));
-    let first = t.wait("the scanned tree with markers", |s| s.contains("Scan finished") && s.contains('\u{2026}'));
-    assert!(!first.contains("Sharing counted once"), "no figure before the fill:\n{first}");
-    drop(std::fs::OpenOptions::new().write(true).open(&fifo).expect("open the FIFO"));
-    let s = t.wait("every figure", |s| s.contains("Sharing counted once") && !s.contains('\u{2026}'));
+    let (m, top) = Mounted::xfs_rmap_top("fill-rmap");
+    let (_t, s) = browse_with_the_fill_held(&m, &top);
     assert!(Tmux::names(&s).len() >= 4, "the top directories:\n{s}");
 }
 
@@ -992,9 +996,7 @@ fn scan_shows_the_figures_only_with_shared() {
         (String::from_utf8_lossy(&out.stdout).into_owned(), trace)
     };
     let asked = |trace: &str| trace.contains("FS_IOC_GETFSMAP") || trace.contains("FS_IOC_FIEMAP");
-    let m = Mounted::new("default-rmap", "600M", "mkfs.xfs -q -f -m rmapbt=1,reflink=1");
-    let top = m.at.join("top");
-    xfs_rmap_tree(&top);
+    let (m, top) = Mounted::xfs_rmap_top("default-rmap");
     // The trace goes beside the images: a file written into the tree while it is scanned
     // would be one the listing does not know (asked on its own).
     let logs = Scratch::new("default-logs");
