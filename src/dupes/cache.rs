@@ -107,6 +107,12 @@ pub struct Cache {
 }
 
 impl Cache {
+    /// A cache of these entries (sorted by (dev, ino), as a parsed file's are).
+    #[cfg(test)]
+    pub fn of_entries(entries: Vec<Entry>) -> Cache {
+        Cache { entries, blocks: Vec::new() }
+    }
+
     /// The entry for (dev, ino) if it is still valid for this size and these times.
     #[cfg(test)]
     pub fn lookup(&self, dev: u64, ino: u64, size: u64, mtime_ns: i64, ctime_ns: i64) -> Option<Entry> {
@@ -418,7 +424,7 @@ fn same_entry(dir: &platform::WriteDir, name: &OsStr, file: &File) -> bool {
 /// file, waiting for the lock). `Ok(None, _)`: the file is in a directory others may
 /// write, and the run goes on without one. `Err` when the file cannot be used at all (a
 /// symlink, not a regular file, cannot be opened or locked).
-pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFile>, Cache), String> {
+pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFile>, Unparsed), String> {
     let shown = path.display().to_string();
     let (dir_path, name) = split(path).ok_or_else(|| format!("hash file '{shown}' does not name a file"))?;
     let judge = Judge::new(Use::Write);
@@ -426,7 +432,7 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFil
         Ok(d) => d,
         Err(platform::WalkError::Refused(why)) => {
             note(format!("hash file '{shown}' is not trusted: {why}; running without one, leaving it alone"));
-            return Ok((None, Cache::default()));
+            return Ok((None, Unparsed::default()));
         }
         Err(platform::WalkError::Os(e)) => {
             return Err(format!("cannot open the directory of hash file '{shown}': {}", platform::errno_text(e)))
@@ -436,7 +442,7 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFil
     let untrusted = |file| judge.zip(dir_owner).and_then(|(j, d)| j.file(d, file));
     if let Some(why) = untrusted(None) {
         note(format!("hash file '{shown}' is not trusted: {why}; running without one, leaving it alone"));
-        return Ok((None, Cache::default()));
+        return Ok((None, Unparsed::default()));
     }
     for _ in 0..16 {
         let Opened::File(mut file) = open_entry(&dir, name, &shown)? else { continue };
@@ -453,30 +459,50 @@ pub fn open(path: &Path, note: &mut dyn FnMut(String)) -> Result<(Option<HashFil
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| format!("cannot read hash file '{shown}': {}", io_text(&e)))?;
-        let (cache, writable, rebuild) = if bytes.is_empty() {
-            (Cache::default(), true, false)
+        let (unparsed, writable, rebuild) = if bytes.is_empty() {
+            (Vec::new(), true, false)
         } else if !looks_ours(&bytes) {
             note(format!("'{shown}' is not a dfdu hash file: leaving it alone and running without a cache"));
-            (Cache::default(), false, false)
+            (Vec::new(), false, false)
         } else if let Some(why) = untrusted(platform::file_owner(&file)) {
             note(format!("hash file '{shown}' is not trusted: {why}; ignoring it and writing a new one"));
-            (Cache::default(), true, true)
+            (Vec::new(), true, true)
         } else {
-            match parse(&bytes) {
-                Ok(c) => (c, true, false),
-                Err(why) => {
-                    note(format!("hash file '{shown}' is unusable ({why}): ignoring it and writing a new one"));
-                    (Cache::default(), true, true)
-                }
-            }
+            (bytes, true, false)
         };
         let name = name.to_os_string();
-        return Ok((Some(HashFile { dir, name, shown, lock: file, writable, rebuild }), cache));
+        return Ok((Some(HashFile { dir, name, shown, lock: file, writable, rebuild }), Unparsed { bytes: unparsed }));
     }
     Err(format!("hash file '{shown}' keeps being replaced by another run"))
 }
 
+/// A hash file's contents, read and judged ours and trusted but not parsed yet: the
+/// parse (a checksum over the whole file and every record checked, 15 ms for 160,000
+/// files) runs beside the scan, which does not need the entries (`dupes::scan_and_find`).
+#[derive(Default)]
+pub struct Unparsed {
+    bytes: Vec<u8>,
+}
+
+impl Unparsed {
+    /// The entries (none where there was nothing to read), or why the file is unusable;
+    /// the caller says so and has it written anew (`HashFile::rebuild_after`).
+    pub fn parse(&self) -> Result<Cache, &'static str> {
+        if self.bytes.is_empty() {
+            return Ok(Cache::default());
+        }
+        parse(&self.bytes)
+    }
+}
+
 impl HashFile {
+    /// The contents turned out unusable (`Unparsed::parse` failed): the line that says
+    /// so, and the file is written anew even when this run learns nothing.
+    pub fn rebuild_after(&mut self, why: &str) -> String {
+        self.rebuild = true;
+        format!("hash file '{}' is unusable ({why}): ignoring it and writing a new one", self.shown)
+    }
+
     /// Writes `old`'s entries overridden by `new` (this run's), without those of `stale`
     /// (device, inode) pairs, to a new file next to the hash file (mode 0600, see
     /// `platform::replace_in`) and renames it into place; nothing when `new` adds or

@@ -20,6 +20,7 @@ mod dedupe;
 mod dirs;
 mod find;
 mod open;
+mod par;
 mod plan;
 mod remainder;
 mod sink;
@@ -498,7 +499,7 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
         );
         return 1;
     }
-    let (hash_handle, cache, plan_file) = match open_files(a, &cmd) {
+    let (mut hash_handle, unparsed, plan_file) = match open_files(a, &cmd) {
         Ok(files) => files,
         Err(msg) => {
             eprintln!("{cmd}: {msg}");
@@ -507,7 +508,14 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
     };
     let stats = Stats::default();
     let show_progress = !a.quiet && io::stderr().is_terminal();
-    let (found, mut o, mut status) = scan_and_find::<R>(a, threads, fd_budget, &cache, &stats, start, &cmd);
+    let (found, mut o, mut status, cache) = scan_and_find::<R>(a, threads, fd_budget, &unparsed, &stats, start, &cmd);
+    drop(unparsed);
+    let cache = cache.unwrap_or_else(|why| {
+        if let Some(h) = hash_handle.as_mut() {
+            eprintln!("{cmd}: {}", h.rebuild_after(why));
+        }
+        cache::Cache::default()
+    });
     o.groups.sort_by(|x, y| y.wasted().cmp(&x.wasted()).then_with(|| x.paths[0].cmp(&y.paths[0])));
     let mut report = (a.mode == Mode::Dedupe).then(|| {
         platform::interrupt_catch();
@@ -551,27 +559,34 @@ pub fn run<R: Reader>(a: &Args, threads: usize, fd_budget: usize) -> i32 {
 
 /// The hash file (`--hashfile`, opened and locked) and the plan (`--plan`, created new):
 /// both before the scan, so that one that cannot be used is known before any work.
-fn open_files(a: &Args, cmd: &str) -> Result<(Option<cache::HashFile>, cache::Cache, Option<std::fs::File>), String> {
-    let (hash_handle, cache) = match &a.hashfile {
+fn open_files(
+    a: &Args,
+    cmd: &str,
+) -> Result<(Option<cache::HashFile>, cache::Unparsed, Option<std::fs::File>), String> {
+    let (hash_handle, unparsed) = match &a.hashfile {
         Some(path) => cache::open(std::path::Path::new(path), &mut |line| eprintln!("{cmd}: {line}"))?,
         None => Default::default(),
     };
     let plan_file = a.plan.as_ref().map(|path| cache::create_new(std::path::Path::new(path))).transpose()?;
-    Ok((hash_handle, cache, plan_file))
+    Ok((hash_handle, unparsed, plan_file))
 }
 
 /// The scan, then the finding stages on the same workers, with the progress line beside
-/// them on a terminal; what could not be scanned or read is reported here. Returns the
-/// files, the groups and the exit status so far.
+/// them on a terminal; what could not be scanned or read is reported here. The hash
+/// file is parsed beside the scan (on a thread of its own, or after the scan where none
+/// can start). Returns the files, the groups, the exit status so far and the hash file's
+/// entries (or why it was unusable).
 fn scan_and_find<R: Reader>(
     a: &Args,
     threads: usize,
     fd_budget: usize,
-    cache: &cache::Cache,
+    unparsed: &cache::Unparsed,
     stats: &Stats,
     start: Instant,
     cmd: &str,
-) -> (Found, find::Outcome, i32) {
+) -> (Found, find::Outcome, i32, Result<cache::Cache, &'static str>) {
+    let parsed = std::sync::OnceLock::new();
+    let empty = cache::Cache::default();
     let mut status = 0;
     let sink = FilesSink::new(Found::default(), a.min_size, a.max_size);
     let phase = AtomicU8::new(PHASE_SCAN);
@@ -585,12 +600,19 @@ fn scan_and_find<R: Reader>(
             // Without a thread for it (a low RLIMIT_AS), the run goes on without the line.
             threads::try_spawn(s, move || progress(phase, sink, stats, start));
         }
+        let parse = || unparsed.parse();
+        let early = &parsed;
+        threads::try_spawn(s, move || {
+            early.get_or_init(parse);
+        });
         if !scan_all::<R>(a, &sink, threads, fd_budget, &mut notes) {
             status = 1;
         }
         found = std::mem::take(&mut *sink.found.lock().unwrap());
         phase.store(PHASE_READ, Ordering::Relaxed);
         let handles = open::Handles::new(&found, fd_budget);
+        // (Waits for the parse if it is still running.)
+        let cache = parsed.get_or_init(parse).as_ref().unwrap_or(&empty);
         let mut o = find::find(&found, &handles, cache, threads, stats, &stop, a.verify);
         find::layouts(&found, &handles, &mut o.groups, threads, stats);
         phase.store(PHASE_DONE, Ordering::Relaxed);
@@ -612,7 +634,7 @@ fn scan_and_find<R: Reader>(
         eprintln!("{cmd}: {}", problem("cannot read", path, &platform::errno_text(*e)));
         status = 1;
     }
-    (found, o, status)
+    (found, o, status, parsed.into_inner().unwrap_or(Ok(empty)))
 }
 
 /// Saves the hash file: what this run learned, less the entries a range the kernel
