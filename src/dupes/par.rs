@@ -67,7 +67,7 @@ pub fn parts(len: usize, threads: usize, starts: impl Fn(usize) -> bool) -> Vec<
         return Vec::new();
     }
     if threads <= 1 || len < PAR_MIN {
-        return vec![0..len];
+        return std::iter::once(0..len).collect();
     }
     let want = threads * PARTS_PER_THREAD;
     let mut out = Vec::with_capacity(want);
@@ -174,7 +174,7 @@ mod tests {
             assert_eq!(p.len() > 1, threads > 1, "{p:?}");
         }
         // Nowhere to cut: one part.
-        assert_eq!(parts(100_000, 4, |_| false), vec![0..100_000]);
+        assert_eq!(parts(100_000, 4, |_| false), std::iter::once(0..100_000).collect::<Vec<_>>());
         assert!(parts(0, 4, |_| true).is_empty());
     }
 
