@@ -525,7 +525,10 @@ fn ext4_asks_no_fiemap() {
         "mkdir -p '{0}/a' && dd if=/dev/urandom of='{0}/a/f' bs=64k count=4 status=none && cp '{0}/a/f' '{0}/g' && sync",
         top.display()
     ));
-    let log = m.at.join("strace.log");
+    // The trace goes beside the image: a file growing in the tree while it is scanned
+    // would make the figures of the runs compared differ.
+    let logs = Scratch::new(&format!("strace-{}", line!()));
+    let log = logs.0.join("strace.log");
     let out = Command::new("strace")
         .args(["-f", "-e", "trace=ioctl,fstatfs", "-o"])
         .arg(&log)
@@ -589,7 +592,10 @@ fn btrfs_reads_in_bulk_as_root_and_by_fiemap_otherwise() {
     fragmented(&top.join("frag"), 200);
     // Readable by nobody, whose scan reads the extent maps itself.
     sh(&format!("chmod -R a+rX '{}' && sync", top.display()));
-    let log = m.at.join("strace.log");
+    // The trace goes beside the image: a file growing in the tree while it is scanned
+    // would make the figures of the runs compared differ.
+    let logs = Scratch::new(&format!("strace-{}", line!()));
+    let log = logs.0.join("strace.log");
     let (trace, bulk) = traced_scan(&top, &log, false);
     assert_eq!(trace.matches("FS_IOC_FIEMAP").count(), 0, "no FIEMAP as root:\n{trace}");
     let searches = trace.matches("BTRFS_IOC_TREE_SEARCH_V2").count();
@@ -824,7 +830,10 @@ fn xfs_reverse_map_listing_equals_fiemap_on_every_directory() {
         return;
     }
     let (m, top) = Mounted::xfs_rmap_top("xfs-rmap");
-    let log = m.at.join("strace.log");
+    // The trace goes beside the image: a file growing in the tree while it is scanned
+    // would make the figures of the runs compared differ.
+    let logs = Scratch::new(&format!("strace-{}", line!()));
+    let log = logs.0.join("strace.log");
     let calls = |name: &str| std::fs::read_to_string(&log).unwrap().matches(name).count();
     let four =
         |v: Vec<(String, [u64; 6])>| v.into_iter().map(|(p, f)| (p, [f[0], f[1], f[2], f[3]])).collect::<Vec<_>>();
@@ -856,7 +865,10 @@ fn xfs_without_root_asks_each_file_and_gets_the_same_figures() {
     // Every file readable (xfs_io makes its files 0600): what nobody may not read counts
     // nothing on either path, which would compare nothing.
     sh(&format!("chmod -R a+rX '{}'", top.display()));
-    let log = m.at.join("strace.log");
+    // The trace goes beside the image: a file growing in the tree while it is scanned
+    // would make the figures of the runs compared differ.
+    let logs = Scratch::new(&format!("strace-{}", line!()));
+    let log = logs.0.join("strace.log");
     let want = export_dirs(&traced_export(&m.at, Some("fiemap"), &log));
     // Nobody may not read the worktree's binary: a copy on the image, and its home open.
     let bin = m.at.join("dfdu");
@@ -896,7 +908,10 @@ fn xfs_reverse_map_frees_is_what_deleting_frees() {
     // Copy-on-write leaves staging blocks beside a rewritten reflink copy (no file owns
     // them; deleting the copy frees them): a fresh mount has none.
     sh(&format!("umount '{0}' && mount -o loop '{1}' '{0}'", m.at.display(), m.image.display()));
-    let log = m.at.join("strace.log");
+    // The trace goes beside the image: a file growing in the tree while it is scanned
+    // would make the figures of the runs compared differ.
+    let logs = Scratch::new(&format!("strace-{}", line!()));
+    let log = logs.0.join("strace.log");
     let slack = 64 * 1024;
     for dir in ["e", "b/c", "d", "b", "a"] {
         let figures = export_dirs(&traced_export(&top, Some("bulk"), &log));

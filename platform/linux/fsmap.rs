@@ -11,8 +11,9 @@
 //! extents count exactly as FIEMAP's do, each shared one with how many files share it.
 //!
 //! * `bulk_extents_estimate(dir)` — one `fstatfs` and, on XFS, one `XFS_IOC_FSGEOMETRY`
-//!   (both unprivileged): whether the file system has a reverse map, and its inodes in
-//!   use (what a full listing is proportional to).
+//!   (both unprivileged) and the thread's capabilities: whether the file system has a
+//!   reverse map this process may list, and its inodes in use (what a full listing is
+//!   proportional to).
 //! * `bulk_extents(dir, each)` — the listing itself. Without a reverse map, and without
 //!   `CAP_SYS_ADMIN`, the kernel does not refuse the call: it answers with free space and
 //!   "unknown" owners only. So the geometry (`ENOTSUP`) and the capability (`EPERM`) are
@@ -78,24 +79,47 @@ const GEOM_FLAGS_WORD: usize = 23;
 
 /// Whether `dir`'s file system is XFS with a reverse map.
 fn has_rmapbt(dir: &Dir) -> bool {
-    let Ok(fs) = rustix::fs::fstatfs(&dir.fd) else { return false };
+    geometry(dir).is_some_and(|g| g[GEOM_FLAGS_WORD] & GEOM_FLAGS_RMAPBT != 0)
+}
+
+/// The geometry of `dir`'s file system when it is XFS, as 32-bit words.
+fn geometry(dir: &Dir) -> Option<[u32; 28]> {
+    let fs = rustix::fs::fstatfs(&dir.fd).ok()?;
     if fs.f_type as u32 != linux_raw_sys::general::XFS_SUPER_MAGIC {
-        return false;
+        return None;
     }
     // SAFETY: XFS_IOC_FSGEOMETRY_V4 writes one 112-byte `struct xfs_fsop_geom_v4`, which
     // `[u32; 28]` holds with the alignment of its widest (u64) fields' halves; any bit
     // pattern is a valid array of integers.
-    let geom = unsafe {
+    unsafe {
         let ctl = rustix::ioctl::Getter::<{ XFS_IOC_FSGEOMETRY_V4 as rustix::ioctl::Opcode }, [u32; 28]>::new();
-        rustix::ioctl::ioctl(&dir.fd, ctl)
-    };
-    geom.is_ok_and(|g| g[GEOM_FLAGS_WORD] & GEOM_FLAGS_RMAPBT != 0)
+        rustix::ioctl::ioctl(&dir.fd, ctl).ok()
+    }
+}
+
+/// The byte ranges of the data device's allocation groups (the geometry's first words:
+/// block size, realtime extent size, blocks per group, groups); a mapping never crosses
+/// from one group into the next, so each range can be listed on its own.
+fn group_ranges(dir: &Dir) -> Vec<(u64, u64)> {
+    let Some(g) = geometry(dir) else { return Vec::new() };
+    let (block_bytes, ag_blocks, ag_count) = (u64::from(g[0]), u64::from(g[2]), u64::from(g[3]));
+    let ag_bytes = block_bytes.saturating_mul(ag_blocks);
+    if ag_bytes == 0 || ag_count > 1 << 20 {
+        return Vec::new();
+    }
+    (0..ag_count).map(|k| (k * ag_bytes, (k + 1).saturating_mul(ag_bytes))).collect()
+}
+
+/// Whether this thread has `CAP_SYS_ADMIN`: without it the kernel does not refuse a
+/// listing, it lists free space and "unknown" owners only, as without a reverse map.
+fn may_list() -> bool {
+    rustix::thread::capabilities(None).is_ok_and(|c| c.effective.contains(rustix::thread::CapabilitySet::SYS_ADMIN))
 }
 
 /// The inodes in use on `dir`'s file system when it can list all files' extents in bulk
-/// (XFS with `rmapbt`); `None` otherwise.
+/// (XFS with `rmapbt`, and the capability to list them); `None` otherwise.
 pub fn bulk_extents_estimate(dir: &Dir) -> Option<u64> {
-    if !has_rmapbt(dir) {
+    if !has_rmapbt(dir) || !may_list() {
         return None;
     }
     let fs = rustix::fs::fstatfs(&dir.fd).ok()?;
@@ -111,16 +135,13 @@ pub fn bulk_extents(dir: &Dir, each: &mut dyn FnMut(u64, &Extent, u32)) -> Resul
     if !has_rmapbt(dir) {
         return Err(Errno::NOTSUP);
     }
-    // Without CAP_SYS_ADMIN the kernel does not refuse: it lists free space and "unknown"
-    // owners only, as without a reverse map.
-    let caps = rustix::thread::capabilities(None).map_err(errno)?;
-    if !caps.effective.contains(rustix::thread::CapabilitySet::SYS_ADMIN) {
+    if !may_list() {
         return Err(Errno::PERM);
     }
     let data_dev = rustix::fs::fstat(&dir.fd).map_err(errno)?.st_dev;
     let mut shared = Vec::new();
     let mut unknown = false;
-    read_all(dir, &mut |r, dev_t| {
+    read_all(dir, data_dev, &mut |r, dev_t| {
         // The reduced listing after all (the capability went between the two questions).
         unknown |= r.flags & FMR_OF_SPECIAL_OWNER != 0 && r.owner == FMR_OWN_UNKNOWN;
         let skip = FMR_OF_ATTR_FORK | FMR_OF_EXTENT_MAP | FMR_OF_SPECIAL_OWNER;
@@ -144,13 +165,104 @@ pub fn bulk_extents(dir: &Dir, each: &mut dyn FnMut(u64, &Extent, u32)) -> Resul
 
 /// Whether the kernel's 32-bit `new_encode_dev` of a device is `st_dev`.
 fn same_dev(encoded: u32, st_dev: u64) -> bool {
-    let (major, minor) = (rustix::fs::major(st_dev), rustix::fs::minor(st_dev));
-    encoded == (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
+    encoded == encode_dev(st_dev)
 }
 
-/// Lists the whole reverse map into `each`, a call at a time; `each` also learns whether
-/// the devices are dev_t numbers.
-fn read_all(dir: &Dir, each: &mut dyn FnMut(&RawFsmap, bool)) -> Result<(), Errno> {
+/// The kernel's 32-bit `new_encode_dev` of `st_dev`, as the listing's keys name devices.
+fn encode_dev(st_dev: u64) -> u32 {
+    let (major, minor) = (rustix::fs::major(st_dev), rustix::fs::minor(st_dev));
+    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
+}
+
+/// A batch of records from one call, and whether their devices are dev_t numbers.
+type Batch = Result<(Vec<RawFsmap>, bool), Errno>;
+
+/// Lists the whole reverse map into `each` (with whether the devices are dev_t
+/// numbers). Most of a listing is the kernel's work, and for every mapping a look-up in
+/// the reference-count tree (for the shared flag: a third of a `--shared` scan's CPU on
+/// a 1M-entry tree): so the data device's allocation groups are listed side by side, on
+/// as many threads as there are cores (`group_ranges`), their records handed to `each`
+/// here as they come (the log and realtime devices' records, which `bulk_extents`
+/// leaves out, are not asked for). One group, one core, or no thread that starts: the
+/// whole map in one range, as one thread.
+fn read_all(dir: &Dir, data_dev: u64, each: &mut dyn FnMut(&RawFsmap, bool)) -> Result<(), Errno> {
+    let groups = group_ranges(dir);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(groups.len());
+    let dev = encode_dev(data_dev);
+    if threads >= 2 {
+        let key = |physical, high: bool| {
+            let all = if high { u64::MAX } else { 0 };
+            RawFsmap { device: dev, flags: all as u32, physical, owner: all, offset: all, length: 0, reserved: [0; 3] }
+        };
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(threads * 2);
+        let listed = std::thread::scope(|s| {
+            let mut started = 0;
+            for _ in 0..threads {
+                let (tx, next, groups) = (tx.clone(), &next, &groups);
+                let lister = move || {
+                    while let Some(&(lo, hi)) = groups.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                        let sent = read_range(dir, key(lo, false), key(hi - 1, true), &mut |recs, dev_t| {
+                            // Only records starting in the group: none should start
+                            // before it, but one listed twice would count twice.
+                            let mine = recs.iter().filter(|r| r.physical >= lo && r.physical < hi).copied().collect();
+                            tx.send(Ok((mine, dev_t))).is_ok()
+                        });
+                        if let Err(e) = sent {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                };
+                if std::thread::Builder::new().stack_size(256 << 10).spawn_scoped(s, lister).is_ok() {
+                    started += 1;
+                }
+            }
+            drop(tx);
+            if started == 0 {
+                return None;
+            }
+            let mut failed = None;
+            for batch in rx {
+                match batch {
+                    Ok((recs, dev_t)) => recs.iter().for_each(|r| each(r, dev_t)),
+                    Err(e) => failed = failed.or(Some(e)),
+                }
+            }
+            Some(failed)
+        });
+        match listed {
+            Some(Some(e)) => return Err(e),
+            Some(None) => return Ok(()),
+            None => {}
+        }
+    }
+    let low = RawFsmap::default();
+    let high = RawFsmap {
+        device: u32::MAX,
+        flags: u32::MAX,
+        physical: u64::MAX,
+        owner: u64::MAX,
+        offset: u64::MAX,
+        length: 0,
+        reserved: [0; 3],
+    };
+    read_range(dir, low, high, &mut |recs, dev_t| {
+        recs.iter().for_each(|r| each(r, dev_t));
+        true
+    })
+}
+
+/// Lists the reverse map from key `low` to key `high` into `each`, a call's records at a
+/// time; `each` also learns whether the devices are dev_t numbers, and answering false
+/// stops the listing.
+fn read_range(
+    dir: &Dir,
+    low: RawFsmap,
+    high: RawFsmap,
+    each: &mut dyn FnMut(&[RawFsmap], bool) -> bool,
+) -> Result<(), Errno> {
     // Made on the heap, zeroed in place: 512 KiB would not fit a worker's stack.
     let layout = std::alloc::Layout::new::<RawHead>();
     // SAFETY: the layout is `RawHead`'s (not zero-sized); `RawHead` is integers only, so
@@ -163,16 +275,7 @@ fn read_all(dir: &Dir, each: &mut dyn FnMut(&RawFsmap, bool)) -> Result<(), Errn
         }
         Box::from_raw(p)
     };
-    // The high key all ones: no end but the file system's.
-    head.keys[1] = RawFsmap {
-        device: u32::MAX,
-        flags: u32::MAX,
-        physical: u64::MAX,
-        owner: u64::MAX,
-        offset: u64::MAX,
-        length: 0,
-        reserved: [0; 3],
-    };
+    head.keys = [low, high];
     loop {
         head.count = RECORDS_PER_CALL as u32;
         head.entries = 0;
@@ -186,8 +289,8 @@ fn read_all(dir: &Dir, each: &mut dyn FnMut(&RawFsmap, bool)) -> Result<(), Errn
         }
         let n = (head.entries as usize).min(RECORDS_PER_CALL);
         let dev_t = head.oflags & FMH_OF_DEV_T != 0;
-        for r in &head.recs[..n] {
-            each(r, dev_t);
+        if !each(&head.recs[..n], dev_t) {
+            return Ok(());
         }
         if n == 0 || head.recs[n - 1].flags & FMR_OF_LAST != 0 {
             return Ok(());

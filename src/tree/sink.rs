@@ -413,8 +413,8 @@ impl Sink for ArenaSink<'_> {
         });
     }
 
-    fn bulk_tree(&self, dev: u64, open: &mut dyn FnMut() -> Option<crate::platform::BtrfsTree>) -> Option<u32> {
-        self.bulk.tree(dev, open)
+    fn bulk_source(&self, dev: u64, open: &mut dyn FnMut() -> Option<crate::walk::join::Source>) -> Option<u32> {
+        self.bulk.source(dev, open)
     }
 
     fn bulk_file(&self, l: &mut Local, pos: Pos, meta: &Meta, tree: u32) {

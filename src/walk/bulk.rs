@@ -109,6 +109,22 @@ impl ExtentMap {
     /// extent of it.
     pub fn fill(&self, ino: u64, f: &mut FileExtents) -> bool {
         let Ok(i) = self.rows.binary_search_by_key(&ino, |r| r.ino) else { return false };
+        self.fill_row(i, f);
+        true
+    }
+
+    /// `fill` for inodes asked in ascending order: `at` is where the last one was found
+    /// (start at 0), and each look-up goes on from there.
+    pub fn fill_from(&self, at: &mut usize, ino: u64, f: &mut FileExtents) -> bool {
+        *at += self.rows[(*at).min(self.rows.len())..].partition_point(|r| r.ino < ino);
+        if self.rows.get(*at).is_none_or(|r| r.ino != ino) {
+            return false;
+        }
+        self.fill_row(*at, f);
+        true
+    }
+
+    fn fill_row(&self, i: usize, f: &mut FileExtents) {
         let row = &self.rows[i];
         let end = self.rows.get(i + 1).map_or(self.shared.len(), |r| r.shared_at);
         f.clear();
@@ -118,7 +134,67 @@ impl ExtentMap {
             let e = Extent { logical: 0, physical: one.start, length, flags: Extent::SHARED };
             f.add_known(&e, WholeExtent { start: one.start, disk_bytes: length, refs: one.files });
         }
-        true
+    }
+}
+
+/// A device's listing read on a thread of its own while the scan goes on (when the scan
+/// entered the device at its root: `lists_at_once`); its files wait in the join
+/// (`walk/join.rs`) and get their figures from it after the scan. Where no thread can
+/// start, the listing is read when the join asks for it.
+pub struct Listing {
+    state: Mutex<Reading>,
+}
+
+enum Reading {
+    Started(std::thread::JoinHandle<Option<ExtentMap>>),
+    /// Not started yet, or its thread could not start: read by `wait` itself.
+    Held(std::sync::Arc<Mutex<Option<ReadFn>>>),
+    Done,
+}
+
+type ReadFn = Box<dyn FnOnce() -> Option<ExtentMap> + Send>;
+
+impl Listing {
+    /// Starts reading the listing of `dir`'s file system, on a handle of its own (`dir`
+    /// opened again); `None` when that cannot be opened.
+    pub fn start<R: Reader>(dir: &R::Dir) -> Option<Listing> {
+        let own = R::open_at(dir, c".", crate::platform::Follow::No).ok()?;
+        let read: ReadFn = Box::new(move || ExtentMap::read::<R>(&own).ok());
+        // `spawn` consumes its closure even when it fails: the reading waits in a slot
+        // both sides can reach, and whoever takes it first runs it.
+        let slot = std::sync::Arc::new(Mutex::new(Some(read)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new().spawn(move || {
+            let read = theirs.lock().unwrap_or_else(|p| p.into_inner()).take();
+            read.and_then(|r| r())
+        });
+        let state = match spawned {
+            Ok(h) => Reading::Started(h),
+            Err(_) => Reading::Held(slot),
+        };
+        Some(Listing { state: Mutex::new(state) })
+    }
+
+    /// The map, once read (waiting for its thread); `None` when the listing failed.
+    /// Only the first call gets it.
+    pub fn wait(&self) -> Option<ExtentMap> {
+        let state = std::mem::replace(&mut *self.state.lock().unwrap_or_else(|p| p.into_inner()), Reading::Done);
+        match state {
+            Reading::Started(h) => h.join().ok().flatten(),
+            Reading::Held(slot) => slot.lock().unwrap_or_else(|p| p.into_inner()).take().and_then(|r| r()),
+            Reading::Done => None,
+        }
+    }
+}
+
+/// Whether the scan reads the listing of `dir`'s device beside itself and joins its files
+/// to it after (`Listing`): where the listing exists and the scan entered the device at
+/// its root (`whole`), or the test aid forces the listing.
+pub fn lists_at_once<R: Reader>(dir: &R::Dir, whole: impl FnOnce() -> bool) -> bool {
+    match forced() {
+        Some(false) => false,
+        Some(true) => R::bulk_extents_estimate(dir).is_some(),
+        None => R::bulk_extents_estimate(dir).is_some() && whole(),
     }
 }
 

@@ -7,6 +7,15 @@
 //! source a few wide questions and hands every file the `FileExtents` a FIEMAP would
 //! have given it, name by name.
 //!
+//! # XFS with a reverse map (root only)
+//!
+//! When the scan enters such a file system at its root, the whole file system's
+//! listing (`walk/bulk.rs`, `FS_IOC_GETFSMAP`) is read on a thread of its own from that
+//! moment (`bulk::Listing`), beside the scan instead of before it (the scan's workers
+//! used to wait for it: most of it is the kernel's look-up of every mapping in the
+//! reference-count tree); after the scan each kept file gets its figures from it by
+//! inode number.
+//!
 //! # btrfs (root only)
 //!
 //! 1. Each subvolume's file extent items for the inode range of the files kept, in
@@ -37,6 +46,7 @@
 
 use crate::meta::{BtrfsDataExtent, BtrfsExtentKind, BtrfsFileExtent, BtrfsRef, Extent};
 use crate::platform::{BtrfsTree, SearchBuf};
+use crate::walk::bulk::Listing;
 use crate::walk::extents::{FileExtents, WholeExtent};
 use crate::walk::threads::on_threads;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,11 +85,24 @@ impl BulkFile {
 /// The bulk sources of one scan and the files waiting for them.
 #[derive(Default)]
 pub struct Join {
-    /// (device, its source if it has one), in token order for those that do.
+    /// (device, its source's token if it has one).
     devs: Mutex<Vec<(u64, Option<u32>)>>,
+    /// btrfs subvolumes, token = index.
     trees: Mutex<Vec<(u64, BtrfsTree)>>,
+    /// XFS reverse-map listings being read beside the scan, token = `LISTING_TOKEN` +
+    /// index.
+    listings: Mutex<Vec<(u64, Listing)>>,
     files: Mutex<Vec<BulkFile>>,
 }
+
+/// A bulk source as opened for a device.
+pub enum Source {
+    Tree(BtrfsTree),
+    Listing(Listing),
+}
+
+/// Tokens from here on are listings'; below, subvolumes'.
+const LISTING_TOKEN: u32 = 0x8000;
 
 /// What `Join::resolve` calls per name: the file, its (device, inode) when it may have
 /// other names, its figures.
@@ -117,18 +140,29 @@ struct Group {
 
 impl Join {
     /// The token of device `dev`'s bulk source, opened with `open` the first time (none
-    /// past the 65,536th subvolume: those files get their own extent maps).
-    pub fn tree(&self, dev: u64, open: &mut dyn FnMut() -> Option<BtrfsTree>) -> Option<u32> {
+    /// past the 32,768th subvolume or listing: those files get their own extent maps).
+    pub fn source(&self, dev: u64, open: &mut dyn FnMut() -> Option<Source>) -> Option<u32> {
         let mut devs = self.devs.lock().unwrap();
         if let Some(&(_, t)) = devs.iter().find(|(d, _)| *d == dev) {
             return t;
         }
-        let room = self.trees.lock().unwrap().len() <= usize::from(u16::MAX);
-        let t = open().filter(|_| room).map(|tree| {
-            let mut trees = self.trees.lock().unwrap();
-            trees.push((dev, tree));
-            (trees.len() - 1) as u32
-        });
+        let t = match open() {
+            Some(Source::Tree(tree)) => {
+                let mut trees = self.trees.lock().unwrap();
+                (trees.len() < LISTING_TOKEN as usize).then(|| {
+                    trees.push((dev, tree));
+                    (trees.len() - 1) as u32
+                })
+            }
+            Some(Source::Listing(l)) => {
+                let mut listings = self.listings.lock().unwrap();
+                (listings.len() < LISTING_TOKEN as usize).then(|| {
+                    listings.push((dev, l));
+                    LISTING_TOKEN + (listings.len() - 1) as u32
+                })
+            }
+            None => None,
+        };
         devs.push((dev, t));
         t
     }
@@ -144,6 +178,12 @@ impl Join {
     pub fn resolve(&self, threads: usize, each: &mut Resolved) {
         let mut files = std::mem::take(&mut *self.files.lock().unwrap());
         let trees = std::mem::take(&mut *self.trees.lock().unwrap());
+        let listings = std::mem::take(&mut *self.listings.lock().unwrap());
+        if !listings.is_empty() {
+            let (listed, rest) = files.into_iter().partition(|f| u32::from(f.tree) >= LISTING_TOKEN);
+            files = rest;
+            resolve_listed(&listings, listed, each);
+        }
         if files.is_empty() {
             return;
         }
@@ -187,6 +227,25 @@ impl Join {
             }
             let link = (f.flags & BulkFile::LINK != 0).then(|| (trees[f.tree as usize].0, f.ino));
             each(f, link, &figures);
+        }
+    }
+}
+
+/// The files kept for listings, each given its figures from its device's listing (in
+/// inode order, one pass over each listing); a file the listing does not know (written
+/// after it was read, or with data not written yet) gets none.
+fn resolve_listed(listings: &[(u64, Listing)], mut files: Vec<BulkFile>, each: &mut Resolved) {
+    files.sort_unstable_by_key(|f| (f.tree, f.ino));
+    let mut figures = FileExtents::default();
+    for one in files.chunk_by(|a, b| a.tree == b.tree) {
+        let (dev, listing) = &listings[(u32::from(one[0].tree) - LISTING_TOKEN) as usize];
+        let Some(map) = listing.wait() else { continue };
+        let mut at = 0;
+        for f in one {
+            if map.fill_from(&mut at, f.ino, &mut figures) {
+                let link = (f.flags & BulkFile::LINK != 0).then_some((*dev, f.ino));
+                each(f, link, &figures);
+            }
         }
     }
 }

@@ -236,7 +236,7 @@ pub trait Sink: Sync {
     /// With `Walk::shared`: the bulk source of device `dev` (`walk/join.rs`), opened with
     /// `open` by the first worker that asks; its token, or `None` when the sink reads no
     /// metadata in bulk or `open` found none (then each file's extent map is read).
-    fn bulk_tree(&self, _dev: u64, _open: &mut dyn FnMut() -> Option<crate::platform::BtrfsTree>) -> Option<u32> {
+    fn bulk_source(&self, _dev: u64, _open: &mut dyn FnMut() -> Option<crate::walk::join::Source>) -> Option<u32> {
         None
     }
     /// With `Walk::shared`: the regular file just handed to `entry` as `Seen::Ok(meta)` at

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::platform::Follow;
+use crate::walk::join::Source;
 
 pub(super) struct Worker<'s, 'a, R: Reader, S: Sink> {
     shared: &'s Shared<'a, R, S>,
@@ -406,7 +407,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     fn list_dir(&mut self, node: Arc<Node<R::Dir>>) {
         let guard = node.handle.read().unwrap();
         let dir = guard.as_ref().expect("a node being listed holds its handle");
-        if self.shared.walk.shared && self.can_share(node.dev, dir).0 {
+        if self.shared.walk.shared && self.can_share(&node, dir).0 {
             self.shared.sink.sharing_dir(node.dir);
         }
         let mut l = Listing::default();
@@ -680,15 +681,25 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         (kernfs && R::kernel_fs(&sub)) || (walk.exclude_caches && R::cachedir_tagged(&sub))
     }
 
-    /// Whether directory `dir` on device `dev` lies on a file system that can share
-    /// extents, and the sink's bulk source for it if it has one: asked once per device
-    /// per worker (and the bulk source opened once per device by the sink).
-    fn can_share(&mut self, dev: u64, dir: &R::Dir) -> (bool, Option<u32>) {
+    /// Whether directory `dir` of `node` lies on a file system that can share extents,
+    /// and the sink's bulk source for it if it has one (a btrfs subvolume's tree; the
+    /// reverse-map listing of an XFS the scan entered at its root, started now): asked
+    /// once per device per worker (and the bulk source opened once per device by the
+    /// sink).
+    fn can_share(&mut self, node: &Node<R::Dir>, dir: &R::Dir) -> (bool, Option<u32>) {
+        let dev = node.dev;
         if let Some(&(_, yes, bulk)) = self.sharing_devs.iter().find(|(d, ..)| *d == dev) {
             return (yes, bulk);
         }
         let yes = R::fs_shares_extents(dir);
-        let bulk = if yes { self.shared.sink.bulk_tree(dev, &mut || R::bulk_tree(dir)) } else { None };
+        let mut open = || {
+            if let Some(tree) = R::bulk_tree(dir) {
+                return Some(Source::Tree(tree));
+            }
+            let at_once = bulk::lists_at_once::<R>(dir, || entered_at_root::<R>(node));
+            at_once.then(|| bulk::Listing::start::<R>(dir)).flatten().map(Source::Listing)
+        };
+        let bulk = if yes { self.shared.sink.bulk_source(dev, &mut open) } else { None };
         self.sharing_devs.push((dev, yes, bulk));
         (yes, bulk)
     }
@@ -699,7 +710,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
     /// (`walk/bulk.rs`), else from the file's own. A file whose map cannot be read (no
     /// permission, gone, no FIEMAP) counts nothing, as in `btrfs filesystem du`.
     fn extents(&mut self, node: &Node<R::Dir>, dir: &R::Dir, name: &CStr, pos: Pos, meta: &Meta) {
-        let (yes, bulk) = self.can_share(node.dev, dir);
+        let (yes, bulk) = self.can_share(node, dir);
         if !yes {
             return;
         }
