@@ -24,7 +24,7 @@
 use super::cache::{Cache, Entry};
 use super::open::{Handles, Refused};
 use super::par;
-use super::sink::{FileRec, Found};
+use super::sink::{DirPaths, FileRec, Found};
 use crate::meta::{Errno, Extent, Kind};
 use crate::platform;
 use crate::walk::threads::on_threads;
@@ -426,8 +426,9 @@ pub fn find(
 ) -> Outcome {
     let reads = Reads { found, handles, threads, stats, stop };
     let cpu = par::cpu_threads(threads);
-    let (mut cands, runs) = candidates(found, cache, cpu, stats);
+    let (mut cands, runs) = candidates(found, cpu, stats);
     stats.candidates.store(cands.len() as u64, Ordering::Relaxed);
+    ask_cache(found, cache, &mut cands, stats, cpu);
     let mut errors = Vec::new();
     let sampled = sample_stage(&reads, &mut cands, &mut errors);
     full_stage(&reads, &mut cands, &runs, sampled, &mut errors);
@@ -438,11 +439,10 @@ pub fn find(
     Outcome { groups, cands, errors }
 }
 
-/// Stages 1 and 2 with the hash file's answers, on up to `cpu` threads: the files
-/// sorted by size, then in parts of whole sizes, each sorted by (dev, ino) within a
-/// size, cut to one candidate per inode and asked of the hash file; the parts' lists
-/// joined in order.
-fn candidates(found: &Found, cache: &Cache, cpu: usize, stats: &Stats) -> (Vec<Cand>, Vec<std::ops::Range<usize>>) {
+/// Stages 1 and 2 on up to `cpu` threads: the files sorted by size, then in parts of
+/// whole sizes, each sorted by (dev, ino) within a size and cut to one candidate per
+/// inode; the parts' lists joined in order.
+fn candidates(found: &Found, cpu: usize, stats: &Stats) -> (Vec<Cand>, Vec<std::ops::Range<usize>>) {
     let files = &found.files;
     let size = |i: u32| files[i as usize].size;
     let mut order = by_size(found, cpu);
@@ -453,9 +453,7 @@ fn candidates(found: &Found, cache: &Cache, cpu: usize, stats: &Stats) -> (Vec<C
                 one_size.sort_unstable_by_key(|&i| (files[i as usize].dev, files[i as usize].ino));
             }
         }
-        let (mut cands, runs) = one_inode_one_file(found, part, stats);
-        ask_cache(found, cache, &mut cands, stats);
-        (cands, runs)
+        one_inode_one_file(found, part, stats)
     });
     let mut cands = Vec::with_capacity(pieces.iter().map(|p| p.0.len()).sum());
     let mut runs = Vec::with_capacity(pieces.iter().map(|p| p.1.len()).sum());
@@ -513,30 +511,39 @@ fn one_inode_one_file(found: &Found, order: &[u32], stats: &Stats) -> (Vec<Cand>
 
 /// A valid hash-file entry gives a candidate its sample (and full hash when known), so
 /// the stages after it read nothing for that file. Asked before any read is chosen.
-fn ask_cache(found: &Found, cache: &Cache, cands: &mut [Cand], stats: &Stats) {
-    // Asked in (dev, ino) order, the hash file's own: one pass over its entries.
+fn ask_cache(found: &Found, cache: &Cache, cands: &mut [Cand], stats: &Stats, cpu: usize) {
+    // Asked in (dev, ino) order, the hash file's own: one pass over its entries, cut
+    // into parts of consecutive keys on up to `cpu` threads (each part a stretch of the
+    // hash file: asked in parts of sizes, every look-up skipped over the other parts'
+    // keys and missed the cache).
     let key = |c: &Cand| (found.files[c.rec as usize].dev, found.files[c.rec as usize].ino);
     let mut order: Vec<(u128, u32)> = cands
         .iter()
         .enumerate()
         .map(|(k, c)| ((u128::from(key(c).0) << 64) | u128::from(key(c).1), k as u32))
         .collect();
-    order.sort_unstable_by_key(|o| o.0);
-    let mut entries = cache.in_order();
-    let mut hits = 0;
-    for (_, k) in order {
-        let c = &mut cands[k as usize];
-        let f = &found.files[c.rec as usize];
-        if let Some(e) = entries.lookup(f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns) {
-            c.sample = Some(e.sample);
-            c.full = e.full;
-            c.cached = true;
-            hits += 1;
+    par::sort(&mut order, cpu);
+    let parts = par::parts(order.len(), cpu, |_| true);
+    let found_in_parts = par::each_part(cpu, &parts, |part| {
+        let mut entries = cache.in_order();
+        let mut hits = Vec::new();
+        for &(_, k) in &order[part] {
+            let f = &found.files[cands[k as usize].rec as usize];
+            if let Some(e) = entries.lookup(f.dev, f.ino, f.size, f.mtime_ns, f.ctime_ns) {
+                hits.push((k, e.sample, e.full));
+            }
         }
+        hits
+    });
+    let mut n = 0;
+    for (k, sample, full) in found_in_parts.into_iter().flatten() {
+        let c = &mut cands[k as usize];
+        c.sample = Some(sample);
+        c.full = full;
+        c.cached = true;
+        n += 1;
     }
-    // Counted once per part: a shared counter bumped per file by every thread costs
-    // more than the look-ups.
-    stats.cache_hits.fetch_add(hits, Ordering::Relaxed);
+    stats.cache_hits.fetch_add(n, Ordering::Relaxed);
 }
 
 /// Stage 3: the candidates without a sample are sampled (small files read whole). Returns
@@ -638,9 +645,10 @@ fn group_all(found: &Found, cands: &mut [Cand], runs: &[std::ops::Range<usize>],
 /// Groups: candidates of one run with equal full hashes, members in path order.
 fn group_runs(found: &Found, cands: &mut [Cand], runs: &[std::ops::Range<usize>]) -> Vec<Group> {
     let files = &found.files;
-    let path_of = |i: u32| {
+    let mut dirs = DirPaths::default();
+    let mut path_of = |i: u32| {
         let mut p = Vec::new();
-        found.file_path(&files[i as usize], &mut p);
+        found.file_path_with(&mut dirs, &files[i as usize], &mut p);
         p
     };
     let mut groups = Vec::new();
@@ -915,7 +923,8 @@ mod tests {
         let cache = Cache::of_entries(entries);
         let stats = Stats::default();
         let run = |cpu| {
-            let (mut cands, runs) = candidates(&found, &cache, cpu, &stats);
+            let (mut cands, runs) = candidates(&found, cpu, &stats);
+            ask_cache(&found, &cache, &mut cands, &stats, cpu);
             let groups = group_all(&found, &mut cands, &runs, cpu);
             let cands: Vec<_> = cands.iter().map(|c| (c.rec, c.sample, c.full, c.cached)).collect();
             let groups: Vec<_> = groups.into_iter().map(|g| (g.size, g.members, g.paths, g.devs)).collect();

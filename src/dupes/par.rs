@@ -90,7 +90,6 @@ pub fn parts(len: usize, threads: usize, starts: impl Fn(usize) -> bool) -> Vec<
 }
 
 /// `job(part)` for each of `parts` on up to `threads` threads; the results in part order.
-#[cfg(test)]
 pub fn each_part<T: Send>(threads: usize, parts: &[Range<usize>], job: impl Fn(Range<usize>) -> T + Sync) -> Vec<T> {
     let done: Vec<Mutex<Option<T>>> = parts.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);

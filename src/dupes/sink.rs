@@ -47,6 +47,15 @@ pub struct DirRec {
 
 const _: () = assert!(std::mem::size_of::<DirRec>() == 32);
 
+/// Directory paths built once each, for `Found::file_path_with`: only the directories
+/// asked about are kept, in one buffer.
+#[derive(Default)]
+pub struct DirPaths {
+    at: std::collections::HashMap<u32, (usize, usize)>,
+    bytes: Vec<u8>,
+    one: Vec<u8>,
+}
+
 /// Everything the scans kept.
 #[derive(Default)]
 pub struct Found {
@@ -125,6 +134,23 @@ impl Found {
     /// The path of file `f` into `out`.
     pub fn file_path(&self, f: &FileRec, out: &mut Vec<u8>) {
         self.dir_path(f.dir, out);
+        if !out.is_empty() && !out.ends_with(b"/") {
+            out.push(b'/');
+        }
+        out.extend_from_slice(self.name(f.name_off, f.name_len));
+    }
+
+    /// The path of file `f` into `out`, its directory's path taken from `dirs` (built
+    /// there once per directory): `file_path`, for many files in few directories.
+    pub fn file_path_with(&self, dirs: &mut DirPaths, f: &FileRec, out: &mut Vec<u8>) {
+        let (start, end) = *dirs.at.entry(f.dir).or_insert_with(|| {
+            self.dir_path(f.dir, &mut dirs.one);
+            let start = dirs.bytes.len();
+            dirs.bytes.extend_from_slice(&dirs.one);
+            (start, dirs.bytes.len())
+        });
+        out.clear();
+        out.extend_from_slice(&dirs.bytes[start..end]);
         if !out.is_empty() && !out.ends_with(b"/") {
             out.push(b'/');
         }
