@@ -41,7 +41,7 @@
 //! * Reading a tree (`walk::reader::Native`): `Dir` (an open directory handle), `Lister`
 //!   (one worker's listing buffer, `Default`), `open_path`, `open_at`, `stat_path`,
 //!   `stat_at` (each told whether to `Follow` a symlink, a type of this file),
-//!   `Lister::list`, `sorts_by_inode`, `kernel_fs` (a directory on proc, sysfs, cgroup
+//!   `Lister::list`, `sorts_by_inode`, `entries_bound`, `kernel_fs` (a directory on proc, sysfs, cgroup
 //!   and the like, for `--exclude-kernfs`), `lookups_serialize` (whether a cold
 //!   directory's stats had better stay on one thread) with `thread_cpu_ns`, and
 //!   `errno_text`.
@@ -122,15 +122,15 @@ pub mod macos {
 
 pub use backend::{
     address_space_left, btrfs_tree, bulk_extents, bulk_extents_estimate, cached, check_file, dedupe, dedupe_supported,
-    default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, effective_uid, entry_at, errno_text,
-    extents_never_shared, file_extents_at, file_owner, free_bytes, fs_block_bytes, fs_shares_extents, fs_uuid,
-    interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lock_file, lookups_serialize,
-    make_dir_in, mount_points, move_into, open_at, open_at_nofollow, open_fds, open_file_at, open_file_path, open_path,
-    open_read_in, open_write_dir, physical_start, raise_fd_limit, read_only_snapshot, reload_zone, remove_at,
-    remove_in, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path, swap_files, symlink_at,
-    temp_file_in, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self, term_wait, term_write,
-    thread_cpu_ns, write_dir_id, write_dir_owner, BtrfsTree, Dir, ExtentBuf, Lister, SearchBuf, WriteDir, SIG_CONTINUE,
-    SIG_QUIT, SIG_SUSPEND,
+    default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, effective_uid, entries_bound, entry_at,
+    errno_text, extents_never_shared, file_extents_at, file_owner, free_bytes, fs_block_bytes, fs_shares_extents,
+    fs_uuid, interrupt_catch, interrupt_requested, kernel_fs, layout, link_at, local_time, lock_file,
+    lookups_serialize, make_dir_in, mount_points, move_into, open_at, open_at_nofollow, open_fds, open_file_at,
+    open_file_path, open_path, open_read_in, open_write_dir, physical_start, raise_fd_limit, read_only_snapshot,
+    reload_zone, remove_at, remove_in, rename_at, replace_in, rotational, sorts_by_inode, stat_at, stat_path,
+    swap_files, symlink_at, temp_file_in, term_raw_enter, term_raw_leave, term_signals, term_size, term_stop_self,
+    term_wait, term_write, thread_cpu_ns, write_dir_id, write_dir_owner, BtrfsTree, Dir, ExtentBuf, Lister, SearchBuf,
+    WriteDir, SIG_CONTINUE, SIG_QUIT, SIG_SUSPEND,
 };
 // The written files' calls added since the list above (kept apart: fewer merge conflicts).
 pub use backend::{create_temp_in, open_write_in, rename_in};
@@ -335,6 +335,7 @@ macro_rules! contract {
             let _: fn(&CStr, Follow) -> Result<Meta, Errno> = b::stat_path;
             let _: fn(&b::Dir, &CStr, Follow) -> Result<Meta, Errno> = b::stat_at;
             let _: fn(&b::Dir) -> bool = b::sorts_by_inode;
+            let _: fn(&b::Dir) -> Option<(u64, u64)> = b::entries_bound;
             let _: fn(&b::Dir) -> bool = b::lookups_serialize;
             let _: fn(&b::Dir) -> bool = b::kernel_fs;
             let _: fn() -> u64 = b::thread_cpu_ns;

@@ -516,3 +516,65 @@ fn scan_outputs_are_never_written_through_a_planted_link() {
         assert_eq!(fs::read_dir(&theirs).unwrap().count(), 1, "{opt}: a temporary left behind");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 32: a big folder's ids reserved before its listing ends (`Sink::reserve_early`).
+
+/// A folder past the listing's first 512 entries gets its ids early, from a bound on
+/// what its size can hold, and its chunks are written as they are stat'ed; where the
+/// folder holds more than the bound (it grew while listed) its entries move to a range
+/// of the right size. Every way must export exactly what the scan that waits for the
+/// listing's end exports (`DFDU_TEST_EARLY_CAP=0,0`: no early reservation), and GNU du's
+/// total: files, directories, hard links (within the folder and to outside), symlinks,
+/// a size past the entry's own words (a 5 GiB sparse file), names of 1 to 255 bytes.
+#[test]
+fn a_folder_written_before_its_listing_ends_exports_what_waiting_exports() {
+    let scratch = Scratch::new("early-ids");
+    let wide = scratch.dir.join("wide");
+    fs::create_dir_all(scratch.dir.join("outside")).unwrap();
+    fs::create_dir(&wide).unwrap();
+    for i in 0..5000u32 {
+        let len = 1 + (i as usize * 37) % 60;
+        let name = format!("{i}_{}", "n".repeat(len));
+        write(&wide.join(&name), &vec![b'x'; (i as usize * 131) % 9000]);
+        if i % 50 == 7 {
+            fs::hard_link(wide.join(&name), wide.join(format!("{name}.link"))).unwrap();
+        }
+        if i % 97 == 3 {
+            std::os::unix::fs::symlink(&name, wide.join(format!("{i}.sym"))).unwrap();
+        }
+    }
+    for i in 0..300u32 {
+        let d = wide.join(format!("d{i}"));
+        fs::create_dir(&d).unwrap();
+        write(&d.join("inner"), b"inner");
+    }
+    write(&wide.join("x".repeat(255)), b"the longest name");
+    fs::hard_link(wide.join("7_".to_string() + &"n".repeat(1 + (7 * 37) % 60)), scratch.dir.join("outside/link"))
+        .unwrap();
+    let sparse = fs::File::create(wide.join("sparse")).unwrap();
+    sparse.set_len(5 << 30).unwrap();
+    let export = |cap: &str| {
+        let out = run_with(
+            &["scan", "-j", "4", "-q", "-o", "-", wide.to_str().unwrap()],
+            None,
+            &[("DFDU_TEST_EARLY_CAP", cap)],
+        );
+        assert!(out.status.success(), "cap {cap}: {}", text(&out.stderr));
+        // The header holds the time of the run.
+        out.stdout.splitn(2, |&b| b == b'\n').nth(1).unwrap_or_default().to_vec()
+    };
+    let want = export("0,0");
+    assert!(want.len() > 100_000, "an export of the whole folder");
+    // Generous bounds, too few entries, too few name bytes, both, and the file
+    // system's own bound (set to what cannot parse: the knob is then off).
+    for cap in ["1000000,100000000", "2000,100000000", "1000000,40000", "600,6000", "off"] {
+        let got = export(cap);
+        assert!(got == want, "DFDU_TEST_EARLY_CAP={cap}: the export differs from the waiting scan's");
+    }
+    let du = Command::new("du").args(["-s", "-B1"]).arg(&wide).output().unwrap();
+    let du_total: u64 = text(&du.stdout).split_whitespace().next().unwrap().parse().unwrap();
+    let json = run_dfdu(&["scan", "--json", "-q", wide.to_str().unwrap()]);
+    let total: u64 = python(&json.stdout, "d['roots'][0]['disk_bytes']").parse().unwrap_or(0);
+    assert_eq!(total, du_total, "dfdu scan's total against du -s -B1");
+}

@@ -179,6 +179,12 @@ impl Lister {
     }
 }
 
+/// The portable reader cannot tell the file system type: no bound on a directory's
+/// entries (`linux::dir::entries_bound`).
+pub fn entries_bound<D>(_dir: &D) -> Option<(u64, u64)> {
+    None
+}
+
 /// The portable reader cannot tell the file system type; it keeps readdir order. (This
 /// and the next three are generic over the directory handle: the Windows backend takes
 /// them in as they are.)

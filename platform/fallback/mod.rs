@@ -23,10 +23,10 @@ pub(in crate::platform) mod write;
 pub(in crate::platform) mod write;
 
 pub use dir::{
-    address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
-    kernel_fs, link_at, lookups_serialize, mount_points, move_into, open_at, open_fds, open_file_at, open_file_path,
-    open_path, raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns,
-    Dir, Lister,
+    address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, entries_bound,
+    errno_text, kernel_fs, link_at, lookups_serialize, mount_points, move_into, open_at, open_fds, open_file_at,
+    open_file_path, open_path, raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at,
+    thread_cpu_ns, Dir, Lister,
 };
 pub use dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,

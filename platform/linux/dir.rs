@@ -308,6 +308,28 @@ pub fn sorts_by_inode(dir: &Dir) -> bool {
     }
 }
 
+/// At most how many entries directory `dir` holds, and at most how many bytes their
+/// names take in the arena (`tree::arena::name_cost`: a length byte or three, then the
+/// name), from its size and its file system's directory format, where that format
+/// bounds them: ext2/3/4, an entry at least 12 bytes of the size and its name in it
+/// (`ext4_dir_entry_2`: 8 bytes, the name, padded to 4); XFS, a data entry at least 16
+/// bytes (inode number, length, name, file type, tag, padded to 8; the size counts the
+/// data blocks); btrfs, the size twice the names' lengths; tmpfs, 20 bytes an entry
+/// and names up to 255 bytes. `None` elsewhere, or when the directory cannot be asked.
+/// A directory that grows after its size was read can hold more: callers must cope.
+pub fn entries_bound(dir: &Dir) -> Option<(u64, u64)> {
+    use linux_raw_sys::general as g;
+    let size = rustix::fs::fstat(&dir.fd).ok()?.st_size as u64;
+    let fs = rustix::fs::fstatfs(&dir.fd).ok()?;
+    match fs.f_type as u32 {
+        g::EXT4_SUPER_MAGIC => Some((size / 12, size)),
+        g::XFS_SUPER_MAGIC => Some((size / 16, size)),
+        g::BTRFS_SUPER_MAGIC => Some((size / 2, size)),
+        g::TMPFS_MAGIC => Some((size / 20, size / 20 * 258)),
+        _ => None,
+    }
+}
+
 /// Whether `dir` is on one of the kernel's virtual file systems (`--exclude-kernfs`): the
 /// ones ncdu leaves out, by `statfs` type. A directory whose type cannot be read is not.
 pub fn kernel_fs(dir: &Dir) -> bool {

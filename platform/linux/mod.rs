@@ -24,8 +24,9 @@ mod unix;
 
 pub use btrfs::{btrfs_tree, BtrfsTree, SearchBuf};
 pub use dir::{
-    address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
-    open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
+    address_space_left, default_threads, dir_mount, entries_bound, errno_text, kernel_fs, lookups_serialize,
+    mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path,
+    thread_cpu_ns, Lister,
 };
 pub use dupes::{
     cached, check_file, dedupe, dedupe_supported, extents_never_shared, free_bytes, fs_block_bytes, fs_uuid, layout,

@@ -242,6 +242,11 @@ fn list_readdir(dir: &Dir, each: &mut dyn FnMut(&CStr, u64, Option<&Meta>)) -> R
     Ok(())
 }
 
+/// No bound on a directory's entries is known here (`linux::dir::entries_bound`).
+pub fn entries_bound(_dir: &Dir) -> Option<(u64, u64)> {
+    None
+}
+
 /// GNU fts sorts the entries of a big directory by inode number on every file system
 /// whose type it cannot tell cheaply, which outside Linux is all of them.
 pub fn sorts_by_inode(_dir: &Dir) -> bool {

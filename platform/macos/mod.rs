@@ -21,8 +21,9 @@ pub use super::fallback::dupes::{
     physical_start, read_only_snapshot, rotational, swap_files, temp_file_in,
 };
 pub use dir::{
-    address_space_left, default_threads, dir_mount, errno_text, kernel_fs, lookups_serialize, mount_points, open_fds,
-    open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path, thread_cpu_ns, Lister,
+    address_space_left, default_threads, dir_mount, entries_bound, errno_text, kernel_fs, lookups_serialize,
+    mount_points, open_fds, open_file_at, open_file_path, raise_fd_limit, sorts_by_inode, stat_at, stat_path,
+    thread_cpu_ns, Lister,
 };
 pub use extents::{
     btrfs_tree, bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, BtrfsTree, ExtentBuf,

@@ -553,7 +553,9 @@ pub(super) fn listed_meta(rec: &[u8], dir: &Dir) -> Meta {
 // directory are not known to serialize. The worker count is every CPU this process may
 // use, at most 64, as on Linux (the best count for NTFS has yet to be measured on real
 // Windows). All of that is the std::fs backend's answer too.
-pub use crate::platform::fallback::{default_threads, kernel_fs, lookups_serialize, sorts_by_inode, thread_cpu_ns};
+pub use crate::platform::fallback::{
+    default_threads, entries_bound, kernel_fs, lookups_serialize, sorts_by_inode, thread_cpu_ns,
+};
 
 /// Windows has no small per-process handle limit (it is about 16 million).
 pub fn raise_fd_limit() -> u64 {

@@ -58,9 +58,10 @@ mod time;
 mod write;
 
 pub use dir::{
-    address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, errno_text,
-    kernel_fs, link_at, lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path, open_path,
-    raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns, Dir, Lister,
+    address_space_left, default_sigpipe, default_threads, dir_id, dir_mount, dir_others_may_write, entries_bound,
+    errno_text, kernel_fs, link_at, lookups_serialize, mount_points, open_at, open_fds, open_file_at, open_file_path,
+    open_path, raise_fd_limit, remove_at, rename_at, sorts_by_inode, stat_at, stat_path, symlink_at, thread_cpu_ns,
+    Dir, Lister,
 };
 pub use extents::{
     btrfs_tree, bulk_extents, bulk_extents_estimate, file_extents_at, fs_shares_extents, BtrfsTree, ExtentBuf,

@@ -332,6 +332,9 @@ impl Reader for Swapped {
     fn sorts_by_inode(dir: &Self::Dir) -> bool {
         Native::sorts_by_inode(dir)
     }
+    fn entries_bound(dir: &Self::Dir) -> Option<(u64, u64)> {
+        Native::entries_bound(dir)
+    }
     fn kernel_fs(dir: &Self::Dir) -> bool {
         Native::kernel_fs(dir)
     }

@@ -21,7 +21,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 /// The arena sink.
 pub struct ArenaSink<'a> {
@@ -32,6 +32,12 @@ pub struct ArenaSink<'a> {
     /// (first id, count, first name byte) reserved for a directory's children, until
     /// they are published.
     reserved: Mutex<HashMap<u32, (u32, u32, u32)>>,
+    /// Listings still being read that got ids early (`reserve_early`): the entries and
+    /// name bytes reserved, a bound on what they hold.
+    early: Mutex<HashMap<u32, (u32, u64)>>,
+    /// Read by every commit; written while an early reservation that proved too small
+    /// moves (`listed`), so that no commit writes into either range meanwhile.
+    moving: RwLock<()>,
     /// Device of each directory being listed, to record where it changes.
     devs: Mutex<HashMap<u32, u64>>,
     /// Extent figures of the files committed so far (`Walk::shared`).
@@ -123,6 +129,8 @@ impl<'a> ArenaSink<'a> {
             arena,
             links: Mutex::new(HashMap::new()),
             reserved: Mutex::new(HashMap::new()),
+            early: Mutex::new(HashMap::new()),
+            moving: RwLock::new(()),
             devs: Mutex::new(HashMap::new()),
             shared: Mutex::new(Collector::default()),
             sharing_seen: AtomicBool::new(false),
@@ -428,7 +436,87 @@ impl Sink for ArenaSink<'_> {
         arena::name_cost(len)
     }
 
+    fn reserve_early(&self, dir: u32, entries: u64, name_bytes: u64) -> bool {
+        let entries = entries.min(u32::MAX as u64 / 4) as u32;
+        let Some((first, names)) = self.arena.reserve_early(entries, name_bytes) else { return false };
+        self.arena.set_layout(dir, first, names);
+        self.reserved.lock().unwrap().insert(dir, (first, entries, names));
+        self.early.lock().unwrap().insert(dir, (entries, name_bytes));
+        true
+    }
+
+    fn commit_early(&self, l: &mut Local, dir: u32) -> bool {
+        let _commits = self.moving.read().unwrap_or_else(|p| p.into_inner());
+        let Some(&(cap, names_cap)) = self.early.lock().unwrap().get(&dir) else { return false };
+        // The figures of files with extents wait for their ids to be final.
+        if !l.extents.is_empty() || !l.bulk.is_empty() {
+            return false;
+        }
+        let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((NO_ENTRY, 0, 0));
+        if first == NO_ENTRY {
+            return false;
+        }
+        let a = self.arena;
+        let plain = |p: &Pending| {
+            let kind = p.flags.kind();
+            p.flags == Flags::of(kind)
+                && kind != Kind::Dir
+                && p.nlink > 0
+                && arena::fits_in_entry(p.disk, p.apparent)
+                && p.idx < cap
+                && u64::from(p.name_pos) + arena::name_cost(p.name_len as usize) <= names_cap
+        };
+        let (mut disk, mut apparent, mut items) = (0u64, 0u64, 0u64);
+        for p in l.entries.iter().filter(|p| plain(p)) {
+            let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
+            let e = NewEntry { name, flags: p.flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
+            a.write_entry(first + p.idx, &e, names_at + p.name_pos);
+            disk = disk.saturating_add(p.disk);
+            apparent = apparent.saturating_add(p.apparent);
+            items += 1;
+        }
+        a.add_here(dir, disk, apparent, items);
+        l.entries.retain(|p| !plain(p));
+        if l.entries.is_empty() && l.problems.is_empty() {
+            l.names.clear();
+            self.last_dir.store(dir, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
     fn listed(&self, dir: u32, entries: u32, name_bytes: u64) {
+        let early = self.early.lock().unwrap().remove(&dir);
+        if let Some((cap, names_cap)) = early {
+            let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((NO_ENTRY, 0, 0));
+            if entries <= cap && name_bytes <= names_cap {
+                // What the bound reserved beyond the listing goes back.
+                self.reserved.lock().unwrap().insert(dir, (first, entries, names_at));
+                self.arena.give_back(
+                    first + entries,
+                    cap - entries,
+                    names_at + name_bytes as u32,
+                    names_cap - name_bytes,
+                );
+                return;
+            }
+            // The directory grew past its bound while it was listed: its entries move to
+            // a range of the listing's size, with no commit running meanwhile.
+            let _moving = self.moving.write().unwrap_or_else(|p| p.into_inner());
+            let new_first = self.arena.reserve_entries(entries).ok();
+            let new_names = self.arena.reserve_names(name_bytes).ok();
+            let (new_first, new_names) = match (new_first, new_names) {
+                (Some(f), Some(n)) => {
+                    self.arena.move_entries((first, f, cap.min(entries)), (names_at, n, names_cap.min(name_bytes)));
+                    (f, n)
+                }
+                _ => (NO_ENTRY, arena::NONE),
+            };
+            self.arena.give_back(first, cap, names_at, names_cap);
+            self.arena.set_layout(dir, new_first, new_names);
+            self.reserved.lock().unwrap().insert(dir, (new_first, entries, new_names));
+            return;
+        }
         let first = self.arena.reserve_entries(entries).ok();
         let names = self.arena.reserve_names(name_bytes).ok();
         // A listing gets its ids only when its names found room too.
@@ -439,6 +527,7 @@ impl Sink for ArenaSink<'_> {
     }
 
     fn commit(&self, l: &mut Local, dir: u32, listed: Option<Listed>, children: &mut Vec<Child>) {
+        let _commits = self.moving.read().unwrap_or_else(|p| p.into_inner());
         let a = self.arena;
         let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((NO_ENTRY, 0, 0));
         let (disk, apparent, items, errors) =

@@ -25,6 +25,9 @@ pub trait Reader: 'static {
         each: &mut dyn FnMut(&CStr, u64, Option<&Meta>),
     ) -> Result<(), Errno>;
     fn sorts_by_inode(dir: &Self::Dir) -> bool;
+    /// At most how many entries `dir` holds and how many bytes their names take in the
+    /// arena, where its file system's directory format bounds them (`None` elsewhere).
+    fn entries_bound(dir: &Self::Dir) -> Option<(u64, u64)>;
     /// `dir` is on a kernel file system (proc, sysfs, cgroup, ...): `--exclude-kernfs`.
     fn kernel_fs(dir: &Self::Dir) -> bool;
     /// `dir` holds a valid `CACHEDIR.TAG` (a regular file that starts with the signature
@@ -97,6 +100,10 @@ macro_rules! reader_impl {
             fn sorts_by_inode(dir: &Self::Dir) -> bool {
                 use $m as m;
                 m::sorts_by_inode(dir)
+            }
+            fn entries_bound(dir: &Self::Dir) -> Option<(u64, u64)> {
+                use $m as m;
+                m::entries_bound(dir)
             }
             #[inline]
             fn kernel_fs(dir: &Self::Dir) -> bool {

@@ -242,6 +242,20 @@ pub trait Sink: Sync {
     /// With `Walk::shared`: the regular file just handed to `entry` as `Seen::Ok(meta)` at
     /// `pos` gets its figures from bulk source `tree` after the scan, instead of `extents`.
     fn bulk_file(&self, _local: &mut Self::Local, _pos: Pos, _meta: &Meta, _tree: u32) {}
+    /// A `CONTIGUOUS` sink: directory `dir`, still being listed, holds at most `entries`
+    /// entries whose names cost at most `name_bytes` (`Reader::entries_bound`); true when
+    /// the sink reserved that much now, so that chunks stat'ed before the listing ends
+    /// can be written at once (`commit_early`) instead of waiting for its ids. `listed`
+    /// then says what the listing held, which may be more (the directory grew).
+    fn reserve_early(&self, _dir: u32, _entries: u64, _name_bytes: u64) -> bool {
+        false
+    }
+    /// After `reserve_early`: writes what it can of `local` (a chunk of `dir`) into the
+    /// early reservation, keeping the rest (entries other records name: directories,
+    /// hard links, errors, files with extent figures); true when nothing is left.
+    fn commit_early(&self, _local: &mut Self::Local, _dir: u32) -> bool {
+        false
+    }
     /// Directory `dir` could not be opened.
     fn unreadable(&self, dir: u32, err: Errno);
     /// Once `dir`'s whole subtree was scanned, its name in its parent no longer led to it
@@ -254,6 +268,8 @@ pub trait Sink: Sync {
 
 /// An opened directory that jobs may still need.
 struct Node<D> {
+    /// The sink reserved this listing's ids before it ended (`Sink::reserve_early`).
+    early: AtomicBool,
     parent: Option<Arc<Node<D>>>,
     /// Name inside the parent; for the root, the path as given.
     name: CString,
@@ -397,6 +413,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
     };
     shared.open_handles.fetch_add(1, Ordering::Relaxed);
     let root_node = Arc::new(Node {
+        early: AtomicBool::new(false),
         parent: None,
         name: root.to_owned(),
         handle: RwLock::new(Some(handle)),

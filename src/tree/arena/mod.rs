@@ -93,6 +93,11 @@ pub struct Entry {
 
 /// Disk blocks that fit beside the flags in word 0; this value means "overflow".
 const BLOCKS_OVERFLOW: u32 = (1 << 24) - 1;
+
+/// Whether an entry of these sizes fits its two words (no row in the overflow table).
+pub fn fits_in_entry(disk_bytes: u64, apparent_bytes: u64) -> bool {
+    disk_bytes.div_ceil(512) < BLOCKS_OVERFLOW as u64 && apparent_bytes < OVERFLOW as u64
+}
 const _: () = assert!(std::mem::size_of::<Entry>() == 8);
 
 /// One directory. See the module doc.
@@ -370,6 +375,55 @@ impl Arena {
             return Err(self.refuse(Full::Names));
         }
         Ok(start as u32)
+    }
+
+    /// Reserves `n` entry ids and `bytes` of name store for a listing whose size is only
+    /// bounded so far (`tree::sink`'s early reservations): `None`, and nothing taken or
+    /// marked full, when either does not fit, since the caller can go on without.
+    pub fn reserve_early(&self, n: u32, bytes: u64) -> Option<(u32, u32)> {
+        let take = |next: &AtomicU64, want: u64, end: u64| {
+            next.fetch_update(Relaxed, Relaxed, |at| (at + want <= end).then_some(at + want)).ok()
+        };
+        let first = take(&self.next_entry, n as u64, ID_END)?;
+        self.reserved.fetch_add(n as u64, Relaxed);
+        let Some(names) = take(&self.next_name, bytes, u32::MAX as u64) else {
+            self.give_back(first as u32, n, 0, 0);
+            return None;
+        };
+        Some((first as u32, names as u32))
+    }
+
+    /// Gives back `n` entry ids from `first` and `bytes` of name store from `names_at`,
+    /// reserved and never written (the rest of an early reservation): later listings
+    /// take them as they take what a rescan freed.
+    pub fn give_back(&self, first: u32, n: u32, names_at: u32, bytes: u64) {
+        if n == 0 && bytes == 0 {
+            return;
+        }
+        self.reserved.fetch_sub(n as u64, Relaxed);
+        let mut free = self.free.lock().unwrap();
+        if n > 0 {
+            free.entries.insert((n as u64, first));
+        }
+        if bytes > 0 {
+            free.names.insert((bytes, names_at));
+        }
+        self.has_free.store(true, Release);
+    }
+
+    /// Copies entries `from..from + n` to `to..` and name bytes `names_from..names_from +
+    /// bytes` to `names_to..`: an early reservation that turned out too small moves, its
+    /// entries being plain ones (no directory record, side table or figure names their
+    /// ids). No other writer may touch either range meanwhile.
+    pub fn move_entries(&self, (from, to, n): (u32, u32, u32), (names_from, names_to, bytes): (u32, u32, u64)) {
+        for k in 0..n {
+            let (a, b) = (self.entries.at(from + k), self.entries.at(to + k));
+            b.apparent.store(a.apparent.load(Relaxed), Relaxed);
+            b.flags_blocks.store(a.flags_blocks.load(Acquire), Release);
+        }
+        for k in 0..bytes.min(u32::MAX as u64) as u32 {
+            self.names.at(names_to + k).store(self.names.at(names_from + k).load(Relaxed), Relaxed);
+        }
     }
 
     /// Sets where `dir`'s children (ids and names) will be, before they are published.

@@ -286,6 +286,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                     0
                 };
                 let node = Arc::new(Node {
+                    early: AtomicBool::new(false),
                     crossed,
                     links,
                     path_len,
@@ -463,6 +464,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 l.serial = l
                     .cpu_at_half
                     .is_some_and(|t| stays_serial(R::thread_cpu_ns().saturating_sub(t), split_after - split_after / 2));
+                if S::CONTIGUOUS && !l.serial {
+                    self.reserve_early(node, dir);
+                }
             }
             if l.push_name(name, d_ino, !S::CONTIGUOUS) {
                 self.chunk_full(l, node, dir);
@@ -482,7 +486,11 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let (base, names) = (l.chunk_base, std::mem::take(&mut l.chunk));
         l.chunk_len = 0;
         if S::CONTIGUOUS {
-            let early = l.offered < PARKED_CHUNKS && !l.serial;
+            // With an early reservation only what a chunk cannot write at once parks
+            // (`commit_early`), so chunks go early as long as few results wait.
+            let room = l.offered < PARKED_CHUNKS
+                || (node.early.load(Ordering::Relaxed) && node.parked.lock().unwrap().1.len() < PARKED_CHUNKS);
+            let early = room && !l.serial;
             match if early { self.offer_chunk(node, base, names) } else { Err(names) } {
                 Ok(()) => l.offered += 1,
                 Err(names) => l.split.push((base, names)),
@@ -491,6 +499,20 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             self.commit(node, None);
             Self::each_name(node, base, &names, &mut |name, pos| self.entry(node, dir, name, pos, None));
             self.commit(node, None);
+        }
+    }
+
+    /// A `CONTIGUOUS` sink's listing that grew past `split_after` entries: ids for as
+    /// many entries as its file system's format allows its size to hold
+    /// (`Reader::entries_bound`), reserved now, so that its chunks are written as soon
+    /// as they are stat'ed (on one folder of a million files, `dfdu scan` had waited for
+    /// the listing's end and came 1.22× behind `dfdu -s`).
+    fn reserve_early(&self, node: &Node<R::Dir>, dir: &R::Dir) {
+        let bound = early_cap().or_else(|| R::entries_bound(dir));
+        if let Some((entries, name_bytes)) = bound.filter(|b| b.0 > u64::from(SPLIT_AFTER_CONTIGUOUS)) {
+            if self.shared.sink.reserve_early(node.dir, entries, name_bytes) {
+                node.early.store(true, Ordering::Release);
+            }
         }
     }
 
@@ -558,6 +580,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
             });
         }
         if S::CONTIGUOUS {
+            if node.early.load(Ordering::Acquire) && self.shared.sink.commit_early(&mut self.local, node.dir) {
+                self.wrote(node);
+                return;
+            }
             let mut parked = node.parked.lock().unwrap();
             if !parked.0 {
                 // The listing is still being read: its ids are not reserved yet.
@@ -829,6 +855,17 @@ fn entered_at_root<R: Reader>(node: &Node<R::Dir>) -> bool {
     }
     with_handle::<R, _>(top, |d| R::stat_at(d, c"..", Follow::No))
         .is_ok_and(|up| up.dev != top.dev || up.ino == top.ino)
+}
+
+/// The test aid `DFDU_TEST_EARLY_CAP=ENTRIES,NAME_BYTES`: the bound every big listing
+/// gets instead of its file system's (small ones make its directory outgrow it).
+fn early_cap() -> Option<(u64, u64)> {
+    static KNOB: std::sync::OnceLock<Option<(u64, u64)>> = std::sync::OnceLock::new();
+    *KNOB.get_or_init(|| {
+        let v = std::env::var("DFDU_TEST_EARLY_CAP").ok()?;
+        let (a, b) = v.split_once(',')?;
+        Some((a.parse().ok()?, b.parse().ok()?))
+    })
 }
 
 /// Whether the handle `dir` is on `node`'s directory (same device and inode).
