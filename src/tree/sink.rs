@@ -492,6 +492,7 @@ impl Sink for ArenaSink<'_> {
             if entries <= cap && name_bytes <= names_cap {
                 // What the bound reserved beyond the listing goes back.
                 self.reserved.lock().unwrap().insert(dir, (first, entries, names_at));
+                self.arena.count_entries(entries);
                 self.arena.give_back(
                     first + entries,
                     cap - entries,

@@ -270,6 +270,10 @@ pub trait Sink: Sync {
 struct Node<D> {
     /// The sink reserved this listing's ids before it ended (`Sink::reserve_early`).
     early: AtomicBool,
+    /// Chunks offered while the listing is read and not yet written or parked (only
+    /// the test aid `DFDU_TEST_EARLY_CAP` waits for it; it may wrap below zero for a
+    /// moment, since a chunk can finish before its offer is counted).
+    offered_live: AtomicU32,
     parent: Option<Arc<Node<D>>>,
     /// Name inside the parent; for the root, the path as given.
     name: CString,
@@ -414,6 +418,7 @@ pub fn scan_as<R: Reader, S: Sink>(walk: &Walk, sink: &S, root: &CStr, root_meta
     shared.open_handles.fetch_add(1, Ordering::Relaxed);
     let root_node = Arc::new(Node {
         early: AtomicBool::new(false),
+        offered_live: AtomicU32::new(0),
         parent: None,
         name: root.to_owned(),
         handle: RwLock::new(Some(handle)),

@@ -379,13 +379,14 @@ impl Arena {
 
     /// Reserves `n` entry ids and `bytes` of name store for a listing whose size is only
     /// bounded so far (`tree::sink`'s early reservations): `None`, and nothing taken or
-    /// marked full, when either does not fit, since the caller can go on without.
+    /// marked full, when either does not fit, since the caller can go on without. The
+    /// ids are not counted as entries (`entry_count`, the progress lines) until the
+    /// listing's own count is known (`count_entries`).
     pub fn reserve_early(&self, n: u32, bytes: u64) -> Option<(u32, u32)> {
         let take = |next: &AtomicU64, want: u64, end: u64| {
             next.fetch_update(Relaxed, Relaxed, |at| (at + want <= end).then_some(at + want)).ok()
         };
         let first = take(&self.next_entry, n as u64, ID_END)?;
-        self.reserved.fetch_add(n as u64, Relaxed);
         let Some(names) = take(&self.next_name, bytes, u32::MAX as u64) else {
             self.give_back(first as u32, n, 0, 0);
             return None;
@@ -400,7 +401,6 @@ impl Arena {
         if n == 0 && bytes == 0 {
             return;
         }
-        self.reserved.fetch_sub(n as u64, Relaxed);
         let mut free = self.free.lock().unwrap();
         if n > 0 {
             free.entries.insert((n as u64, first));
@@ -409,6 +409,11 @@ impl Arena {
             free.names.insert((bytes, names_at));
         }
         self.has_free.store(true, Release);
+    }
+
+    /// Counts `n` entries of an early reservation as reserved (`entry_count`).
+    pub fn count_entries(&self, n: u32) {
+        self.reserved.fetch_add(n as u64, Relaxed);
     }
 
     /// Copies entries `from..from + n` to `to..` and name bytes `names_from..names_from +

@@ -365,3 +365,56 @@ fn rescans_reuse_what_they_replaced() {
     assert!(a.name_high_water() <= 3 * names_once, "names grew to {}", a.name_high_water());
     assert!(a.entry_count() as u64 > 30 * 1000, "progress counts reused ids again");
 }
+
+/// Issue 32: an early reservation (a bound on a listing still being read) is not counted
+/// as entries until its listing's count is known, gives back exactly what it does not
+/// use, and a move keeps every entry and name it holds; a reservation that cannot fit
+/// takes nothing and does not mark the arena full.
+#[test]
+fn early_reservations_count_late_give_back_their_rest_and_move_whole() {
+    let a = Arena::new();
+    let r = root(&a, 0);
+    let before = (a.entry_count(), a.entry_high_water(), a.name_high_water());
+    let (first, names) = a.reserve_early(10_000, 100_000).expect("room");
+    assert_eq!(a.entry_count(), before.0, "not counted while the listing is read");
+    a.set_layout(r, first, names);
+    let mut at = names;
+    for i in 0..300u32 {
+        let name = format!("e{i}");
+        a.write_entry(
+            first + i,
+            &NewEntry {
+                name: name.as_bytes(),
+                flags: Flags::of(Kind::File),
+                disk_bytes: 512,
+                apparent_bytes: u64::from(i),
+            },
+            at,
+        );
+        at += name_cost(name.len()) as u32;
+    }
+    let used = u64::from(at - names);
+    a.count_entries(300);
+    a.give_back(first + 300, 10_000 - 300, at, 100_000 - used);
+    assert_eq!(a.entry_count(), before.0 + 300);
+    assert_eq!(a.free_totals(), (10_000 - 300, 100_000 - used), "exactly the rest is free");
+    assert_eq!(a.entry_high_water(), before.1 + 10_000);
+    // Moved whole: every entry and name reads back at the new place.
+    let (to, names_to) = (a.reserve_entries(300).unwrap(), a.reserve_names(used).unwrap());
+    a.move_entries((first, to, 300), (names, names_to, used));
+    a.set_layout(r, to, names_to);
+    a.publish_children(r, to, 300);
+    let mut name = Vec::new();
+    let mut at = names_to;
+    for i in 0..300u32 {
+        at = a.read_name(at, &mut name);
+        assert_eq!(name, format!("e{i}").as_bytes());
+        assert_eq!(a.own_sizes(to + i), (512, u64::from(i)));
+    }
+    // Too big for what is left of the ids: nothing taken, the arena not full.
+    a.leave_ids(5);
+    let high = a.entry_high_water();
+    assert!(a.reserve_early(6, 10).is_none());
+    assert_eq!((a.entry_high_water(), a.full()), (high, None));
+    assert!(a.reserve_early(5, 10).is_some());
+}

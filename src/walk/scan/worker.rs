@@ -287,6 +287,7 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 };
                 let node = Arc::new(Node {
                     early: AtomicBool::new(false),
+                    offered_live: AtomicU32::new(0),
                     crossed,
                     links,
                     path_len,
@@ -422,6 +423,9 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         let sort_by_inode = l.idx > 10_000 && R::sorts_by_inode(dir);
         drop(guard);
         let error = result.err().map(|e| (e, l.idx > 0));
+        if S::CONTIGUOUS && early_cap().is_some() && node.early.load(Ordering::Acquire) {
+            wait_for_offered(&node);
+        }
         self.shared.sink.listed(node.dir, l.idx, l.name_pos);
         let listed = Listed { entries: l.idx, sort_by_inode, error };
         self.commit(&node, Some(listed));
@@ -492,7 +496,10 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
                 || (node.early.load(Ordering::Relaxed) && node.parked.lock().unwrap().1.len() < PARKED_CHUNKS);
             let early = room && !l.serial;
             match if early { self.offer_chunk(node, base, names) } else { Err(names) } {
-                Ok(()) => l.offered += 1,
+                Ok(()) => {
+                    l.offered += 1;
+                    node.offered_live.fetch_add(1, Ordering::AcqRel);
+                }
                 Err(names) => l.split.push((base, names)),
             }
         } else if let Err(names) = if l.serial { Err(names) } else { self.offer_chunk(node, base, names) } {
@@ -581,11 +588,13 @@ impl<'s, 'a, R: Reader, S: Sink> Worker<'s, 'a, R, S> {
         }
         if S::CONTIGUOUS {
             if node.early.load(Ordering::Acquire) && self.shared.sink.commit_early(&mut self.local, node.dir) {
+                node.offered_live.fetch_sub(1, Ordering::AcqRel);
                 self.wrote(node);
                 return;
             }
             let mut parked = node.parked.lock().unwrap();
             if !parked.0 {
+                node.offered_live.fetch_sub(1, Ordering::AcqRel);
                 // The listing is still being read: its ids are not reserved yet.
                 parked.1.push(Box::new(std::mem::take(&mut self.local)));
                 #[cfg(test)]
@@ -866,6 +875,17 @@ fn early_cap() -> Option<(u64, u64)> {
         let (a, b) = v.split_once(',')?;
         Some((a.parse().ok()?, b.parse().ok()?))
     })
+}
+
+/// With the test aid `DFDU_TEST_EARLY_CAP`: the listing's end waits (at most 10 s) until
+/// every chunk offered while it was read is written or parked, so that a test sees the
+/// early writes (and a bound too small for them) whatever the timing; the chunks were
+/// taken by idle workers, so they finish without this thread.
+fn wait_for_offered<D>(node: &Node<D>) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while node.offered_live.load(Ordering::Acquire) != 0 && std::time::Instant::now() < until {
+        std::thread::yield_now();
+    }
 }
 
 /// Whether the handle `dir` is on `node`'s directory (same device and inode).
