@@ -2,7 +2,11 @@
 //! the export and the browser see the whole tree — while the scan is still running.
 //!
 //! A listing gets one contiguous id range (`listed` reserves it before any chunk of the
-//! directory is stat'ed); each commit writes its entries into that range, adds their
+//! directory is stat'ed; for a big folder `reserve_early` reserves a bound on it while it
+//! is still being listed, `commit_early` writes the plain entries of its chunks there at
+//! once, and `listed` gives back what the bound held beyond the listing, or moves the
+//! entries to a range of the listing's size if the folder grew past it: `moving` keeps
+//! commits out meanwhile); each commit writes its entries into that range, adds their
 //! sizes to the directory (only: a subdirectory adds its totals to its parent once it is
 //! done, see `arena/mod.rs`), and creates records for subdirectories. `written` publishes the
 //! children and finishes the directory's own unit of work.

@@ -73,7 +73,9 @@ const SPLIT_AFTER_CONTIGUOUS: u32 = 512;
 /// Names per chunk job.
 const CHUNK_ENTRIES: usize = 2048;
 /// Chunks of one listing a `CONTIGUOUS` sink lets run before the listing ends (their
-/// results wait, about 70 bytes an entry, until the listing's ids are reserved).
+/// results wait, about 70 bytes an entry, until the listing's ids are reserved). With an
+/// early reservation (`Sink::reserve_early`) chunks keep going early as long as fewer
+/// than this many results wait (only what `commit_early` cannot write waits).
 const PARKED_CHUNKS: usize = 16;
 /// The most chunk results that ever waited on one listing (tests check the bound).
 #[cfg(test)]
