@@ -230,10 +230,16 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
         top_files: Vec::new(),
     };
     let pick = |t: (u64, u64)| if apparent { t.1 } else { t.0 };
+    // Rows: the size, then what breaks a tie the same way on every run (the containing
+    // directory's inode number, then the entry's place in its listing; entry ids depend
+    // on which worker reserved first), then the entry and its directory.
     let (mut top_dirs, mut top_files) = (Top::new(top), Top::new(top));
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
-        for id in a.children(dir).unwrap_or(0..0) {
+        let kids = a.children(dir).unwrap_or(0..0);
+        let (first, dir_ino) = (kids.start, a.dir_ino(dir));
+        let tie = |id: u32| std::cmp::Reverse((dir_ino, id - first));
+        for id in kids {
             s.entries += 1;
             let flags = a.flags(id);
             if flags.is_loop() {
@@ -257,7 +263,7 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
                         s.errors += 1;
                     }
                     let (d, ap, _) = a.dir_totals(sub);
-                    top_dirs.push((exclusive(sub).unwrap_or_else(|| pick((d, ap))), id, dir));
+                    top_dirs.push((exclusive(sub).unwrap_or_else(|| pick((d, ap))), tie(id), id, dir));
                     stack.push(sub);
                 }
                 Kind::Symlink => s.symlinks += 1,
@@ -270,14 +276,17 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
                     if flags.contains(arena::F_DUP_LINK) {
                         s.dup_links += 1;
                     } else {
-                        top_files.push((pick(a.own_sizes(id)), id, dir));
+                        top_files.push((pick(a.own_sizes(id)), tie(id), id, dir));
                     }
                 }
             }
         }
     }
-    s.top_dirs = top_dirs.sorted();
-    s.top_files = top_files.sorted();
+    let rows = |t: Top<(u64, std::cmp::Reverse<(u64, u32)>, u32, u32)>| {
+        t.sorted().into_iter().map(|(size, _, id, dir)| (size, id, dir)).collect()
+    };
+    s.top_dirs = rows(top_dirs);
+    s.top_files = rows(top_files);
     s
 }
 
