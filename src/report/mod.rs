@@ -282,13 +282,16 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
             }
         }
     }
-    let rows = |t: Top<(u64, std::cmp::Reverse<(u64, u32)>, u32, u32)>| {
-        t.sorted().into_iter().map(|(size, _, id, dir)| (size, id, dir)).collect()
-    };
+    let rows = |t: Top<Ranked>| t.sorted().into_iter().map(|(size, _, id, dir)| (size, id, dir)).collect();
     s.top_dirs = rows(top_dirs);
     s.top_files = rows(top_files);
     s
 }
+
+/// A row of a largest list while it is ranked: the size, the tie-breaker (the containing
+/// directory's inode number and the entry's place in its listing, smaller first), the
+/// entry and its directory.
+type Ranked = (u64, std::cmp::Reverse<(u64, u32)>, u32, u32);
 
 /// A size as the report shows it; a saturated total reads "Infinity", as in du.
 fn size_text(n: u64, args: &ScanArgs) -> String {
