@@ -230,9 +230,6 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
         top_files: Vec::new(),
     };
     let pick = |t: (u64, u64)| if apparent { t.1 } else { t.0 };
-    // Rows: the size, then what breaks a tie the same way on every run (the containing
-    // directory's inode number, then the entry's place in its listing; entry ids depend
-    // on which worker reserved first), then the entry and its directory.
     let (mut top_dirs, mut top_files) = (Top::new(top), Top::new(top));
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
@@ -289,8 +286,9 @@ fn summarize(a: &Arena, root: u32, top: usize, apparent: bool, by_exclusive: boo
 }
 
 /// A row of a largest list while it is ranked: the size, the tie-breaker (the containing
-/// directory's inode number and the entry's place in its listing, smaller first), the
-/// entry and its directory.
+/// directory's inode number and the entry's place in its listing, smaller first: entry
+/// ids depend on which worker reserved first, so ties ranked by them moved between
+/// runs), the entry and its directory.
 type Ranked = (u64, std::cmp::Reverse<(u64, u32)>, u32, u32);
 
 /// A size as the report shows it; a saturated total reads "Infinity", as in du.
