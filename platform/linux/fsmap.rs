@@ -190,11 +190,12 @@ fn read_all(dir: &Dir, data_dev: u64, each: &mut dyn FnMut(&RawFsmap, bool)) -> 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(groups.len());
     let dev = encode_dev(data_dev);
+    // The lowest key at `physical` on `device`, or with `high` the highest.
+    let key = |device, physical, high: bool| {
+        let all = if high { u64::MAX } else { 0 };
+        RawFsmap { device, flags: all as u32, physical, owner: all, offset: all, length: 0, reserved: [0; 3] }
+    };
     if threads >= 2 {
-        let key = |physical, high: bool| {
-            let all = if high { u64::MAX } else { 0 };
-            RawFsmap { device: dev, flags: all as u32, physical, owner: all, offset: all, length: 0, reserved: [0; 3] }
-        };
         let next = std::sync::atomic::AtomicUsize::new(0);
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(threads * 2);
         let listed = std::thread::scope(|s| {
@@ -203,7 +204,7 @@ fn read_all(dir: &Dir, data_dev: u64, each: &mut dyn FnMut(&RawFsmap, bool)) -> 
                 let (tx, next, groups) = (tx.clone(), &next, &groups);
                 let lister = move || {
                     while let Some(&(lo, hi)) = groups.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
-                        let sent = read_range(dir, key(lo, false), key(hi - 1, true), &mut |recs, dev_t| {
+                        let sent = read_range(dir, key(dev, lo, false), key(dev, hi - 1, true), &mut |recs, dev_t| {
                             // Only records starting in the group: none should start
                             // before it, but one listed twice would count twice.
                             let mine = recs.iter().filter(|r| r.physical >= lo && r.physical < hi).copied().collect();
@@ -238,17 +239,8 @@ fn read_all(dir: &Dir, data_dev: u64, each: &mut dyn FnMut(&RawFsmap, bool)) -> 
             None => {}
         }
     }
-    let low = RawFsmap::default();
-    let high = RawFsmap {
-        device: u32::MAX,
-        flags: u32::MAX,
-        physical: u64::MAX,
-        owner: u64::MAX,
-        offset: u64::MAX,
-        length: 0,
-        reserved: [0; 3],
-    };
-    read_range(dir, low, high, &mut |recs, dev_t| {
+    // The whole map: from the lowest key of all to the highest.
+    read_range(dir, key(0, 0, false), key(u32::MAX, u64::MAX, true), &mut |recs, dev_t| {
         recs.iter().for_each(|r| each(r, dev_t));
         true
     })

@@ -626,12 +626,7 @@ fn full_stage(
 
 /// `group_runs` over parts of whole runs on up to `cpu` threads, the groups in run order.
 fn group_all(found: &Found, cands: &mut [Cand], runs: &[std::ops::Range<usize>], cpu: usize) -> Vec<Group> {
-    // The runs lie end to end in `cands` (`one_inode_one_file` keeps nothing else):
-    // parts of `cands` that start where a run does hold whole runs.
-    let covered = runs.first().map_or(0, |r| r.start)..runs.last().map_or(0, |r| r.end);
-    if covered != (0..cands.len()) || runs.windows(2).any(|w| w[0].end != w[1].start) {
-        return group_runs(found, cands, runs);
-    }
+    // Parts of `cands` cut only where a run starts hold whole runs (runs never overlap).
     let parts = par::parts(cands.len(), cpu, |i| runs.binary_search_by_key(&i, |r| r.start).is_ok());
     let pieces = par::each_part_mut(cpu, cands, &parts, |part, range| {
         let first = runs.partition_point(|r| r.start < range.start);

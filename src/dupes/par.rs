@@ -5,12 +5,11 @@
 //! all CPU work over every file (62 ms for 160,000 files on one thread, against a
 //! 136 ms scan). The parts below let that run on the cores the scan just used. Each
 //! part's result lands in its own slot and the slots are read in part order, so the
-//! answer is the one a single thread gives, whatever the thread count (`on_threads`:
-//! threads that cannot start leave their parts to the ones that did).
+//! answer is the one a single thread gives, whatever the thread count (the readers'
+//! `find::pool`: threads that cannot start leave their parts to the ones that did).
 
-use crate::walk::threads::on_threads;
+use super::find::{pool, Stats};
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Lists shorter than this are done on the calling thread alone: starting threads
@@ -89,16 +88,15 @@ pub fn parts(len: usize, threads: usize, starts: impl Fn(usize) -> bool) -> Vec<
     out
 }
 
-/// `job(part)` for each of `parts` on up to `threads` threads; the results in part order.
+/// `job(part)` for each of `parts` on up to `threads` threads; the results in part order
+/// (the readers' pool, `find::pool`, with counters of its own: parts are not reads).
 pub fn each_part<T: Send>(threads: usize, parts: &[Range<usize>], job: impl Fn(Range<usize>) -> T + Sync) -> Vec<T> {
-    let done: Vec<Mutex<Option<T>>> = parts.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    on_threads(threads.min(parts.len()), || loop {
-        let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(p) = parts.get(k) else { break };
-        *done[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(job(p.clone()));
-    });
-    done.into_iter().map(|d| d.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every part ran")).collect()
+    each_index(threads, parts.len(), |k| job(parts[k].clone()))
+}
+
+/// `job(k)` for each `k` in `0..n` on up to `threads` threads, in order (as `each_part`).
+fn each_index<T: Send>(threads: usize, n: usize, job: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    pool(threads, n, &Stats::default(), |_, k| job(k))
 }
 
 /// `job(items[part], part)` for each of `parts` (ascending, not overlapping) on up to
@@ -118,15 +116,10 @@ pub fn each_part_mut<I: Send, T: Send>(
         rest = after;
         at = p.end;
     }
-    let done: Vec<Mutex<Option<T>>> = parts.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    on_threads(threads.min(parts.len()), || loop {
-        let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(slot) = slices.get(k) else { break };
-        let slice = slot.lock().unwrap_or_else(|e| e.into_inner()).take().expect("each part is taken once");
-        *done[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(job(slice, parts[k].clone()));
-    });
-    done.into_iter().map(|d| d.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every part ran")).collect()
+    each_index(threads, parts.len(), |k| {
+        let slice = slices[k].lock().unwrap_or_else(|e| e.into_inner()).take().expect("each part is taken once");
+        job(slice, parts[k].clone())
+    })
 }
 
 #[cfg(test)]

@@ -134,6 +134,12 @@ impl Found {
     /// The path of file `f` into `out`.
     pub fn file_path(&self, f: &FileRec, out: &mut Vec<u8>) {
         self.dir_path(f.dir, out);
+        self.push_file_name(f, out);
+    }
+
+    /// Appends `f`'s name to its directory's path in `out`, with a '/' between unless the
+    /// path is empty or ends in one.
+    fn push_file_name(&self, f: &FileRec, out: &mut Vec<u8>) {
         if !out.is_empty() && !out.ends_with(b"/") {
             out.push(b'/');
         }
@@ -151,10 +157,7 @@ impl Found {
         });
         out.clear();
         out.extend_from_slice(&dirs.bytes[start..end]);
-        if !out.is_empty() && !out.ends_with(b"/") {
-            out.push(b'/');
-        }
-        out.extend_from_slice(self.name(f.name_off, f.name_len));
+        self.push_file_name(f, out);
     }
 
     /// The message for one of `errors` (an entry of `dir` that could not be stat'ed, or

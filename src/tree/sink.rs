@@ -470,17 +470,22 @@ impl Sink for ArenaSink<'_> {
                 && p.idx < cap
                 && u64::from(p.name_pos) + arena::name_cost(p.name_len as usize) <= names_cap
         };
+        // One pass: each plain entry is written and dropped, the rest kept.
         let (mut disk, mut apparent, mut items) = (0u64, 0u64, 0u64);
-        for p in l.entries.iter().filter(|p| plain(p)) {
-            let name = &l.names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
+        let names = &l.names;
+        l.entries.retain(|p| {
+            if !plain(p) {
+                return true;
+            }
+            let name = &names[p.name_off as usize..p.name_off as usize + p.name_len as usize];
             let e = NewEntry { name, flags: p.flags, disk_bytes: p.disk, apparent_bytes: p.apparent };
             a.write_entry(first + p.idx, &e, names_at + p.name_pos);
             disk = disk.saturating_add(p.disk);
             apparent = apparent.saturating_add(p.apparent);
             items += 1;
-        }
+            false
+        });
         a.add_here(dir, disk, apparent, items);
-        l.entries.retain(|p| !plain(p));
         if l.entries.is_empty() && l.problems.is_empty() {
             l.names.clear();
             self.last_dir.store(dir, Ordering::Relaxed);
@@ -492,10 +497,13 @@ impl Sink for ArenaSink<'_> {
     fn listed(&self, dir: u32, entries: u32, name_bytes: u64) {
         let early = self.early.lock().unwrap().remove(&dir);
         if let Some((cap, names_cap)) = early {
-            let (first, _, names_at) = self.reserved.lock().unwrap().get(&dir).copied().unwrap_or((NO_ENTRY, 0, 0));
+            let mut reserved = self.reserved.lock().unwrap();
+            let Some(r) = reserved.get_mut(&dir) else { return };
+            let (first, names_at) = (r.0, r.2);
             if entries <= cap && name_bytes <= names_cap {
                 // What the bound reserved beyond the listing goes back.
-                self.reserved.lock().unwrap().insert(dir, (first, entries, names_at));
+                r.1 = entries;
+                drop(reserved);
                 self.arena.count_entries(entries);
                 self.arena.give_back(
                     first + entries,
@@ -505,6 +513,7 @@ impl Sink for ArenaSink<'_> {
                 );
                 return;
             }
+            drop(reserved);
             // The directory grew past its bound while it was listed: its entries move to
             // a range of the listing's size, with no commit running meanwhile.
             let _moving = self.moving.write().unwrap_or_else(|p| p.into_inner());

@@ -227,11 +227,10 @@ impl Bulk {
     /// The plan for a device first met in directory `dir`: `whole` says whether the scan
     /// entered the device at its root.
     fn new<R: Reader>(dir: &R::Dir, whole: impl FnOnce() -> bool) -> Bulk {
-        let after = match (forced(), R::bulk_extents_estimate(dir)) {
-            (Some(false), _) | (_, None) => u64::MAX,
-            (Some(true), Some(_)) => 0,
-            (None, Some(_)) if whole() => 0,
-            (None, Some(in_use)) => (in_use as f64 * FILES_PER_INODE_IN_USE) as u64,
+        let after = match R::bulk_extents_estimate(dir) {
+            _ if lists_at_once::<R>(dir, whole) => 0,
+            Some(in_use) if forced().is_none() => (in_use as f64 * FILES_PER_INODE_IN_USE) as u64,
+            _ => u64::MAX,
         };
         Bulk { asked: AtomicU64::new(0), after, map: OnceLock::new() }
     }

@@ -177,7 +177,7 @@ impl Arena {
                 }
             }
             entry_runs.push((kids.start, kids.end - kids.start));
-            name_runs.push((start, at - start));
+            name_runs.push((start, u64::from(at - start)));
         }
         if entry_runs.is_empty() {
             return;
@@ -190,12 +190,18 @@ impl Arena {
         };
         self.overflow.lock().unwrap().retain(|id, _| !freed(id));
         self.links.lock().unwrap().retain(|id, _| !freed(id));
+        self.put_free(&entry_runs, &name_runs);
+    }
+
+    /// Puts runs of entry ids (start, length) and of name bytes on the free lists, for
+    /// later listings to take (`take_free`); empty runs are left out.
+    pub(super) fn put_free(&self, entry_runs: &[(u32, u32)], name_runs: &[(u32, u64)]) {
         let mut free = self.free.lock().unwrap();
-        for (s, n) in entry_runs {
-            free.entries.insert((n as u64, s));
+        for &(s, n) in entry_runs.iter().filter(|r| r.1 > 0) {
+            free.entries.insert((u64::from(n), s));
         }
-        for (s, n) in name_runs.into_iter().filter(|r| r.1 > 0) {
-            free.names.insert((n as u64, s));
+        for &(s, n) in name_runs.iter().filter(|r| r.1 > 0) {
+            free.names.insert((n, s));
         }
         self.has_free.store(true, Release);
     }

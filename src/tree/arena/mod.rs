@@ -398,17 +398,9 @@ impl Arena {
     /// reserved and never written (the rest of an early reservation): later listings
     /// take them as they take what a rescan freed.
     pub fn give_back(&self, first: u32, n: u32, names_at: u32, bytes: u64) {
-        if n == 0 && bytes == 0 {
-            return;
+        if n > 0 || bytes > 0 {
+            self.put_free(&[(first, n)], &[(names_at, bytes)]);
         }
-        let mut free = self.free.lock().unwrap();
-        if n > 0 {
-            free.entries.insert((n as u64, first));
-        }
-        if bytes > 0 {
-            free.names.insert((bytes, names_at));
-        }
-        self.has_free.store(true, Release);
     }
 
     /// Counts `n` entries of an early reservation as reserved (`entry_count`).
